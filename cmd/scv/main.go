@@ -1,0 +1,79 @@
+// Command scv is the ledger daemon and its command-line client.
+//
+//	scv daemon [--db PATH] [--socket PATH]   run the daemon in the foreground
+//	scv version                              print the version
+//	scv [--socket PATH] [--json] COMMAND     talk to a running daemon
+//
+// Run `scv help` for the client commands.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// version is stamped at build time with -ldflags "-X main.version=V".
+var version = "0.0.0-dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes one scv invocation and returns its exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "daemon":
+		err = runDaemon(args[1:], stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, version)
+	case "help", "-h", "--help":
+		usage(stdout)
+	default:
+		err = runClient(args, stdout, stderr)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "scv:", err)
+		var u usageError
+		if errors.As(err, &u) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+// usageError marks a command line that could not be understood.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: scv COMMAND
+
+  daemon [--db PATH] [--socket PATH]      run the daemon in the foreground
+  version                                 print the version
+
+Client commands (global flags: --socket PATH or SCV_SOCKET, --json):
+  status
+  project create NAME [--workspace DIR]
+  project status|tasks|report PROJECT
+  project events PROJECT [--after N]
+  project task add PROJECT TITLE [--depends-on ID ...] [--max-retries N]
+  project task update PROJECT TASK STATUS [--progress TEXT]
+  project run start PROJECT TASK --agent NAME
+  project run progress PROJECT RUN TEXT
+  project run finish PROJECT RUN succeeded|failed|cancelled
+  project heartbeat PROJECT [--task T] [--run R]
+`)
+}

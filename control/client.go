@@ -1,0 +1,132 @@
+package control
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Client speaks daemon.control over one connection. The CLI and the tests
+// use it; it is safe for concurrent use (calls are serialised).
+type Client struct {
+	mu     sync.Mutex
+	conn   net.Conn
+	r      *bufio.Reader
+	nextID uint64
+}
+
+// Dial connects to the daemon socket at path.
+func Dial(ctx context.Context, path string) (*Client, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("connect to daemon at %s: %w", path, err)
+	}
+	return &Client{conn: c, r: bufio.NewReaderSize(c, 64<<10)}, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Call sends cmd and returns the daemon's status, or the daemon's error as
+// an *Error.
+func (c *Client) Call(ctx context.Context, cmd Command) (*DaemonStatus, error) {
+	raw, err := c.CallRaw(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	var st DaemonStatus
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, fmt.Errorf("decode reply: %w", err)
+	}
+	return &st, nil
+}
+
+// CallRaw sends cmd and returns the reply's result exactly as the daemon
+// wrote it.
+func (c *Client) CallRaw(ctx context.Context, cmd Command) (json.RawMessage, error) {
+	params, err := EncodeCommand(cmd)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nextID++
+	id := strconv.FormatUint(c.nextID, 10)
+	line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`+"\n", id, Method, params)
+	resp, err := c.roundTrip(ctx, line)
+	if err != nil {
+		return nil, err
+	}
+	var r struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *Error          `json:"error"`
+	}
+	if err := json.Unmarshal(resp, &r); err != nil {
+		return nil, fmt.Errorf("decode reply: %w", err)
+	}
+	if string(r.ID) != id {
+		return nil, fmt.Errorf("reply id %s does not match request id %s", r.ID, id)
+	}
+	if r.Error != nil {
+		return nil, r.Error
+	}
+	return r.Result, nil
+}
+
+// Send writes one raw line and reads one reply line: for tests and tools
+// that speak the protocol by hand.
+func (c *Client) Send(ctx context.Context, line []byte) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.roundTrip(ctx, line)
+}
+
+func (c *Client) roundTrip(ctx context.Context, line []byte) ([]byte, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Time{}
+	}
+	c.conn.SetDeadline(deadline)
+	if _, err := c.conn.Write(line); err != nil {
+		return nil, fmt.Errorf("send: %w", err)
+	}
+	resp, err := c.r.ReadBytes('\n')
+	if err != nil {
+		return nil, fmt.Errorf("read reply: %w", err)
+	}
+	return bytes.TrimSuffix(resp, []byte("\n")), nil
+}
+
+// DefaultSocketPath is $SCV_SOCKET, else $XDG_RUNTIME_DIR/scv/daemon.sock,
+// else $XDG_STATE_HOME/scv/daemon.sock (~/.local/state/scv/daemon.sock).
+func DefaultSocketPath() string {
+	if p := os.Getenv("SCV_SOCKET"); p != "" {
+		return p
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "scv", "daemon.sock")
+	}
+	return filepath.Join(StateDir(), "daemon.sock")
+}
+
+// StateDir is $XDG_STATE_HOME/scv, else ~/.local/state/scv.
+func StateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "scv")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "/"
+	}
+	return filepath.Join(home, ".local", "state", "scv")
+}

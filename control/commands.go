@@ -1,0 +1,195 @@
+package control
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"scv/reducer"
+)
+
+// Command is one DaemonCommand of the seed: the params of daemon.control,
+// tagged by Action. Field tags mirror the seed; a field tagged
+// `serde:"default"` may be missing, as the seed's #[serde(default)] allows;
+// pointer fields are Option<T>, which serde lets be missing or null.
+type Command interface {
+	Action() string
+}
+
+// CmdStatus reports DaemonStatus.
+type CmdStatus struct{}
+
+// CmdReload rereads channel settings.
+type CmdReload struct{}
+
+// CmdChannelSet enables or disables one channel account.
+type CmdChannelSet struct {
+	Channel     string       `json:"channel"`
+	Account     string       `json:"account"`
+	Enabled     bool         `json:"enabled"`
+	Workspace   *string      `json:"workspace"`
+	RemoteTools *RemoteTools `json:"remote_tools,omitempty"`
+	Senders     *Senders     `json:"senders,omitempty"`
+	Purpose     *Purpose     `json:"purpose,omitempty"`
+}
+
+// CmdChannelLogout stops one channel account and removes its state.
+type CmdChannelLogout struct {
+	Channel string `json:"channel"`
+	Account string `json:"account"`
+}
+
+// CmdDelegations lists running delegations.
+type CmdDelegations struct {
+	All bool `json:"all" serde:"default"`
+}
+
+// CmdDelegationKill stops one delegation or every orphan.
+type CmdDelegationKill struct {
+	Handle  *string `json:"handle,omitempty"`
+	Orphans bool    `json:"orphans" serde:"default"`
+}
+
+// CmdRestartWhenIdle restarts into a newly installed release when idle.
+type CmdRestartWhenIdle struct {
+	Version        *string `json:"version,omitempty"`
+	Commit         *string `json:"commit,omitempty"`
+	Parent         *string `json:"parent,omitempty"`
+	MaxWaitSeconds *uint64 `json:"max_wait_seconds,omitempty"`
+}
+
+// CmdConfirmAsk asks the owner a yes/no question.
+type CmdConfirmAsk struct {
+	Question       string  `json:"question"`
+	Parent         *string `json:"parent,omitempty"`
+	TimeoutSeconds *uint64 `json:"timeout_seconds,omitempty"`
+}
+
+// CmdConfirmStatus reports where a question stands.
+type CmdConfirmStatus struct {
+	ID string `json:"id"`
+}
+
+// CmdProjectCreate creates a project.
+type CmdProjectCreate struct {
+	Name      string `json:"name"`
+	Workspace string `json:"workspace"`
+}
+
+// CmdProjectStatus reads a project's summary.
+type CmdProjectStatus struct {
+	Project string `json:"project"`
+}
+
+// CmdProjectEvents reads a project's events after a sequence.
+type CmdProjectEvents struct {
+	Project string  `json:"project"`
+	After   *uint64 `json:"after"`
+}
+
+// CmdProjectTasks reads a project's tasks.
+type CmdProjectTasks struct {
+	Project string `json:"project"`
+}
+
+// CmdProjectReport builds a project report.
+type CmdProjectReport struct {
+	Project string `json:"project"`
+}
+
+// CmdProjectTaskAdd adds a task.
+type CmdProjectTaskAdd struct {
+	Project    string   `json:"project"`
+	Title      string   `json:"title"`
+	DependsOn  []string `json:"depends_on"`
+	MaxRetries uint32   `json:"max_retries"`
+}
+
+// CmdProjectTaskUpdate records an observed task status.
+type CmdProjectTaskUpdate struct {
+	Project  string             `json:"project"`
+	Task     string             `json:"task"`
+	Status   reducer.TaskStatus `json:"status"`
+	Progress *string            `json:"progress"`
+}
+
+// CmdProjectRunStart records a run starting.
+type CmdProjectRunStart struct {
+	Project string `json:"project"`
+	Task    string `json:"task"`
+	Agent   string `json:"agent"`
+}
+
+// CmdProjectRunProgress records a run's progress.
+type CmdProjectRunProgress struct {
+	Project  string `json:"project"`
+	Run      string `json:"run"`
+	Progress string `json:"progress"`
+}
+
+// CmdProjectRunFinish records a run's terminal status.
+type CmdProjectRunFinish struct {
+	Project string            `json:"project"`
+	Run     string            `json:"run"`
+	Status  reducer.RunStatus `json:"status"`
+}
+
+// CmdProjectHeartbeat records a heartbeat.
+type CmdProjectHeartbeat struct {
+	Project string  `json:"project"`
+	Task    *string `json:"task"`
+	Run     *string `json:"run"`
+}
+
+func (CmdStatus) Action() string             { return "status" }
+func (CmdReload) Action() string             { return "reload" }
+func (CmdChannelSet) Action() string         { return "channel_set" }
+func (CmdChannelLogout) Action() string      { return "channel_logout" }
+func (CmdDelegations) Action() string        { return "delegations" }
+func (CmdDelegationKill) Action() string     { return "delegation_kill" }
+func (CmdRestartWhenIdle) Action() string    { return "restart_when_idle" }
+func (CmdConfirmAsk) Action() string         { return "confirm_ask" }
+func (CmdConfirmStatus) Action() string      { return "confirm_status" }
+func (CmdProjectCreate) Action() string      { return "project_create" }
+func (CmdProjectStatus) Action() string      { return "project_status" }
+func (CmdProjectEvents) Action() string      { return "project_events" }
+func (CmdProjectTasks) Action() string       { return "project_tasks" }
+func (CmdProjectReport) Action() string      { return "project_report" }
+func (CmdProjectTaskAdd) Action() string     { return "project_task_add" }
+func (CmdProjectTaskUpdate) Action() string  { return "project_task_update" }
+func (CmdProjectRunStart) Action() string    { return "project_run_start" }
+func (CmdProjectRunProgress) Action() string { return "project_run_progress" }
+func (CmdProjectRunFinish) Action() string   { return "project_run_finish" }
+func (CmdProjectHeartbeat) Action() string   { return "project_heartbeat" }
+
+// actions lists every command of the seed, in the seed's order; the
+// decoder builds a new value of the matching type for each request.
+var actions = []Command{
+	CmdStatus{}, CmdReload{}, CmdChannelSet{}, CmdChannelLogout{},
+	CmdDelegations{}, CmdDelegationKill{}, CmdRestartWhenIdle{},
+	CmdConfirmAsk{}, CmdConfirmStatus{},
+	CmdProjectCreate{}, CmdProjectStatus{}, CmdProjectEvents{},
+	CmdProjectTasks{}, CmdProjectReport{}, CmdProjectTaskAdd{},
+	CmdProjectTaskUpdate{}, CmdProjectRunStart{}, CmdProjectRunProgress{},
+	CmdProjectRunFinish{}, CmdProjectHeartbeat{},
+}
+
+// EncodeCommand writes c as serde writes the seed's DaemonCommand: the
+// `action` tag first, then the variant's fields in order.
+func EncodeCommand(c Command) ([]byte, error) {
+	body, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", c.Action(), err)
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`{"action":`)
+	tag, _ := json.Marshal(c.Action())
+	buf.Write(tag)
+	if len(body) > 2 { // more than "{}"
+		buf.WriteByte(',')
+		buf.Write(body[1:])
+	} else {
+		buf.WriteByte('}')
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,279 @@
+package control
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// member is one key and value of a JSON object, in input order.
+type member struct {
+	key string
+	raw json.RawMessage
+}
+
+// objectMembers splits a JSON object into its members, in order. It fails
+// when raw is not an object.
+func objectMembers(raw []byte) ([]member, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, fmt.Errorf("invalid type: %s, expected a map", describe(raw))
+	}
+	var ms []member
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var m member
+		m.key = tok.(string)
+		if err := dec.Decode(&m.raw); err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
+}
+
+// DecodeCommand parses the params of a daemon.control request as serde
+// parses the seed's DaemonCommand, refusing what serde refuses: a missing
+// or unknown action, a missing required field, a duplicate field, a wrong
+// type, a negative, fractional or out-of-range integer, an unknown enum
+// value. Unknown fields are ignored. The error names the field.
+func DecodeCommand(raw []byte) (Command, error) {
+	ms, err := objectMembers(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w, expected internally tagged enum DaemonCommand", trimExpected(err))
+	}
+	var tag *member
+	for i := range ms {
+		if ms[i].key == "action" {
+			if tag != nil {
+				return nil, errors.New("duplicate field `action`")
+			}
+			tag = &ms[i]
+		}
+	}
+	if tag == nil {
+		return nil, errors.New("missing field `action`")
+	}
+	var action string
+	if err := decodeString(tag.raw, &action); err != nil {
+		return nil, fmt.Errorf("field `action`: %w", err)
+	}
+	for _, proto := range actions {
+		if proto.Action() == action {
+			v := reflect.New(reflect.TypeOf(proto))
+			if err := decodeStruct(ms, v.Elem()); err != nil {
+				return nil, fmt.Errorf("%s: %w", action, err)
+			}
+			return v.Elem().Interface().(Command), nil
+		}
+	}
+	names := make([]string, len(actions))
+	for i, a := range actions {
+		names[i] = "`" + a.Action() + "`"
+	}
+	return nil, fmt.Errorf("field `action`: unknown variant `%s`, expected one of %s", action, strings.Join(names, ", "))
+}
+
+func trimExpected(err error) error {
+	msg := err.Error()
+	if i := strings.Index(msg, ", expected"); i >= 0 {
+		msg = msg[:i]
+	}
+	return errors.New(msg)
+}
+
+// decodeStruct fills the fields of v from ms, by json tag.
+func decodeStruct(ms []member, v reflect.Value) error {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		var found *member
+		for j := range ms {
+			if ms[j].key == name {
+				if found != nil {
+					return fmt.Errorf("duplicate field `%s`", name)
+				}
+				found = &ms[j]
+			}
+		}
+		if found == nil {
+			if f.Type.Kind() == reflect.Pointer || f.Tag.Get("serde") == "default" {
+				continue
+			}
+			return fmt.Errorf("missing field `%s`", name)
+		}
+		if err := decodeValue(found.raw, v.Field(i)); err != nil {
+			return fmt.Errorf("field `%s`: %w", name, err)
+		}
+	}
+	return nil
+}
+
+var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+
+// decodeValue decodes one JSON value strictly into v.
+func decodeValue(raw json.RawMessage, v reflect.Value) error {
+	if v.Kind() == reflect.Pointer {
+		if string(raw) == "null" {
+			v.SetZero()
+			return nil
+		}
+		p := reflect.New(v.Type().Elem())
+		if err := decodeValue(raw, p.Elem()); err != nil {
+			return err
+		}
+		v.Set(p)
+		return nil
+	}
+	if reflect.PointerTo(v.Type()).Implements(textUnmarshaler) {
+		var s string
+		if err := decodeString(raw, &s); err != nil {
+			return err
+		}
+		return v.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s))
+	}
+	switch v.Kind() {
+	case reflect.String:
+		var s string
+		if err := decodeString(raw, &s); err != nil {
+			return err
+		}
+		v.SetString(s)
+	case reflect.Bool:
+		switch string(raw) {
+		case "true", "false":
+			v.SetBool(string(raw) == "true")
+		default:
+			return fmt.Errorf("invalid type: %s, expected a boolean", describe(raw))
+		}
+	case reflect.Uint32, reflect.Uint64:
+		n, err := decodeUint(raw, v.Type().Bits())
+		if err != nil {
+			return err
+		}
+		v.SetUint(n)
+	case reflect.Slice:
+		var elems []json.RawMessage
+		if len(raw) == 0 || raw[0] != '[' {
+			return fmt.Errorf("invalid type: %s, expected a sequence", describe(raw))
+		}
+		if err := json.Unmarshal(raw, &elems); err != nil {
+			return err
+		}
+		s := reflect.MakeSlice(v.Type(), len(elems), len(elems))
+		for i, e := range elems {
+			if err := decodeValue(e, s.Index(i)); err != nil {
+				return fmt.Errorf("element %d: %w", i, err)
+			}
+		}
+		v.Set(s)
+	default:
+		panic(fmt.Sprintf("control: no decoder for %s", v.Type()))
+	}
+	return nil
+}
+
+func decodeString(raw json.RawMessage, s *string) error {
+	if len(raw) == 0 || raw[0] != '"' {
+		return fmt.Errorf("invalid type: %s, expected a string", describe(raw))
+	}
+	if err := checkSurrogates(raw); err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, s)
+}
+
+// decodeUint accepts a JSON integer in [0, 2^bits), as serde's u32 and
+// u64 do: no sign (but -0), no fraction, no exponent.
+func decodeUint(raw json.RawMessage, bits int) (uint64, error) {
+	s := string(raw)
+	if len(s) == 0 || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
+		return 0, fmt.Errorf("invalid type: %s, expected u%d", describe(raw), bits)
+	}
+	if strings.ContainsAny(s, ".eE") {
+		return 0, fmt.Errorf("invalid type: floating point `%s`, expected u%d", s, bits)
+	}
+	if s == "-0" {
+		return 0, nil
+	}
+	if s[0] == '-' {
+		return 0, fmt.Errorf("invalid value: integer `%s`, expected u%d", s, bits)
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("invalid type: floating point `%s`, expected u%d", s, bits)
+	}
+	if bits < 64 && n >= 1<<bits {
+		return 0, fmt.Errorf("invalid value: integer `%s`, expected u%d", s, bits)
+	}
+	return n, nil
+}
+
+// checkSurrogates refuses \u escapes of unpaired UTF-16 surrogates, which
+// serde_json refuses and encoding/json would silently replace.
+func checkSurrogates(raw []byte) error {
+	for i := 0; i+5 < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		if raw[i+1] != 'u' {
+			i++ // skip the escaped character
+			continue
+		}
+		c, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 16)
+		if err != nil {
+			return nil // encoding/json reports the bad escape
+		}
+		switch {
+		case c >= 0xD800 && c < 0xDC00:
+			if i+11 < len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
+				if lo, err := strconv.ParseUint(string(raw[i+8:i+12]), 16, 16); err == nil && lo >= 0xDC00 && lo < 0xE000 {
+					i += 11
+					continue
+				}
+			}
+			return errors.New("lone leading surrogate in hex escape")
+		case c >= 0xDC00 && c < 0xE000:
+			return errors.New("lone trailing surrogate in hex escape")
+		}
+		i += 5
+	}
+	return nil
+}
+
+// describe names a JSON value the way serde's errors do.
+func describe(raw []byte) string {
+	s := string(bytes.TrimSpace(raw))
+	switch {
+	case s == "":
+		return "nothing"
+	case s == "null":
+		return "null"
+	case s == "true" || s == "false":
+		return "boolean `" + s + "`"
+	case s[0] == '"':
+		var str string
+		_ = json.Unmarshal([]byte(s), &str)
+		return fmt.Sprintf("string %q", str)
+	case s[0] == '[':
+		return "sequence"
+	case s[0] == '{':
+		return "map"
+	case strings.ContainsAny(s, ".eE"):
+		return "floating point `" + s + "`"
+	}
+	return "integer `" + s + "`"
+}

@@ -1,0 +1,349 @@
+package control
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// Method is the one JSON-RPC method the daemon serves.
+const Method = "daemon.control"
+
+// MaxLine is the longest request line accepted, newline excluded.
+const MaxLine = 1 << 20
+
+// Server serves daemon.control over a Unix socket: newline-delimited
+// JSON-RPC 2.0, one request per line, replies in order.
+type Server struct {
+	Service *Service
+	Logger  *slog.Logger
+
+	mu       sync.Mutex
+	ln       net.Listener
+	conns    map[net.Conn]bool // value: busy answering a request
+	closing  bool
+	wg       sync.WaitGroup
+	allowUID map[uint32]bool
+}
+
+// Listen creates the socket at path (its folder 0700, the socket 0600),
+// replacing a stale socket file but refusing to steal one a live daemon
+// answers on.
+func Listen(path string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c.Close()
+		return nil, errors.New("another daemon is listening on " + path)
+	}
+	_ = os.Remove(path)
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
+}
+
+// Serve accepts connections until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return net.ErrClosed
+	}
+	s.ln = ln
+	s.conns = map[net.Conn]bool{}
+	s.allowUID = map[uint32]bool{0: true, uint32(os.Getuid()): true}
+	s.mu.Unlock()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closing := s.closing
+			s.mu.Unlock()
+			if closing {
+				return nil
+			}
+			return err
+		}
+		s.mu.Lock()
+		if s.closing {
+			s.mu.Unlock()
+			c.Close()
+			continue
+		}
+		s.conns[c] = false
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go s.serveConn(c)
+	}
+}
+
+// Shutdown stops accepting, lets every request being answered finish,
+// closes idle connections, and waits for them, or for ctx.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	for c, busy := range s.conns {
+		if !busy {
+			c.SetReadDeadline(time.Now()) // wake the reader; it exits
+		}
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Server) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// setBusy marks c as answering (or not) and reports whether the server is
+// closing.
+func (s *Server) setBusy(c net.Conn, busy bool) (closing bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.conns[c] = busy
+	return s.closing
+}
+
+func (s *Server) serveConn(c net.Conn) {
+	defer s.wg.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		c.Close()
+	}()
+	log := s.logger().With("conn", c.RemoteAddr().String())
+	w := bufio.NewWriter(c)
+	if err := s.checkPeer(c); err != nil {
+		writeReply(w, errorReply(nil, err))
+		return
+	}
+	r := bufio.NewReaderSize(c, 64<<10)
+	for {
+		line, err := readLine(r)
+		if errors.Is(err, errTooLong) {
+			writeReply(w, errorReply(nil, newError(CodeInvalidRequest, ReasonTooLarge, "request line longer than %d bytes", MaxLine)))
+			return
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
+				log.Debug("read", "err", err)
+			}
+			return
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if s.setBusy(c, true) {
+			return
+		}
+		reply := s.handleLine(line)
+		if reply != nil {
+			if err := writeReply(w, reply); err != nil {
+				return
+			}
+		}
+		if s.setBusy(c, false) {
+			return
+		}
+	}
+}
+
+var errTooLong = errors.New("line too long")
+
+// readLine returns the next line without its newline, refusing lines
+// longer than MaxLine.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > MaxLine+1 {
+			return nil, errTooLong
+		}
+		line = append(line, chunk...)
+		switch {
+		case err == nil:
+			return line[:len(line)-1], nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(line) > 0:
+			return line, nil
+		default:
+			return nil, err
+		}
+	}
+}
+
+// reply is one JSON-RPC response object.
+type reply struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  *DaemonStatus   `json:"result,omitempty"`
+	Error   *Error          `json:"error,omitempty"`
+}
+
+func errorReply(id json.RawMessage, e *Error) *reply {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	return &reply{JSONRPC: "2.0", ID: id, Error: e}
+}
+
+func writeReply(w *bufio.Writer, r *reply) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		b, _ = json.Marshal(errorReply(r.ID, newError(CodeInternal, ReasonInternal, "encode reply: %v", err)))
+	}
+	b = append(b, '\n')
+	if _, err := w.Write(b); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// handleLine answers one request line; nil means no reply (a
+// notification).
+func (s *Server) handleLine(line []byte) *reply {
+	req, id, e := parseRequest(line)
+	if e != nil {
+		if req != nil && id == nil {
+			return nil // a notification gets no reply, not even an error
+		}
+		return errorReply(id, e)
+	}
+	st, err := s.Service.Handle(context.Background(), req.cmd)
+	if id == nil {
+		if err != nil {
+			s.logger().Info("notification refused", "action", req.cmd.Action(), "err", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return errorReply(id, errorFor(err))
+	}
+	return &reply{JSONRPC: "2.0", ID: id, Result: st}
+}
+
+type parsedRequest struct{ cmd Command }
+
+// parseRequest checks the JSON-RPC envelope and decodes the command. It
+// returns the request's id (nil for a notification) for the reply; req is
+// non-nil once the line was recognised as a request object.
+func parseRequest(line []byte) (req *parsedRequest, id json.RawMessage, e *Error) {
+	if !utf8.Valid(line) {
+		return nil, nil, newError(CodeParseError, ReasonParseError, "request is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(line))
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return nil, nil, newError(CodeParseError, ReasonParseError, "request is not JSON: %v", err)
+	}
+	trailing := len(bytes.TrimSpace(line[dec.InputOffset():])) > 0
+	ms, err := objectMembers(raw)
+	if err != nil {
+		return nil, nil, newError(CodeInvalidRequest, ReasonInvalidRequest, "request is not a JSON-RPC request object")
+	}
+	var version, method, params, rawID *member
+	for i := range ms {
+		switch ms[i].key {
+		case "jsonrpc":
+			version = &ms[i]
+		case "method":
+			method = &ms[i]
+		case "params":
+			params = &ms[i]
+		case "id":
+			rawID = &ms[i]
+		}
+	}
+	if rawID != nil {
+		switch c := bytes.TrimSpace(rawID.raw)[0]; {
+		case c == '"' || c == '-' || (c >= '0' && c <= '9') || c == 'n':
+			id = rawID.raw
+		default:
+			return nil, nil, newError(CodeInvalidRequest, ReasonInvalidRequest, "id must be a string, a number or null")
+		}
+	}
+	if version == nil || string(version.raw) != `"2.0"` {
+		return nil, id, newError(CodeInvalidRequest, ReasonInvalidRequest, `jsonrpc must be "2.0"`)
+	}
+	var name string
+	if method == nil || decodeString(method.raw, &name) != nil {
+		return nil, id, newError(CodeInvalidRequest, ReasonInvalidRequest, "method must be a string")
+	}
+	req = &parsedRequest{}
+	if name != Method {
+		return req, id, newError(CodeMethodNotFound, ReasonMethodNotFound, "method %q not found; the daemon serves %q", name, Method)
+	}
+	if trailing {
+		return req, id, newError(CodeInvalidParams, ReasonInvalidParams, "trailing characters after the request object")
+	}
+	if params == nil {
+		return req, id, newError(CodeInvalidParams, ReasonInvalidParams, "missing params: a DaemonCommand object")
+	}
+	cmd, err := DecodeCommand(params.raw)
+	if err != nil {
+		return req, id, newError(CodeInvalidParams, ReasonInvalidParams, "invalid params: %v", err)
+	}
+	req.cmd = cmd
+	return req, id, nil
+}
+
+// checkPeer refuses a peer whose uid is neither ours nor root.
+func (s *Server) checkPeer(c net.Conn) *Error {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return nil
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return newError(CodeForbidden, ReasonForbidden, "peer credentials: %v", err)
+	}
+	var cred *syscall.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil || credErr != nil {
+		return newError(CodeForbidden, ReasonForbidden, "peer credentials unavailable")
+	}
+	if !s.allowUID[cred.Uid] {
+		return newError(CodeForbidden, ReasonForbidden, "uid %d may not use this daemon", cred.Uid)
+	}
+	return nil
+}

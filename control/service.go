@@ -1,0 +1,219 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"scv/ledger"
+	"scv/reducer"
+)
+
+// Service answers decoded commands: it turns each into one ledger call and
+// the result into a DaemonStatus.
+type Service struct {
+	Ledger  *ledger.Ledger
+	Version string
+	PID     uint32
+	// Clock stamps reports; defaults to the system clock.
+	Clock func() time.Time
+}
+
+func (s *Service) now() time.Time {
+	if s.Clock != nil {
+		return s.Clock()
+	}
+	return time.Now()
+}
+
+// status is the DaemonStatus every reply starts from.
+func (s *Service) status(project *ProjectResponse) *DaemonStatus {
+	return &DaemonStatus{
+		Version:    s.Version,
+		PID:        s.PID,
+		Components: []ComponentHealth{},
+		Project:    project,
+	}
+}
+
+// Handle runs one command.
+func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error) {
+	switch c := cmd.(type) {
+	case CmdStatus, CmdReload:
+		return s.status(nil), nil
+	case CmdProjectCreate:
+		ws, err := workspace(c.Workspace)
+		if err != nil {
+			return nil, err
+		}
+		return s.execute(ctx, KindCreated, "", reducer.CreateProject{ProjectID: newID(), Name: c.Name, Workspace: ws})
+	case CmdProjectStatus:
+		p, err := s.project(c.Project)
+		if err != nil {
+			return nil, err
+		}
+		return s.status(&ProjectResponse{Kind: KindStatus, Project: summaryOf(p)}), nil
+	case CmdProjectEvents:
+		return s.events(ctx, c)
+	case CmdProjectTasks:
+		p, err := s.project(c.Project)
+		if err != nil {
+			return nil, err
+		}
+		return s.status(&ProjectResponse{Kind: KindTasks, ProjectID: p.ID, Tasks: tasksOf(p)}), nil
+	case CmdProjectReport:
+		p, err := s.project(c.Project)
+		if err != nil {
+			return nil, err
+		}
+		return s.status(&ProjectResponse{Kind: KindReport, Report: reportOf(p, s.now().Unix())}), nil
+	case CmdProjectTaskAdd:
+		id := newID()
+		return s.execute(ctx, KindTaskAdded, id, reducer.AddTask{
+			Project: c.Project, TaskID: id, Title: c.Title, DependsOn: c.DependsOn, MaxRetries: c.MaxRetries})
+	case CmdProjectTaskUpdate:
+		return s.execute(ctx, KindUpdated, "", reducer.UpdateTask{
+			Project: c.Project, TaskID: c.Task, Status: c.Status, Progress: c.Progress})
+	case CmdProjectRunStart:
+		id := newID()
+		return s.execute(ctx, KindRunStarted, id, reducer.StartRun{
+			Project: c.Project, TaskID: c.Task, RunID: id, Agent: c.Agent})
+	case CmdProjectRunProgress:
+		return s.execute(ctx, KindUpdated, "", reducer.ProgressRun{Project: c.Project, RunID: c.Run, Progress: c.Progress})
+	case CmdProjectRunFinish:
+		return s.execute(ctx, KindUpdated, "", reducer.FinishRun{Project: c.Project, RunID: c.Run, Status: c.Status})
+	case CmdProjectHeartbeat:
+		return s.execute(ctx, KindUpdated, "", reducer.RecordHeartbeat{
+			Project: c.Project, TaskID: deref(c.Task), RunID: deref(c.Run)})
+	}
+	return nil, newError(CodeUnimplemented, ReasonUnimplemented, "action %s is not implemented by this daemon yet", cmd.Action())
+}
+
+// execute appends through the ledger and answers with the committed
+// project summary. id is the task or run ID the command minted.
+func (s *Service) execute(ctx context.Context, kind ResponseKind, id string, cmd reducer.Command) (*DaemonStatus, error) {
+	res, err := s.Ledger.Execute(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	r := &ProjectResponse{Kind: kind, Project: summaryOf(res.Project)}
+	switch kind {
+	case KindTaskAdded:
+		r.TaskID = id
+	case KindRunStarted:
+		r.RunID = id
+	}
+	return s.status(r), nil
+}
+
+func (s *Service) project(ref string) (*reducer.Project, error) {
+	p, ok := s.Ledger.Project(ref)
+	if !ok {
+		return nil, fmt.Errorf("%w: project %q", reducer.ErrNotFound, ref)
+	}
+	return p, nil
+}
+
+func (s *Service) events(ctx context.Context, c CmdProjectEvents) (*DaemonStatus, error) {
+	p, err := s.project(c.Project)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.Ledger.Events(ctx, p.ID, deref(c.After), ledger.MaxPage)
+	if err != nil {
+		return nil, err
+	}
+	events := make([]ProjectEvent, len(rows))
+	for i, r := range rows {
+		events[i] = ProjectEvent{
+			Sequence: r.Sequence, ProjectID: r.ProjectID, Kind: r.Kind,
+			TimestampUnixSeconds: uint64(r.Timestamp), Data: []byte(r.Data),
+		}
+	}
+	return s.status(&ProjectResponse{Kind: KindEvents, ProjectID: p.ID, Events: events}), nil
+}
+
+// workspace checks that dir is an absolute path to an existing directory
+// and returns it cleaned.
+func workspace(dir string) (string, error) {
+	if !filepath.IsAbs(dir) {
+		return "", newError(CodeInvalidParams, ReasonInvalidArgument, "workspace %q is not an absolute path", dir)
+	}
+	dir = filepath.Clean(dir)
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() {
+		return "", newError(CodeInvalidParams, ReasonInvalidArgument, "workspace %q is not an existing directory", dir)
+	}
+	return dir, nil
+}
+
+func newID() string { return ulid.Make().String() }
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func summaryOf(p *reducer.Project) *ProjectSummary {
+	return &ProjectSummary{
+		ID:                       p.ID,
+		Name:                     p.Name,
+		Workspace:                p.Workspace,
+		Phase:                    p.Phase(),
+		Status:                   p.Status(),
+		CreatedUnixSeconds:       uint64(p.Created),
+		UpdatedUnixSeconds:       uint64(p.Updated),
+		TaskCount:                uint64(len(p.Tasks())),
+		CompletedTasks:           uint64(p.DoneCount()),
+		LastHeartbeatUnixSeconds: unixOrNil(p.LastHeartbeat),
+	}
+}
+
+func tasksOf(p *reducer.Project) []ProjectTask {
+	out := make([]ProjectTask, 0, len(p.Tasks()))
+	for _, t := range p.Tasks() {
+		var run *string
+		if t.RunID != "" {
+			run = &t.RunID
+		}
+		deps := t.DependsOn
+		if deps == nil {
+			deps = []string{}
+		}
+		out = append(out, ProjectTask{
+			ID: t.ID, Title: t.Title, Status: t.Status, DependsOn: deps,
+			Retries: t.Retries, MaxRetries: t.MaxRetries, RunID: run, Progress: t.Progress,
+			LastHeartbeatUnixSeconds: unixOrNil(t.LastHeartbeat),
+		})
+	}
+	return out
+}
+
+func reportOf(p *reducer.Project, now int64) *ProjectReport {
+	runs := make([]ProjectRun, 0, len(p.Runs()))
+	for _, r := range p.Runs() {
+		runs = append(runs, ProjectRun{
+			ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Status: r.Status, Attempt: r.Attempt,
+			StartedUnixSeconds: uint64(r.Started), UpdatedUnixSeconds: uint64(r.Updated), Progress: r.Progress,
+		})
+	}
+	return &ProjectReport{
+		Project: *summaryOf(p), Tasks: tasksOf(p), Runs: runs,
+		GeneratedUnixSeconds: uint64(now), Evidence: reducer.Evidence(p),
+	}
+}
+
+func unixOrNil(t int64) *uint64 {
+	if t == 0 {
+		return nil
+	}
+	u := uint64(t)
+	return &u
+}

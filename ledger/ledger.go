@@ -1,0 +1,374 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"scv/reducer"
+)
+
+// Errors the ledger returns besides the reducer's refusals. Nothing above
+// this package sees a driver error.
+var (
+	// ErrClosed: the ledger is shutting down or shut.
+	ErrClosed = errors.New("ledger closed")
+	// ErrStorage: the database failed; nothing of the command was kept.
+	ErrStorage = errors.New("storage failure")
+)
+
+// MaxBatch bounds how many queued commands one transaction carries.
+const MaxBatch = 1024
+
+// Options configure Open.
+type Options struct {
+	// Clock returns the time commands are stamped with. Defaults to the
+	// system clock.
+	Clock func() time.Time
+}
+
+// Ledger is the event store of one instance and the single writer that
+// appends to it.
+type Ledger struct {
+	w, r  *sqlx.DB
+	clock func() time.Time
+
+	queue chan *request
+	stop  chan struct{} // closed by Close: no new requests
+	done  chan struct{} // closed when the writer has drained and exited
+
+	// Owned by the writer goroutine.
+	state    *reducer.State
+	lastSeq  uint64
+	lastTime int64
+
+	// The committed view, read by everyone.
+	mu    sync.RWMutex
+	view  map[string]*reducer.Project
+	names map[string]string
+
+	sendMu    sync.RWMutex // held for reading while sending on queue
+	closed    bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Result is what a committed command did.
+type Result struct {
+	// Events the command appended, with their sequences; empty when the
+	// command changed nothing (such as MarkStale with nothing stale).
+	Events []reducer.Event
+	// Project is the committed state of the project the command addressed,
+	// or nil when a MarkStale found nothing.
+	Project *reducer.Project
+}
+
+type request struct {
+	cmd   reducer.Command
+	reply chan response
+}
+
+type response struct {
+	res Result
+	err error
+}
+
+// Open opens (creating if needed) the ledger database at path, migrates it,
+// folds its history into state, and starts the writer.
+func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
+	w, r, err := openSQLite(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	l := &Ledger{
+		w: w, r: r, clock: opts.Clock,
+		queue: make(chan *request, MaxBatch),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+	}
+	if l.clock == nil {
+		l.clock = time.Now
+	}
+	if err := l.load(ctx, r); err != nil {
+		w.Close()
+		r.Close()
+		return nil, err
+	}
+	go l.writer()
+	return l, nil
+}
+
+// Close stops taking commands, answers every queued one, and closes the
+// database.
+func (l *Ledger) Close() error {
+	l.closeOnce.Do(func() {
+		l.sendMu.Lock()
+		l.closed = true
+		l.sendMu.Unlock()
+		close(l.stop)
+		<-l.done
+		l.closeErr = errors.Join(l.w.Close(), l.r.Close())
+	})
+	return l.closeErr
+}
+
+// Execute decides cmd against the committed state inside a write
+// transaction, appends its events, and returns once they are durable
+// (COMMIT returned with synchronous=FULL). A refused command appends
+// nothing and returns the reducer's error.
+func (l *Ledger) Execute(ctx context.Context, cmd reducer.Command) (Result, error) {
+	req := &request{cmd: cmd, reply: make(chan response, 1)}
+	l.sendMu.RLock()
+	if l.closed {
+		l.sendMu.RUnlock()
+		return Result{}, ErrClosed
+	}
+	select {
+	case l.queue <- req:
+		l.sendMu.RUnlock()
+	case <-ctx.Done():
+		l.sendMu.RUnlock()
+		return Result{}, ctx.Err()
+	}
+	// Once queued, the command is decided whatever the caller does: wait
+	// for its outcome so that an acknowledged write is never in doubt.
+	resp := <-req.reply
+	return resp.res, resp.err
+}
+
+// Project returns the committed state of the project with the given ID or
+// name. It never waits for the writer.
+func (l *Ledger) Project(ref string) (*reducer.Project, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if p, ok := l.view[ref]; ok {
+		return p, true
+	}
+	if id, ok := l.names[ref]; ok {
+		return l.view[id], true
+	}
+	return nil, false
+}
+
+// writer is the single goroutine that appends: it takes every queued
+// command into one transaction (group commit).
+func (l *Ledger) writer() {
+	defer close(l.done)
+	batch := make([]*request, 0, MaxBatch)
+	for {
+		select {
+		case req := <-l.queue:
+			batch = append(batch[:0], req)
+		case <-l.stop:
+			// No sender is left (Close waited for them): answer what
+			// was queued, then exit.
+			if len(l.queue) == 0 {
+				return
+			}
+			batch = append(batch[:0], <-l.queue)
+		}
+	fill:
+		for len(batch) < MaxBatch {
+			select {
+			case req := <-l.queue:
+				batch = append(batch, req)
+			default:
+				break fill
+			}
+		}
+		l.commit(batch)
+	}
+}
+
+// commit decides and appends a batch in one transaction and answers every
+// request in it.
+func (l *Ledger) commit(batch []*request) {
+	out := make([]response, len(batch))
+	if err := l.appendBatch(batch, out); err != nil {
+		l.state.Rollback()
+		err = fmt.Errorf("%w: %v", ErrStorage, err)
+		for i := range out {
+			out[i] = response{err: err}
+		}
+	} else {
+		l.publish(l.state.Seal())
+		for i := range batch {
+			if out[i].err == nil && len(out[i].res.Events) > 0 {
+				out[i].res.Project, _ = l.Project(out[i].res.Events[0].ProjectID)
+			}
+		}
+	}
+	for i, req := range batch {
+		req.reply <- out[i]
+	}
+}
+
+const (
+	tailSQL   = `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)`
+	insertSQL = `INSERT INTO events (project_id, kind, timestamp, data) VALUES (?, ?, ?, ?)`
+)
+
+func (l *Ledger) appendBatch(batch []*request, out []response) error {
+	ctx := context.Background()
+	tx, err := l.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+
+	// Decide against the state as it is inside this transaction: if
+	// another writer appended since we last looked, fold its events first.
+	var tail uint64
+	if err := tx.GetContext(ctx, &tail, tailSQL); err != nil {
+		return err
+	}
+	if tail != l.lastSeq {
+		if err := l.load(ctx, tx); err != nil {
+			return err
+		}
+	}
+	lastSeq, lastTime := l.lastSeq, l.lastTime
+	now := max(l.clock().Unix(), lastTime)
+	ins, err := tx.PreparexContext(ctx, insertSQL)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	for i, req := range batch {
+		evs, err := reducer.Decide(l.state, reducer.Stamp(req.cmd, now))
+		if err != nil {
+			out[i].err = err
+			continue
+		}
+		for j := range evs {
+			if err := appendEvent(ctx, ins, &evs[j]); err != nil {
+				return err
+			}
+			reducer.Evolve(l.state, evs[j])
+			lastSeq = evs[j].Sequence
+		}
+		out[i].res.Events = evs
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	l.lastSeq, l.lastTime = lastSeq, now
+	return nil
+}
+
+func appendEvent(ctx context.Context, ins *sqlx.Stmt, e *reducer.Event) error {
+	data, err := reducer.EncodeBody(e.Body)
+	if err != nil {
+		return err
+	}
+	res, err := ins.ExecContext(ctx, e.ProjectID, e.Body.Kind(), e.Time, string(data))
+	if err != nil {
+		return err
+	}
+	seq, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	e.Sequence = uint64(seq)
+	return nil
+}
+
+// publish makes sealed projects visible to readers.
+func (l *Ledger) publish(changed []*reducer.Project) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, p := range changed {
+		l.view[p.ID] = p
+		l.names[p.Name] = p.ID
+	}
+}
+
+// Row is one stored event as the events table holds it.
+type Row struct {
+	Sequence  uint64 `db:"sequence"`
+	ProjectID string `db:"project_id"`
+	Kind      string `db:"kind"`
+	Timestamp int64  `db:"timestamp"`
+	Data      string `db:"data"`
+}
+
+// Event decodes the row into a reducer event.
+func (r Row) Event() (reducer.Event, error) {
+	b, err := reducer.DecodeBody(r.Kind, []byte(r.Data))
+	if err != nil {
+		return reducer.Event{}, fmt.Errorf("event %d: %w", r.Sequence, err)
+	}
+	return reducer.Event{Sequence: r.Sequence, ProjectID: r.ProjectID, Time: r.Timestamp, Body: b}, nil
+}
+
+const allEventsSQL = `SELECT sequence, project_id, kind, timestamp, data FROM events ORDER BY sequence`
+
+// load folds the whole history into a fresh state and publishes it.
+func (l *Ledger) load(ctx context.Context, q sqlx.QueryerContext) error {
+	rows, err := q.QueryxContext(ctx, allEventsSQL)
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	defer rows.Close()
+	s := reducer.NewState()
+	var lastSeq uint64
+	var lastTime int64
+	for rows.Next() {
+		var r Row
+		if err := rows.StructScan(&r); err != nil {
+			return fmt.Errorf("load: %w", err)
+		}
+		e, err := r.Event()
+		if err != nil {
+			return fmt.Errorf("load: %w", err)
+		}
+		reducer.Evolve(s, e)
+		lastSeq, lastTime = e.Sequence, max(lastTime, e.Time)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	var tail uint64
+	if err := sqlx.GetContext(ctx, q, &tail, tailSQL); err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	s.Seal()
+	l.state, l.lastSeq, l.lastTime = s, max(lastSeq, tail), lastTime
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.view, l.names = map[string]*reducer.Project{}, map[string]string{}
+	for _, p := range s.Projects() {
+		l.view[p.ID] = p
+		l.names[p.Name] = p.ID
+	}
+	return nil
+}
+
+// MaxPage is the most events one Events call returns.
+const MaxPage = 1000
+
+// Events returns up to limit (at most MaxPage) events of a project with a
+// sequence above after, in order. It reads a committed snapshot of the
+// database and never waits for the writer.
+func (l *Ledger) Events(ctx context.Context, projectID string, after uint64, limit int) ([]Row, error) {
+	if limit <= 0 || limit > MaxPage {
+		limit = MaxPage
+	}
+	rows := []Row{}
+	err := l.r.SelectContext(ctx, &rows,
+		`SELECT sequence, project_id, kind, timestamp, data FROM events
+		 WHERE project_id = ? AND sequence > ? ORDER BY sequence LIMIT ?`,
+		projectID, after, limit)
+	if err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return rows, nil
+		}
+		return nil, fmt.Errorf("%w: events: %v", ErrStorage, err)
+	}
+	return rows, nil
+}

@@ -1,0 +1,91 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/pressly/goose/v3"
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"scv/migrations"
+)
+
+// pragmas are set on every connection at open.
+var pragmas = []string{
+	"journal_mode(WAL)",
+	"synchronous(FULL)",
+	"busy_timeout(5000)",
+	"foreign_keys(ON)",
+}
+
+// dsn builds a modernc.org/sqlite data source name for path. Writes begin
+// IMMEDIATE so the writer takes the lock before it reads the tail.
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	for _, p := range pragmas {
+		q.Add("_pragma", p)
+	}
+	if readOnly {
+		q.Add("_pragma", "query_only(ON)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+// openSQLite opens the writer and reader pools of the database at path,
+// creating it and its folder as needed, and migrates it to the newest
+// schema.
+func openSQLite(ctx context.Context, path string) (w, r *sqlx.DB, err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, nil, fmt.Errorf("open ledger: %w", err)
+	}
+	w, err = sqlx.Open("sqlite", dsn(path, false))
+	if err != nil {
+		return nil, nil, fmt.Errorf("open ledger: %w", err)
+	}
+	// One writer connection: appends queue in the ledger, never on
+	// SQLITE_BUSY.
+	w.SetMaxOpenConns(1)
+	if err := Migrate(ctx, w); err != nil {
+		w.Close()
+		return nil, nil, err
+	}
+	r, err = sqlx.Open("sqlite", dsn(path, true))
+	if err != nil {
+		w.Close()
+		return nil, nil, fmt.Errorf("open ledger: %w", err)
+	}
+	r.SetMaxOpenConns(8)
+	if err := r.PingContext(ctx); err != nil {
+		w.Close()
+		r.Close()
+		return nil, nil, fmt.Errorf("open ledger: %w", err)
+	}
+	return w, r, nil
+}
+
+// Migrate applies every embedded migration that db lacks.
+func Migrate(ctx context.Context, db *sqlx.DB) error {
+	p, err := NewMigrator(db)
+	if err != nil {
+		return err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// NewMigrator returns a goose Provider over the embedded migrations.
+func NewMigrator(db *sqlx.DB) (*goose.Provider, error) {
+	p, err := goose.NewProvider(goose.DialectSQLite3, db.DB, migrations.FS)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	return p, nil
+}

@@ -1,0 +1,132 @@
+package reducer
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Expected refusals. Decide wraps them with the detail of the case, so
+// callers match with errors.Is.
+var (
+	ErrNotFound          = errors.New("not found")
+	ErrConflict          = errors.New("conflict")
+	ErrInvalidArgument   = errors.New("invalid argument")
+	ErrInvalidTransition = errors.New("invalid transition")
+	// ErrRunNotRunning fences writes from a run that finished or went stale.
+	ErrRunNotRunning = errors.New("run is not running")
+)
+
+// Command is an intent to change state. Every command carries the time it
+// is decided at and any IDs it mints: the reducer reads no clock and makes
+// no IDs.
+type Command interface{ command() }
+
+// CreateProject opens a project. ProjectID is a fresh ULID.
+type CreateProject struct {
+	ProjectID string
+	Name      string
+	Workspace string // absolute and clean
+	Now       int64
+}
+
+// AddTask adds a task. Project is the project's ID or name; TaskID is fresh.
+type AddTask struct {
+	Project    string
+	TaskID     string
+	Title      string
+	DependsOn  []string
+	MaxRetries uint32
+	Now        int64
+}
+
+// UpdateTask records what an orchestrator or the owner observed of a task.
+type UpdateTask struct {
+	Project  string
+	TaskID   string
+	Status   TaskStatus
+	Progress *string
+	Now      int64
+}
+
+// StartRun starts a run of a ready or stale task. RunID is fresh.
+type StartRun struct {
+	Project string
+	TaskID  string
+	RunID   string
+	Agent   string
+	Now     int64
+}
+
+// ProgressRun records a running run's progress text.
+type ProgressRun struct {
+	Project  string
+	RunID    string
+	Progress string
+	Now      int64
+}
+
+// FinishRun records a running run's terminal status.
+type FinishRun struct {
+	Project string
+	RunID   string
+	Status  RunStatus
+	Now     int64
+}
+
+// RecordHeartbeat records that a project, or a task, or a run is alive.
+// An empty TaskID or RunID means none was named.
+type RecordHeartbeat struct {
+	Project string
+	TaskID  string
+	RunID   string
+	Now     int64
+}
+
+// MarkStale asks which of a project's running runs have been silent for
+// longer than Window seconds at Now; Decide returns one event for each.
+type MarkStale struct {
+	Project string
+	Window  int64
+	Now     int64
+}
+
+func (CreateProject) command()   {}
+func (AddTask) command()         {}
+func (UpdateTask) command()      {}
+func (StartRun) command()        {}
+func (ProgressRun) command()     {}
+func (FinishRun) command()       {}
+func (RecordHeartbeat) command() {}
+func (MarkStale) command()       {}
+
+// Stamp returns c decided at now (Unix seconds). The ledger stamps each
+// command with its own clock inside the write transaction.
+func Stamp(c Command, now int64) Command {
+	switch c := c.(type) {
+	case CreateProject:
+		c.Now = now
+		return c
+	case AddTask:
+		c.Now = now
+		return c
+	case UpdateTask:
+		c.Now = now
+		return c
+	case StartRun:
+		c.Now = now
+		return c
+	case ProgressRun:
+		c.Now = now
+		return c
+	case FinishRun:
+		c.Now = now
+		return c
+	case RecordHeartbeat:
+		c.Now = now
+		return c
+	case MarkStale:
+		c.Now = now
+		return c
+	}
+	panic(fmt.Sprintf("reducer: unknown command %T", c))
+}

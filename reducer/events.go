@@ -1,0 +1,147 @@
+package reducer
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Event is one fact in a project's history. The ledger assigns Sequence at
+// append; Decide leaves it zero.
+type Event struct {
+	Sequence  uint64
+	ProjectID string
+	Time      int64 // Unix seconds, the daemon's clock at append
+	Body      Body
+}
+
+// Body is the kind-specific evidence of an event. Its JSON encoding is the
+// event's stored `data`; Kind is its stored `kind`.
+type Body interface{ Kind() string }
+
+// The event kinds, as stored in the events table.
+const (
+	KindProjectCreated = "project_created"
+	KindTaskAdded      = "task_added"
+	KindTaskUpdated    = "task_updated"
+	KindRunStarted     = "run_started"
+	KindRunProgress    = "run_progress"
+	KindRunFinished    = "run_finished"
+	KindRunStale       = "run_stale"
+	KindHeartbeat      = "heartbeat"
+)
+
+// ProjectCreated opens a project's history.
+type ProjectCreated struct {
+	Name      string `json:"name"`
+	Workspace string `json:"workspace"`
+}
+
+// TaskAdded adds a task; its first status is derived from its dependencies.
+type TaskAdded struct {
+	TaskID     string   `json:"task_id"`
+	Title      string   `json:"title"`
+	DependsOn  []string `json:"depends_on"`
+	MaxRetries uint32   `json:"max_retries"`
+}
+
+// TaskUpdated records an observed task status; Status is the status the
+// task lands on (a requested `ready` with unfinished dependencies is
+// recorded as `pending`).
+type TaskUpdated struct {
+	TaskID   string     `json:"task_id"`
+	Status   TaskStatus `json:"status"`
+	Progress *string    `json:"progress,omitempty"`
+}
+
+// RunStarted starts a run of a task.
+type RunStarted struct {
+	RunID  string `json:"run_id"`
+	TaskID string `json:"task_id"`
+	Agent  string `json:"agent"`
+}
+
+// RunProgress records a run's progress text; it counts as a heartbeat.
+type RunProgress struct {
+	RunID    string `json:"run_id"`
+	Progress string `json:"progress"`
+}
+
+// RunFinished records a run's terminal status as its agent reported it.
+type RunFinished struct {
+	RunID  string    `json:"run_id"`
+	Status RunStatus `json:"status"`
+}
+
+// RunStaleMarked records the daemon's observation that a run went silent.
+type RunStaleMarked struct {
+	RunID string `json:"run_id"`
+}
+
+// Heartbeat records that a project, task or run is alive.
+type Heartbeat struct {
+	TaskID string `json:"task_id,omitempty"`
+	RunID  string `json:"run_id,omitempty"`
+}
+
+func (ProjectCreated) Kind() string { return KindProjectCreated }
+func (TaskAdded) Kind() string      { return KindTaskAdded }
+func (TaskUpdated) Kind() string    { return KindTaskUpdated }
+func (RunStarted) Kind() string     { return KindRunStarted }
+func (RunProgress) Kind() string    { return KindRunProgress }
+func (RunFinished) Kind() string    { return KindRunFinished }
+func (RunStaleMarked) Kind() string { return KindRunStale }
+func (Heartbeat) Kind() string      { return KindHeartbeat }
+
+// EncodeBody returns the stored `data` of b.
+func EncodeBody(b Body) ([]byte, error) { return json.Marshal(b) }
+
+// DecodeBody parses stored `data` of the given kind.
+func DecodeBody(kind string, data []byte) (Body, error) {
+	var b Body
+	switch kind {
+	case KindProjectCreated:
+		b = &ProjectCreated{}
+	case KindTaskAdded:
+		b = &TaskAdded{}
+	case KindTaskUpdated:
+		b = &TaskUpdated{}
+	case KindRunStarted:
+		b = &RunStarted{}
+	case KindRunProgress:
+		b = &RunProgress{}
+	case KindRunFinished:
+		b = &RunFinished{}
+	case KindRunStale:
+		b = &RunStaleMarked{}
+	case KindHeartbeat:
+		b = &Heartbeat{}
+	default:
+		return nil, fmt.Errorf("unknown event kind %q", kind)
+	}
+	if err := json.Unmarshal(data, b); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", kind, err)
+	}
+	return deref(b), nil
+}
+
+func deref(b Body) Body {
+	switch v := b.(type) {
+	case *ProjectCreated:
+		return *v
+	case *TaskAdded:
+		return *v
+	case *TaskUpdated:
+		return *v
+	case *RunStarted:
+		return *v
+	case *RunProgress:
+		return *v
+	case *RunFinished:
+		return *v
+	case *RunStaleMarked:
+		return *v
+	case *Heartbeat:
+		return *v
+	}
+	panic(fmt.Sprintf("reducer: unknown body %T", b))
+}
