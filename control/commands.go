@@ -2,7 +2,6 @@ package control
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 
 	"scv/reducer"
@@ -177,13 +176,13 @@ var actions = []Command{
 // EncodeCommand writes c as serde writes the seed's DaemonCommand: the
 // `action` tag first, then the variant's fields in order.
 func EncodeCommand(c Command) ([]byte, error) {
-	body, err := json.Marshal(c)
+	body, err := marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", c.Action(), err)
 	}
 	var buf bytes.Buffer
 	buf.WriteString(`{"action":`)
-	tag, _ := json.Marshal(c.Action())
+	tag, _ := marshal(c.Action())
 	buf.Write(tag)
 	if len(body) > 2 { // more than "{}"
 		buf.WriteByte(',')

@@ -197,7 +197,7 @@ func decodeString(raw json.RawMessage, s *string) error {
 }
 
 // decodeUint accepts a JSON integer in [0, 2^bits), as serde's u32 and
-// u64 do: no sign (but -0), no fraction, no exponent.
+// u64 do: no sign, no fraction, no exponent.
 func decodeUint(raw json.RawMessage, bits int) (uint64, error) {
 	s := string(raw)
 	if len(s) == 0 || (s[0] != '-' && (s[0] < '0' || s[0] > '9')) {
@@ -207,7 +207,8 @@ func decodeUint(raw json.RawMessage, bits int) (uint64, error) {
 		return 0, fmt.Errorf("invalid type: floating point `%s`, expected u%d", s, bits)
 	}
 	if s == "-0" {
-		return 0, nil
+		// serde_json reads -0 as a float.
+		return 0, fmt.Errorf("invalid type: floating point `-0`, expected u%d", bits)
 	}
 	if s[0] == '-' {
 		return 0, fmt.Errorf("invalid value: integer `%s`, expected u%d", s, bits)

@@ -226,9 +226,9 @@ func errorReply(id json.RawMessage, e *Error) *reply {
 }
 
 func writeReply(w *bufio.Writer, r *reply) error {
-	b, err := json.Marshal(r)
+	b, err := marshal(r)
 	if err != nil {
-		b, _ = json.Marshal(errorReply(r.ID, newError(CodeInternal, ReasonInternal, "encode reply: %v", err)))
+		b, _ = marshal(errorReply(r.ID, newError(CodeInternal, ReasonInternal, "encode reply: %v", err)))
 	}
 	b = append(b, '\n')
 	if _, err := w.Write(b); err != nil {

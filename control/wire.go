@@ -294,7 +294,7 @@ type ProjectResponse struct {
 func (r ProjectResponse) MarshalJSON() ([]byte, error) {
 	switch r.Kind {
 	case KindCreated, KindStatus, KindUpdated:
-		return json.Marshal(struct {
+		return marshal(struct {
 			Kind    ResponseKind    `json:"kind"`
 			Project *ProjectSummary `json:"project"`
 		}{r.Kind, r.Project})
@@ -303,7 +303,7 @@ func (r ProjectResponse) MarshalJSON() ([]byte, error) {
 		if events == nil {
 			events = []ProjectEvent{}
 		}
-		return json.Marshal(struct {
+		return marshal(struct {
 			Kind            ResponseKind   `json:"kind"`
 			ProjectID       string         `json:"project_id"`
 			CompactedBefore *uint64        `json:"compacted_before,omitempty"`
@@ -314,24 +314,24 @@ func (r ProjectResponse) MarshalJSON() ([]byte, error) {
 		if tasks == nil {
 			tasks = []ProjectTask{}
 		}
-		return json.Marshal(struct {
+		return marshal(struct {
 			Kind      ResponseKind  `json:"kind"`
 			ProjectID string        `json:"project_id"`
 			Tasks     []ProjectTask `json:"tasks"`
 		}{r.Kind, r.ProjectID, tasks})
 	case KindReport:
-		return json.Marshal(struct {
+		return marshal(struct {
 			Kind   ResponseKind   `json:"kind"`
 			Report *ProjectReport `json:"report"`
 		}{r.Kind, r.Report})
 	case KindTaskAdded:
-		return json.Marshal(struct {
+		return marshal(struct {
 			Kind    ResponseKind    `json:"kind"`
 			Project *ProjectSummary `json:"project"`
 			TaskID  string          `json:"task_id"`
 		}{r.Kind, r.Project, r.TaskID})
 	case KindRunStarted:
-		return json.Marshal(struct {
+		return marshal(struct {
 			Kind    ResponseKind    `json:"kind"`
 			Project *ProjectSummary `json:"project"`
 			RunID   string          `json:"run_id"`

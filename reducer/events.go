@@ -1,6 +1,7 @@
 package reducer
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -92,8 +93,16 @@ func (RunFinished) Kind() string    { return KindRunFinished }
 func (RunStaleMarked) Kind() string { return KindRunStale }
 func (Heartbeat) Kind() string      { return KindHeartbeat }
 
-// EncodeBody returns the stored `data` of b.
-func EncodeBody(b Body) ([]byte, error) { return json.Marshal(b) }
+// EncodeBody returns the stored `data` of b: JSON without HTML escaping.
+func EncodeBody(b Body) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(b); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
 
 // DecodeBody parses stored `data` of the given kind.
 func DecodeBody(kind string, data []byte) (Body, error) {

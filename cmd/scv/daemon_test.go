@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"scv/control"
+)
+
+// buildScv compiles the binary with a stamped version into dir.
+func buildScv(t *testing.T, dir, stamp string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "scv")
+	out, err := exec.Command("go", "build", "-ldflags", "-X main.version="+stamp, "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+// shortDir returns a temp dir whose paths fit a socket's 108-byte limit.
+func shortDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "scv")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// TestDaemonProcess runs the real binary: the stamped version is what
+// `scv version` prints and what status reports; SIGTERM ends the daemon
+// with exit code 0, after the request in flight was answered and with the
+// database closed (a second daemon can open it and sees the event).
+func TestDaemonProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	dir := shortDir(t)
+	bin := buildScv(t, dir, "9.8.7-test")
+
+	out, err := exec.Command(bin, "version").Output()
+	require.NoError(t, err)
+	assert.Equal(t, "9.8.7-test\n", string(out))
+
+	db, sock := filepath.Join(dir, "ledger.db"), filepath.Join(dir, "d.sock")
+	start := func() (*exec.Cmd, *strings.Builder) {
+		cmd := exec.Command(bin, "daemon", "--db", db, "--socket", sock)
+		var logs strings.Builder
+		cmd.Stderr = &logs
+		require.NoError(t, cmd.Start())
+		require.Eventually(t, func() bool {
+			c, err := control.Dial(context.Background(), sock)
+			if err == nil {
+				c.Close()
+			}
+			return err == nil
+		}, 20*time.Second, 20*time.Millisecond, "daemon did not listen: %s", &logs)
+		return cmd, &logs
+	}
+
+	d, logs := start()
+	fi, err := os.Stat(sock)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "socket mode")
+
+	ctx := context.Background()
+	c, err := control.Dial(ctx, sock)
+	require.NoError(t, err)
+	st, err := c.Call(ctx, control.CmdStatus{})
+	require.NoError(t, err)
+	assert.Equal(t, "9.8.7-test", st.Version)
+	assert.Equal(t, uint32(d.Process.Pid), st.PID)
+
+	// A request in flight when SIGTERM arrives is still answered: send it
+	// and the signal together, then read the reply.
+	req := `{"jsonrpc":"2.0","id":7,"method":"daemon.control","params":{"action":"project_create","name":"acme","workspace":"` + dir + `"}}` + "\n"
+	raw, err := control.Dial(ctx, sock)
+	require.NoError(t, err)
+	reply := make(chan []byte, 1)
+	go func() {
+		b, _ := raw.Send(ctx, []byte(req))
+		reply <- b
+	}()
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, d.Process.Signal(syscall.SIGTERM))
+	assert.Contains(t, string(<-reply), `"kind":"created"`)
+	require.NoError(t, d.Wait(), "daemon exit: %s", logs)
+	assert.Contains(t, logs.String(), "daemon stopped")
+	_, err = os.Stat(sock)
+	assert.True(t, os.IsNotExist(err), "socket removed on exit")
+	c.Close()
+	raw.Close()
+
+	// SIGINT ends it the same way, and the project created before is there.
+	d, logs = start()
+	c, err = control.Dial(ctx, sock)
+	require.NoError(t, err)
+	st, err = c.Call(ctx, control.CmdProjectStatus{Project: "acme"})
+	require.NoError(t, err)
+	assert.Equal(t, "acme", st.Project.Project.Name)
+	c.Close()
+	require.NoError(t, d.Process.Signal(syscall.SIGINT))
+	require.NoError(t, d.Wait(), "daemon exit: %s", logs)
+
+	// A second daemon on a live socket is refused.
+	d, _ = start()
+	second := exec.Command(bin, "daemon", "--db", filepath.Join(dir, "other.db"), "--socket", sock)
+	out, err = second.CombinedOutput()
+	assert.Error(t, err)
+	assert.Contains(t, string(out), "another daemon is listening")
+	require.NoError(t, d.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, d.Wait())
+}
+
+// TestDaemonDefaults checks the XDG defaults: with no flags the database
+// lives under $XDG_STATE_HOME/scv and the socket under
+// $XDG_RUNTIME_DIR/scv, falling back to the state directory.
+func TestDaemonDefaults(t *testing.T) {
+	dir := shortDir(t)
+	t.Setenv("SCV_DB", "")
+	t.Setenv("SCV_SOCKET", "")
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(dir, "run"))
+	var d Daemon
+	require.NoError(t, d.ParseFlags(nil, os.Stderr))
+	assert.Equal(t, filepath.Join(dir, "state", "scv", "ledger.db"), d.DBPath)
+	assert.Equal(t, filepath.Join(dir, "run", "scv", "daemon.sock"), d.SocketPath)
+
+	t.Setenv("XDG_RUNTIME_DIR", "")
+	require.NoError(t, d.ParseFlags(nil, os.Stderr))
+	assert.Equal(t, filepath.Join(dir, "state", "scv", "daemon.sock"), d.SocketPath)
+
+	t.Setenv("SCV_DB", "/x/l.db")
+	t.Setenv("SCV_SOCKET", "/x/s.sock")
+	require.NoError(t, d.ParseFlags(nil, os.Stderr))
+	assert.Equal(t, "/x/l.db", d.DBPath)
+	assert.Equal(t, "/x/s.sock", d.SocketPath)
+
+	require.NoError(t, d.ParseFlags([]string{"--db", "/y/l.db", "--socket", "/y/s.sock"}, os.Stderr))
+	assert.Equal(t, "/y/l.db", d.DBPath)
+	assert.Equal(t, "/y/s.sock", d.SocketPath)
+
+	// The socket folder is created 0700.
+	d = Daemon{DBPath: filepath.Join(dir, "l.db"), SocketPath: filepath.Join(dir, "run2", "scv", "d.sock")}
+	require.NoError(t, d.Open(context.Background()))
+	go d.Serve()
+	fi, err := os.Stat(filepath.Dir(d.SocketPath))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+	require.NoError(t, d.Close())
+}
