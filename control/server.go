@@ -170,9 +170,9 @@ func (s *Server) serveConn(c net.Conn) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		if s.setBusy(c, true) {
-			return
-		}
+		// A line read before Shutdown is answered even if the server is
+		// closing by now; the connection ends after the reply.
+		s.setBusy(c, true)
 		reply := s.handleLine(line)
 		if reply != nil {
 			if err := writeReply(w, reply); err != nil {
