@@ -41,10 +41,9 @@ type Server struct {
 // replacing a stale socket file but refusing to steal one a live daemon
 // answers on.
 func Listen(path string) (net.Listener, error) {
+	// A folder we create is 0700; one that exists is the operator's and
+	// keeps its mode.
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
@@ -202,6 +201,8 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 			return line[:len(line)-1], nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
+		case errors.Is(err, io.EOF) && len(line) > MaxLine:
+			return nil, errTooLong
 		case errors.Is(err, io.EOF) && len(line) > 0:
 			return line, nil
 		default:
@@ -280,7 +281,15 @@ func parseRequest(line []byte) (req *parsedRequest, id json.RawMessage, e *Error
 		return nil, nil, newError(CodeInvalidRequest, ReasonInvalidRequest, "request is not a JSON-RPC request object")
 	}
 	var version, method, params, rawID *member
+	seen := map[string]bool{}
 	for i := range ms {
+		switch ms[i].key {
+		case "jsonrpc", "method", "params", "id":
+			if seen[ms[i].key] {
+				return nil, nil, newError(CodeInvalidRequest, ReasonInvalidRequest, "duplicate member %q", ms[i].key)
+			}
+			seen[ms[i].key] = true
+		}
 		switch ms[i].key {
 		case "jsonrpc":
 			version = &ms[i]

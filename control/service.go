@@ -70,7 +70,9 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 		if err != nil {
 			return nil, err
 		}
-		return s.status(&ProjectResponse{Kind: KindReport, Report: reportOf(p, s.now().Unix())}), nil
+		// A report is never older than the state it reports.
+		now := max(s.now().Unix(), p.Updated)
+		return s.status(&ProjectResponse{Kind: KindReport, Report: reportOf(p, now)}), nil
 	case CmdProjectTaskAdd:
 		id := newID()
 		return s.execute(ctx, KindTaskAdded, id, reducer.AddTask{
@@ -99,6 +101,9 @@ func (s *Service) execute(ctx context.Context, kind ResponseKind, id string, cmd
 	res, err := s.Ledger.Execute(ctx, cmd)
 	if err != nil {
 		return nil, err
+	}
+	if res.Project == nil {
+		return nil, fmt.Errorf("%s appended no event", kind)
 	}
 	r := &ProjectResponse{Kind: kind, Project: summaryOf(res.Project)}
 	switch kind {

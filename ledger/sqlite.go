@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/pressly/goose/v3"
@@ -41,6 +42,9 @@ func dsn(path string, readOnly bool) string {
 // creating it and its folder as needed, and migrates it to the newest
 // schema.
 func openSQLite(ctx context.Context, path string) (w, r *sqlx.DB, err error) {
+	if strings.ContainsAny(path, "?#") {
+		return nil, nil, fmt.Errorf("open ledger: database path %q may not contain '?' or '#'", path)
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, nil, fmt.Errorf("open ledger: %w", err)
 	}

@@ -11,14 +11,14 @@ func Evidence(p *Project) []string {
 		counts[r.Status]++
 	}
 	if len(p.runs) > 0 {
-		notes = append(notes, fmt.Sprintf("%d runs: %d running, %d succeeded, %d failed, %d cancelled, %d stale",
-			len(p.runs), counts[RunRunning], counts[RunSucceeded], counts[RunFailed], counts[RunCancelled], counts[RunStale]))
+		notes = append(notes, fmt.Sprintf("%s: %d running, %d succeeded, %d failed, %d cancelled, %d stale",
+			plural(len(p.runs), "run"), counts[RunRunning], counts[RunSucceeded], counts[RunFailed], counts[RunCancelled], counts[RunStale]))
 	}
 	for _, t := range p.tasks {
 		switch t.Status {
 		case TaskFailed:
-			notes = append(notes, fmt.Sprintf("task %s (%s) failed after %d attempts, %d retries of %d allowed",
-				t.ID, t.Title, t.Attempts, t.Retries, t.MaxRetries))
+			notes = append(notes, fmt.Sprintf("task %s (%s) failed after %s, %d retries of %d allowed",
+				t.ID, t.Title, plural(int(t.Attempts), "attempt"), t.Retries, t.MaxRetries))
 		case TaskStale:
 			notes = append(notes, fmt.Sprintf("task %s (%s) is stale: its last run stopped reporting", t.ID, t.Title))
 		case TaskBlocked:
@@ -26,4 +26,11 @@ func Evidence(p *Project) []string {
 		}
 	}
 	return notes
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

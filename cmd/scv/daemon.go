@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,6 +29,7 @@ type Daemon struct {
 	ledger *ledger.Ledger
 	server *control.Server
 	ln     net.Listener
+	locks  []*os.File
 }
 
 // defaultDBPath is $SCV_DB, else $XDG_STATE_HOME/scv/ledger.db.
@@ -47,26 +49,73 @@ func (d *Daemon) ParseFlags(args []string, stderr io.Writer) error {
 	return fs.Parse(args)
 }
 
-// Open opens the ledger and the socket.
-func (d *Daemon) Open(ctx context.Context) error {
+// Open takes the daemon's locks, opens the socket, then the ledger: a
+// daemon that cannot have the socket never touches (or migrates) the
+// database.
+func (d *Daemon) Open(ctx context.Context) (err error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
+	defer func() {
+		if err != nil {
+			d.release()
+		}
+	}()
+	// One daemon per socket and one per database: flock(2) on a lock file
+	// beside each, released by the kernel when the process ends.
+	for _, p := range []string{d.SocketPath, d.DBPath} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		f, err := lockFile(p + ".lock")
+		if err != nil {
+			return err
+		}
+		d.locks = append(d.locks, f)
+	}
+	ln, err := control.Listen(d.SocketPath)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", d.SocketPath, err)
+	}
+	d.ln = ln
 	l, err := ledger.Open(ctx, d.DBPath, ledger.Options{})
 	if err != nil {
 		return err
 	}
-	ln, err := control.Listen(d.SocketPath)
-	if err != nil {
-		l.Close()
-		return fmt.Errorf("listen on %s: %w", d.SocketPath, err)
-	}
-	d.ledger, d.ln = l, ln
+	d.ledger = l
 	d.server = &control.Server{
 		Service: &control.Service{Ledger: l, Version: version, PID: uint32(os.Getpid())},
 		Logger:  d.Logger.With("component", "control"),
 	}
 	return nil
+}
+
+// lockFile takes an exclusive, non-blocking flock on path.
+func lockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another daemon is using %s", strings.TrimSuffix(path, ".lock"))
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// release closes what Open opened, in reverse order.
+func (d *Daemon) release() {
+	if d.ln != nil {
+		d.ln.Close()
+		os.Remove(d.SocketPath)
+	}
+	for _, f := range d.locks {
+		f.Close()
+	}
+	d.locks = nil
 }
 
 // Serve answers requests until Close.
@@ -79,12 +128,17 @@ func (d *Daemon) Close() error {
 	defer cancel()
 	err := d.server.Shutdown(ctx)
 	os.Remove(d.SocketPath)
-	return errors.Join(err, d.ledger.Close())
+	err = errors.Join(err, d.ledger.Close())
+	d.release()
+	return err
 }
 
 // runDaemon is `scv daemon`: it runs in the foreground until SIGINT or
 // SIGTERM.
 func runDaemon(args []string, stderr io.Writer) error {
+	// Everything the daemon creates (database, socket, lock files) is
+	// for its owner alone.
+	syscall.Umask(0o077)
 	d := &Daemon{Logger: slog.New(slog.NewTextHandler(stderr, nil))}
 	if err := d.ParseFlags(args, stderr); err != nil {
 		return err

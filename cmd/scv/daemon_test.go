@@ -69,6 +69,9 @@ func TestDaemonProcess(t *testing.T) {
 	fi, err := os.Stat(sock)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "socket mode")
+	fi, err = os.Stat(db)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "database mode")
 
 	ctx := context.Background()
 	c, err := control.Dial(ctx, sock)
@@ -109,12 +112,24 @@ func TestDaemonProcess(t *testing.T) {
 	require.NoError(t, d.Process.Signal(syscall.SIGINT))
 	require.NoError(t, d.Wait(), "daemon exit: %s", logs)
 
-	// A second daemon on a live socket is refused.
+	// A second daemon on a live socket, or on the same database through
+	// another socket, is refused, and touches neither.
 	d, _ = start()
 	second := exec.Command(bin, "daemon", "--db", filepath.Join(dir, "other.db"), "--socket", sock)
 	out, err = second.CombinedOutput()
 	assert.Error(t, err)
-	assert.Contains(t, string(out), "another daemon is listening")
+	assert.Contains(t, string(out), "another daemon is using "+sock)
+	_, err = os.Stat(filepath.Join(dir, "other.db"))
+	assert.True(t, os.IsNotExist(err), "the refused daemon created no database")
+	third := exec.Command(bin, "daemon", "--db", db, "--socket", filepath.Join(dir, "e.sock"))
+	out, err = third.CombinedOutput()
+	assert.Error(t, err)
+	assert.Contains(t, string(out), "another daemon is using "+db)
+	c, err = control.Dial(ctx, sock)
+	require.NoError(t, err)
+	_, err = c.Call(ctx, control.CmdStatus{})
+	assert.NoError(t, err, "the first daemon still answers")
+	c.Close()
 	require.NoError(t, d.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, d.Wait())
 }
