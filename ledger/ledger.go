@@ -94,7 +94,7 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 	if l.clock == nil {
 		l.clock = time.Now
 	}
-	if err := l.load(ctx, r); err != nil {
+	if err := l.loadSnapshot(ctx); err != nil {
 		w.Close()
 		r.Close()
 		return nil, err
@@ -308,8 +308,21 @@ func (r Row) Event() (reducer.Event, error) {
 
 const allEventsSQL = `SELECT sequence, project_id, kind, timestamp, data FROM events ORDER BY sequence`
 
-// load folds the whole history into a fresh state and publishes it.
-func (l *Ledger) load(ctx context.Context, q sqlx.QueryerContext) error {
+// loadSnapshot runs load inside one read transaction, so that the events
+// it folds and the tail it records are of the same database snapshot, even
+// while another writer appends.
+func (l *Ledger) loadSnapshot(ctx context.Context) error {
+	tx, err := l.r.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	defer tx.Rollback()
+	return l.load(ctx, tx)
+}
+
+// load folds the whole history into a fresh state and publishes it. q must
+// be a transaction: the events and the tail must come from one snapshot.
+func (l *Ledger) load(ctx context.Context, q *sqlx.Tx) error {
 	rows, err := q.QueryxContext(ctx, allEventsSQL)
 	if err != nil {
 		return fmt.Errorf("load: %w", err)

@@ -35,15 +35,17 @@ func dsn(path string, readOnly bool) string {
 	} else {
 		q.Set("_txlock", "immediate")
 	}
-	return "file:" + path + "?" + q.Encode()
+	// A plain file name, not a file: URI, so SQLite takes the path
+	// literally (no %-decoding); the driver strips the query itself.
+	return path + "?" + q.Encode()
 }
 
 // openSQLite opens the writer and reader pools of the database at path,
 // creating it and its folder as needed, and migrates it to the newest
 // schema.
 func openSQLite(ctx context.Context, path string) (w, r *sqlx.DB, err error) {
-	if strings.ContainsAny(path, "?#") {
-		return nil, nil, fmt.Errorf("open ledger: database path %q may not contain '?' or '#'", path)
+	if strings.Contains(path, "?") {
+		return nil, nil, fmt.Errorf("open ledger: database path %q may not contain '?'", path)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, nil, fmt.Errorf("open ledger: %w", err)
