@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // member is one key and value of a JSON object, in input order.
@@ -41,6 +43,12 @@ func objectMembers(raw []byte) ([]member, error) {
 		}
 		ms = append(ms, m)
 	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("trailing characters")
+	}
 	return ms, nil
 }
 
@@ -50,6 +58,30 @@ func objectMembers(raw []byte) ([]member, error) {
 // type, a negative, fractional or out-of-range integer, an unknown enum
 // value. Unknown fields are ignored. The error names the field.
 func DecodeCommand(raw []byte) (Command, error) {
+	if !utf8.Valid(raw) {
+		return nil, errors.New("invalid unicode code point")
+	}
+	cmd, err := decodeCommand(raw)
+	if err != nil {
+		return nil, err
+	}
+	// serde parses the whole object before it picks the variant, so it
+	// also refuses bad text in the fields it then ignores.
+	if err := checkSurrogates(raw); err != nil {
+		return nil, err
+	}
+	var whole any
+	if err := json.Unmarshal(raw, &whole); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, errors.New("number out of range")
+		}
+		return nil, trimExpected(err)
+	}
+	return cmd, nil
+}
+
+func decodeCommand(raw []byte) (Command, error) {
 	ms, err := objectMembers(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w, expected internally tagged enum DaemonCommand", trimExpected(err))

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -372,6 +373,14 @@ func (l *Ledger) Events(ctx context.Context, projectID string, after uint64, lim
 	if limit <= 0 || limit > MaxPage {
 		limit = MaxPage
 	}
+	l.sendMu.RLock()
+	closed := l.closed
+	l.sendMu.RUnlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	// Sequences are SQLite integers; no event is above MaxInt64.
+	after = min(after, math.MaxInt64)
 	rows := []Row{}
 	err := l.r.SelectContext(ctx, &rows,
 		`SELECT sequence, project_id, kind, timestamp, data FROM events

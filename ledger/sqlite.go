@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/pressly/goose/v3"
@@ -57,7 +58,7 @@ func openSQLite(ctx context.Context, path string) (w, r *sqlx.DB, err error) {
 	// One writer connection: appends queue in the ledger, never on
 	// SQLITE_BUSY.
 	w.SetMaxOpenConns(1)
-	if err := Migrate(ctx, w); err != nil {
+	if err := migrateLocked(ctx, path, w); err != nil {
 		w.Close()
 		return nil, nil, err
 	}
@@ -73,6 +74,23 @@ func openSQLite(ctx context.Context, path string) (w, r *sqlx.DB, err error) {
 		return nil, nil, fmt.Errorf("open ledger: %w", err)
 	}
 	return w, r, nil
+}
+
+// migrateLocked migrates under an exclusive flock(2) on the database file,
+// so that processes opening a new database at once do not race to create
+// the schema. SQLite's own locks are fcntl(2) locks, which flock does not
+// touch.
+func migrateLocked(ctx context.Context, path string, db *sqlx.DB) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("migrate: lock %s: %w", path, err)
+	}
+	defer syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return Migrate(ctx, db)
 }
 
 // Migrate applies every embedded migration that db lacks.

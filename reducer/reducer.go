@@ -112,10 +112,7 @@ func decideAddTask(p *Project, c AddTask) (Body, error) {
 		}
 		seen[d] = true
 	}
-	deps := c.DependsOn
-	if deps == nil {
-		deps = []string{}
-	}
+	deps := append([]string{}, c.DependsOn...) // the event owns its data
 	return TaskAdded{TaskID: c.TaskID, Title: c.Title, DependsOn: deps, MaxRetries: c.MaxRetries}, nil
 }
 
@@ -128,15 +125,18 @@ func decideUpdateTask(p *Project, c UpdateTask) (Body, error) {
 	refuse := func(why string) (Body, error) {
 		return nil, fmt.Errorf("%w: task %s cannot go from %s to %s: %s", ErrInvalidTransition, t.ID, t.Status, to, why)
 	}
+	if parseEnum(&to, taskStatuses, []byte(to)) != nil {
+		return nil, fmt.Errorf("%w: unknown task status %q", ErrInvalidArgument, to)
+	}
 	switch {
 	case t.Status.Final():
 		return refuse("it is final")
+	case t.Status == TaskRunning:
+		return refuse("a running task changes only through its run")
 	case to == t.Status:
 		// Only progress changes.
 	case to == TaskRunning || to == TaskStale:
 		return refuse("running and stale come from runs")
-	case t.Status == TaskRunning:
-		return refuse("a running task changes only through its run")
 	case to == TaskBlocked && (t.Status == TaskPending || t.Status == TaskReady || t.Status == TaskStale):
 	case to == TaskReady && t.Status == TaskBlocked:
 		if !p.depsDone(t.DependsOn) {
@@ -148,7 +148,12 @@ func decideUpdateTask(p *Project, c UpdateTask) (Body, error) {
 	default:
 		return refuse("not an allowed update")
 	}
-	return TaskUpdated{TaskID: t.ID, Status: to, Progress: c.Progress}, nil
+	var progress *string
+	if c.Progress != nil {
+		p := *c.Progress // the event owns its data, not the caller
+		progress = &p
+	}
+	return TaskUpdated{TaskID: t.ID, Status: to, Progress: progress}, nil
 }
 
 func decideStartRun(p *Project, c StartRun) (Body, error) {
