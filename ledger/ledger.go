@@ -258,7 +258,9 @@ func (l *Ledger) appendBatch(batch []*request, out []response) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	l.lastSeq, l.lastTime = lastSeq, now
+	if lastSeq != l.lastSeq {
+		l.lastSeq, l.lastTime = lastSeq, now
+	}
 	return nil
 }
 

@@ -1,0 +1,151 @@
+package migrations_test
+
+import (
+	"context"
+	"io/fs"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/pressly/goose/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	_ "modernc.org/sqlite"
+
+	"scv/ledger"
+	"scv/migrations"
+)
+
+// The schema objects the migrations own, by sqlite_master type.
+var (
+	tables   = []string{"events", "snapshots"}
+	triggers = []string{"events_no_update", "events_no_uncovered_delete"}
+	indexes  = []string{"events_project_sequence"}
+)
+
+func openDB(t *testing.T) *sqlx.DB {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	db, err := sqlx.Open("sqlite", path)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	require.NoError(t, db.Ping())
+	return db
+}
+
+// objects returns the names of the schema objects of the given type.
+func objects(t *testing.T, db *sqlx.DB, typ string) []string {
+	t.Helper()
+	names := []string{}
+	require.NoError(t, db.Select(&names, `SELECT name FROM sqlite_master WHERE type = ? AND name NOT LIKE 'sqlite_%' ORDER BY name`, typ))
+	return names
+}
+
+func assertSchema(t *testing.T, db *sqlx.DB, present bool) {
+	t.Helper()
+	for typ, want := range map[string][]string{"table": tables, "trigger": triggers, "index": indexes} {
+		got := objects(t, db, typ)
+		for _, name := range want {
+			if present {
+				assert.Contains(t, got, name, "%s %s", typ, name)
+			} else {
+				assert.NotContains(t, got, name, "%s %s", typ, name)
+			}
+		}
+	}
+}
+
+func assertVersion(t *testing.T, p *goose.Provider, want int64) {
+	t.Helper()
+	v, err := p.GetDBVersion(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, want, v, "provider's database version")
+	pending, err := p.HasPending(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, want == 1, !pending, "pending migrations at version %d", want)
+}
+
+// assertAppendOnly checks that the triggers of the schema bite: an UPDATE of
+// an event is refused, and so is a DELETE no snapshot covers.
+func assertAppendOnly(t *testing.T, db *sqlx.DB) {
+	t.Helper()
+	_, err := db.Exec(`INSERT INTO events (project_id, kind, timestamp, data) VALUES ('p', 'heartbeat', 1, '{}')`)
+	require.NoError(t, err)
+	_, err = db.Exec(`UPDATE events SET kind = 'x'`)
+	assert.ErrorContains(t, err, "append-only")
+	_, err = db.Exec(`DELETE FROM events`)
+	assert.ErrorContains(t, err, "append-only")
+	var n int
+	require.NoError(t, db.Get(&n, `SELECT count(*) FROM events WHERE kind = 'heartbeat'`))
+	assert.Equal(t, 1, n)
+	_, err = db.Exec(`INSERT INTO events (project_id, kind, timestamp, data) VALUES ('p', 'heartbeat', 1, 'not json')`)
+	assert.Error(t, err, "data must be JSON")
+}
+
+func TestMigrationFilesAreNamedForGoose(t *testing.T) {
+	names, err := fs.Glob(migrations.FS, "*.sql")
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	for _, n := range names {
+		assert.Regexp(t, regexp.MustCompile(`^\d{5}_[a-z0-9_]+\.sql$`), n)
+		b, err := fs.ReadFile(migrations.FS, n)
+		require.NoError(t, err)
+		assert.Contains(t, string(b), "-- +goose Up", n)
+		assert.Contains(t, string(b), "-- +goose Down", n)
+	}
+}
+
+// TestUpDownUp runs every migration up, down and up again on a real
+// database file through the provider the ledger uses, checking the schema
+// and the provider's version after each step.
+func TestUpDownUp(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	p, err := ledger.NewMigrator(db)
+	require.NoError(t, err)
+	require.Len(t, p.ListSources(), 1, "one migration file; update this test with the next")
+
+	assertVersion(t, p, 0)
+	assertSchema(t, db, false)
+
+	res, err := p.Up(ctx)
+	require.NoError(t, err)
+	assert.Len(t, res, 1)
+	assertVersion(t, p, 1)
+	assertSchema(t, db, true)
+	assertAppendOnly(t, db)
+
+	down, err := p.Down(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), down.Source.Version)
+	assertVersion(t, p, 0)
+	assertSchema(t, db, false)
+	_, err = p.Down(ctx)
+	assert.ErrorIs(t, err, goose.ErrNoNextVersion, "nothing left to roll back")
+
+	res, err = p.Up(ctx)
+	require.NoError(t, err)
+	assert.Len(t, res, 1)
+	assertVersion(t, p, 1)
+	assertSchema(t, db, true)
+	assertAppendOnly(t, db)
+
+	// Up on an up-to-date database is a no-op.
+	res, err = p.Up(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, res)
+	assertVersion(t, p, 1)
+}
+
+// TestMigrateIsIdempotent: ledger.Migrate, as Open runs it, may run on a
+// database that is already up to date.
+func TestMigrateIsIdempotent(t *testing.T) {
+	db := openDB(t)
+	require.NoError(t, ledger.Migrate(t.Context(), db))
+	require.NoError(t, ledger.Migrate(t.Context(), db))
+	p, err := ledger.NewMigrator(db)
+	require.NoError(t, err)
+	assertVersion(t, p, 1)
+	assertSchema(t, db, true)
+}
