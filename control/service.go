@@ -21,6 +21,9 @@ type Service struct {
 	PID     uint32
 	// Clock stamps reports; defaults to the system clock.
 	Clock func() time.Time
+	// HeartbeatEvery coalesces heartbeats: at most one is journaled per
+	// run (or task, or project) per interval. Zero journals every one.
+	HeartbeatEvery time.Duration
 }
 
 func (s *Service) now() time.Time {
@@ -71,7 +74,7 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 			return nil, err
 		}
 		// A report is never older than the state it reports.
-		now := max(s.now().Unix(), p.Updated)
+		now := max(s.now().UnixMilli(), p.Updated)
 		return s.status(&ProjectResponse{Kind: KindReport, Report: reportOf(p, now)}), nil
 	case CmdProjectTaskAdd:
 		id := newID()
@@ -90,7 +93,8 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 		return s.execute(ctx, KindUpdated, "", reducer.FinishRun{Project: c.Project, RunID: c.Run, Status: c.Status})
 	case CmdProjectHeartbeat:
 		return s.execute(ctx, KindUpdated, "", reducer.RecordHeartbeat{
-			Project: c.Project, TaskID: deref(c.Task), RunID: deref(c.Run)})
+			Project: c.Project, TaskID: deref(c.Task), RunID: deref(c.Run),
+			Every: s.HeartbeatEvery.Milliseconds()})
 	}
 	return nil, newError(CodeUnimplemented, ReasonUnimplemented, "action %s is not implemented by this daemon yet", cmd.Action())
 }
@@ -173,8 +177,8 @@ func summaryOf(p *reducer.Project) *ProjectSummary {
 		Workspace:                p.Workspace,
 		Phase:                    p.Phase(),
 		Status:                   p.Status(),
-		CreatedUnixSeconds:       uint64(p.Created),
-		UpdatedUnixSeconds:       uint64(p.Updated),
+		CreatedUnixSeconds:       seconds(p.Created),
+		UpdatedUnixSeconds:       seconds(p.Updated),
 		TaskCount:                uint64(len(p.Tasks())),
 		CompletedTasks:           uint64(p.DoneCount()),
 		LastHeartbeatUnixSeconds: unixOrNil(p.LastHeartbeat),
@@ -206,19 +210,23 @@ func reportOf(p *reducer.Project, now int64) *ProjectReport {
 	for _, r := range p.Runs() {
 		runs = append(runs, ProjectRun{
 			ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Status: r.Status, Attempt: r.Attempt,
-			StartedUnixSeconds: uint64(r.Started), UpdatedUnixSeconds: uint64(r.Updated), Progress: r.Progress,
+			StartedUnixSeconds: seconds(r.Started), UpdatedUnixSeconds: seconds(r.Updated), Progress: r.Progress,
 		})
 	}
 	return &ProjectReport{
 		Project: *summaryOf(p), Tasks: tasksOf(p), Runs: runs,
-		GeneratedUnixSeconds: uint64(now), Evidence: reducer.Evidence(p),
+		GeneratedUnixSeconds: seconds(now), Evidence: reducer.Evidence(p),
 	}
 }
 
-func unixOrNil(t int64) *uint64 {
-	if t == 0 {
+// seconds turns the reducer's Unix milliseconds into the wire's seconds.
+func seconds(ms int64) uint64 { return uint64(ms / 1000) }
+
+// unixOrNil is seconds, with the reducer's zero (never) as null.
+func unixOrNil(ms int64) *uint64 {
+	if ms == 0 {
 		return nil
 	}
-	u := uint64(t)
+	u := seconds(ms)
 	return &u
 }

@@ -96,13 +96,13 @@ func TestTimestampsNeverGoBackUnderLoad(t *testing.T) {
 	assertNonDecreasing(t, path)
 	p, _ := l.Project(f.project)
 	rs := rows(t, rawDB(t, path))
-	assert.Equal(t, rs[len(rs)-1].Timestamp, p.Updated)
+	assert.Equal(t, rs[len(rs)-1].TimestampMs, p.Updated)
 }
 
 func assertNonDecreasing(t *testing.T, path string) {
 	t.Helper()
 	rs := rows(t, rawDB(t, path))
 	for i := 1; i < len(rs); i++ {
-		assert.GreaterOrEqual(t, rs[i].Timestamp, rs[i-1].Timestamp, "event %d is stamped before event %d", rs[i].Sequence, rs[i-1].Sequence)
+		assert.GreaterOrEqual(t, rs[i].TimestampMs, rs[i-1].TimestampMs, "event %d is stamped before event %d", rs[i].Sequence, rs[i-1].Sequence)
 	}
 }

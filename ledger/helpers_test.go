@@ -48,7 +48,7 @@ func rawDB(t *testing.T, path string) *sqlx.DB {
 func rows(t *testing.T, db *sqlx.DB) []ledger.Row {
 	t.Helper()
 	var rs []ledger.Row
-	require.NoError(t, db.Select(&rs, `SELECT sequence, project_id, kind, timestamp, data FROM events ORDER BY sequence`))
+	require.NoError(t, db.Select(&rs, `SELECT sequence, project_id, kind, timestamp, timestamp_ms, data FROM events ORDER BY sequence`))
 	return rs
 }
 
@@ -159,13 +159,14 @@ func assertMatches(t *testing.T, want *reducer.State, l *ledger.Ledger, ids []st
 	}
 }
 
-// clock is a settable Options.Clock.
+// clock is a settable Options.Clock; its settings are Unix milliseconds,
+// the reducer's unit.
 type clock struct {
 	mu  sync.Mutex
 	now time.Time
 }
 
-func newClock(unix int64) *clock { return &clock{now: time.Unix(unix, 0)} }
+func newClock(ms int64) *clock { return &clock{now: time.UnixMilli(ms)} }
 
 func (c *clock) Now() time.Time {
 	c.mu.Lock()
@@ -173,10 +174,10 @@ func (c *clock) Now() time.Time {
 	return c.now
 }
 
-func (c *clock) Set(unix int64) {
+func (c *clock) Set(ms int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.now = time.Unix(unix, 0)
+	c.now = time.UnixMilli(ms)
 }
 
 func (c *clock) Advance(d time.Duration) {

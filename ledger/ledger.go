@@ -65,7 +65,7 @@ type Result struct {
 	// command changed nothing (such as MarkStale with nothing stale).
 	Events []reducer.Event
 	// Project is the committed state of the project the command addressed,
-	// or nil when a MarkStale found nothing.
+	// also when the command appended nothing (a coalesced heartbeat).
 	Project *reducer.Project
 }
 
@@ -198,10 +198,15 @@ func (l *Ledger) commit(batch []*request) {
 		}
 	} else {
 		l.publish(l.state.Seal())
-		for i := range batch {
-			if out[i].err == nil && len(out[i].res.Events) > 0 {
-				out[i].res.Project, _ = l.Project(out[i].res.Events[0].ProjectID)
+		for i, req := range batch {
+			if out[i].err != nil {
+				continue
 			}
+			ref := req.cmd.ProjectRef()
+			if len(out[i].res.Events) > 0 {
+				ref = out[i].res.Events[0].ProjectID
+			}
+			out[i].res.Project, _ = l.Project(ref)
 		}
 	}
 	for i, req := range batch {
@@ -211,7 +216,7 @@ func (l *Ledger) commit(batch []*request) {
 
 const (
 	tailSQL   = `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)`
-	insertSQL = `INSERT INTO events (project_id, kind, timestamp, data) VALUES (?, ?, ?, ?)`
+	insertSQL = `INSERT INTO events (project_id, kind, timestamp, timestamp_ms, data) VALUES (?, ?, ?, ?, ?)`
 )
 
 func (l *Ledger) appendBatch(batch []*request, out []response) error {
@@ -234,7 +239,7 @@ func (l *Ledger) appendBatch(batch []*request, out []response) error {
 		}
 	}
 	lastSeq, lastTime := l.lastSeq, l.lastTime
-	now := max(l.clock().Unix(), lastTime)
+	now := max(l.clock().UnixMilli(), lastTime)
 	ins, err := tx.PreparexContext(ctx, insertSQL)
 	if err != nil {
 		return err
@@ -269,7 +274,7 @@ func appendEvent(ctx context.Context, ins *sqlx.Stmt, e *reducer.Event) error {
 	if err != nil {
 		return err
 	}
-	res, err := ins.ExecContext(ctx, e.ProjectID, e.Body.Kind(), e.Time, string(data))
+	res, err := ins.ExecContext(ctx, e.ProjectID, e.Body.Kind(), e.Time/1000, e.Time, string(data))
 	if err != nil {
 		return err
 	}
@@ -293,11 +298,12 @@ func (l *Ledger) publish(changed []*reducer.Project) {
 
 // Row is one stored event as the events table holds it.
 type Row struct {
-	Sequence  uint64 `db:"sequence"`
-	ProjectID string `db:"project_id"`
-	Kind      string `db:"kind"`
-	Timestamp int64  `db:"timestamp"`
-	Data      string `db:"data"`
+	Sequence    uint64 `db:"sequence"`
+	ProjectID   string `db:"project_id"`
+	Kind        string `db:"kind"`
+	Timestamp   int64  `db:"timestamp"`    // Unix seconds
+	TimestampMs int64  `db:"timestamp_ms"` // the same instant in Unix milliseconds
+	Data        string `db:"data"`
 }
 
 // Event decodes the row into a reducer event.
@@ -306,10 +312,10 @@ func (r Row) Event() (reducer.Event, error) {
 	if err != nil {
 		return reducer.Event{}, fmt.Errorf("event %d: %w", r.Sequence, err)
 	}
-	return reducer.Event{Sequence: r.Sequence, ProjectID: r.ProjectID, Time: r.Timestamp, Body: b}, nil
+	return reducer.Event{Sequence: r.Sequence, ProjectID: r.ProjectID, Time: r.TimestampMs, Body: b}, nil
 }
 
-const allEventsSQL = `SELECT sequence, project_id, kind, timestamp, data FROM events ORDER BY sequence`
+const allEventsSQL = `SELECT sequence, project_id, kind, timestamp, timestamp_ms, data FROM events ORDER BY sequence`
 
 // loadSnapshot runs load inside one read transaction, so that the events
 // it folds and the tail it records are of the same database snapshot, even
@@ -385,7 +391,7 @@ func (l *Ledger) Events(ctx context.Context, projectID string, after uint64, lim
 	after = min(after, math.MaxInt64)
 	rows := []Row{}
 	err := l.r.SelectContext(ctx, &rows,
-		`SELECT sequence, project_id, kind, timestamp, data FROM events
+		`SELECT sequence, project_id, kind, timestamp, timestamp_ms, data FROM events
 		 WHERE project_id = ? AND sequence > ? ORDER BY sequence LIMIT ?`,
 		projectID, after, limit)
 	if err != nil {
@@ -395,4 +401,31 @@ func (l *Ledger) Events(ctx context.Context, projectID string, after uint64, lim
 		return nil, fmt.Errorf("%w: events: %v", ErrStorage, err)
 	}
 	return rows, nil
+}
+
+// MarkStale is one sweep for silent runs: for every project that has a
+// running run silent for longer than window at the ledger's clock, it
+// executes reducer.MarkStale, which decides again inside the write
+// transaction (a heartbeat committed first keeps the run alive). It
+// returns how many runs it marked.
+func (l *Ledger) MarkStale(ctx context.Context, window time.Duration) (int, error) {
+	now := l.clock().UnixMilli()
+	ms := window.Milliseconds()
+	l.mu.RLock()
+	var due []string
+	for id, p := range l.view {
+		if len(reducer.StaleRuns(p, now, ms)) > 0 {
+			due = append(due, id)
+		}
+	}
+	l.mu.RUnlock()
+	marked := 0
+	for _, id := range due {
+		res, err := l.Execute(ctx, reducer.MarkStale{Project: id, Window: ms})
+		if err != nil {
+			return marked, err
+		}
+		marked += len(res.Events)
+	}
+	return marked, nil
 }

@@ -32,7 +32,7 @@ func TestOpenWhileAnotherWriterAppends(t *testing.T) {
 	require.NoError(t, a.Close())
 	db := rawDB(t, path)
 	_, err := db.Exec(`WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 4000)
-		INSERT INTO events (project_id, kind, timestamp, data) SELECT ?, 'heartbeat', 1800000000 + i / 100, '{}' FROM c`, p)
+		INSERT INTO events (project_id, kind, timestamp, timestamp_ms, data) SELECT ?, 'heartbeat', 1800000000 + i / 100, (1800000000 + i / 100) * 1000, '{}' FROM c`, p)
 	require.NoError(t, err)
 
 	start := time.Now()
@@ -47,7 +47,7 @@ func TestOpenWhileAnotherWriterAppends(t *testing.T) {
 		go func() {
 			time.Sleep(time.Duration(frac * float64(openTime)))
 			// A raw connection appending as a second ledger would.
-			_, err := db.Exec(`INSERT INTO events (project_id, kind, timestamp, data) VALUES (?, 'project_created', 1900000000, ?)`,
+			_, err := db.Exec(`INSERT INTO events (project_id, kind, timestamp, timestamp_ms, data) VALUES (?, 'project_created', 1900000000, 1900000000000, ?)`,
 				id(), `{"name":"`+name+`","workspace":"`+ws+`"}`)
 			inserted <- err
 		}()

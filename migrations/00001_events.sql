@@ -5,8 +5,11 @@ CREATE TABLE events (
     sequence   INTEGER PRIMARY KEY AUTOINCREMENT,
     project_id TEXT    NOT NULL,
     kind       TEXT    NOT NULL,
-    timestamp  INTEGER NOT NULL,
-    data       TEXT    NOT NULL CHECK (json_valid(data))
+    timestamp  INTEGER NOT NULL,  -- Unix seconds, as the wire shows it
+    data       TEXT    NOT NULL CHECK (json_valid(data)),
+    -- The same instant in Unix milliseconds, which staleness and heartbeat
+    -- coalescing are decided on.
+    timestamp_ms INTEGER NOT NULL CHECK (timestamp = timestamp_ms / 1000)
 );
 CREATE INDEX events_project_sequence ON events (project_id, sequence);
 

@@ -70,7 +70,7 @@ func assertVersion(t *testing.T, p *goose.Provider, want int64) {
 // an event is refused, and so is a DELETE no snapshot covers.
 func assertAppendOnly(t *testing.T, db *sqlx.DB) {
 	t.Helper()
-	_, err := db.Exec(`INSERT INTO events (project_id, kind, timestamp, data) VALUES ('p', 'heartbeat', 1, '{}')`)
+	_, err := db.Exec(`INSERT INTO events (project_id, kind, timestamp, timestamp_ms, data) VALUES ('p', 'heartbeat', 1, 1000, '{}')`)
 	require.NoError(t, err)
 	_, err = db.Exec(`UPDATE events SET kind = 'x'`)
 	assert.ErrorContains(t, err, "append-only")
@@ -79,7 +79,7 @@ func assertAppendOnly(t *testing.T, db *sqlx.DB) {
 	var n int
 	require.NoError(t, db.Get(&n, `SELECT count(*) FROM events WHERE kind = 'heartbeat'`))
 	assert.Equal(t, 1, n)
-	_, err = db.Exec(`INSERT INTO events (project_id, kind, timestamp, data) VALUES ('p', 'heartbeat', 1, 'not json')`)
+	_, err = db.Exec(`INSERT INTO events (project_id, kind, timestamp, timestamp_ms, data) VALUES ('p', 'heartbeat', 1, 1000, 'not json')`)
 	assert.Error(t, err, "data must be JSON")
 }
 

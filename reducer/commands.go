@@ -17,9 +17,13 @@ var (
 )
 
 // Command is an intent to change state. Every command carries the time it
-// is decided at and any IDs it mints: the reducer reads no clock and makes
-// no IDs.
-type Command interface{ command() }
+// is decided at (Now, Unix milliseconds) and any IDs it mints: the reducer
+// reads no clock and makes no IDs.
+type Command interface {
+	// ProjectRef is the ID or name of the project the command addresses.
+	ProjectRef() string
+	command()
+}
 
 // CreateProject opens a project. ProjectID is a fresh ULID.
 type CreateProject struct {
@@ -74,21 +78,35 @@ type FinishRun struct {
 }
 
 // RecordHeartbeat records that a project, or a task, or a run is alive.
-// An empty TaskID or RunID means none was named.
+// An empty TaskID or RunID means none was named. Every (milliseconds)
+// coalesces heartbeats: one that comes less than Every after the last
+// journaled heartbeat of the same run (or task, or project) is accepted
+// and appends nothing. Zero journals every heartbeat.
 type RecordHeartbeat struct {
 	Project string
 	TaskID  string
 	RunID   string
+	Every   int64
 	Now     int64
 }
 
 // MarkStale asks which of a project's running runs have been silent for
-// longer than Window seconds at Now; Decide returns one event for each.
+// longer than Window milliseconds at Now; Decide returns one event for
+// each.
 type MarkStale struct {
 	Project string
 	Window  int64
 	Now     int64
 }
+
+func (c CreateProject) ProjectRef() string   { return c.ProjectID }
+func (c AddTask) ProjectRef() string         { return c.Project }
+func (c UpdateTask) ProjectRef() string      { return c.Project }
+func (c StartRun) ProjectRef() string        { return c.Project }
+func (c ProgressRun) ProjectRef() string     { return c.Project }
+func (c FinishRun) ProjectRef() string       { return c.Project }
+func (c RecordHeartbeat) ProjectRef() string { return c.Project }
+func (c MarkStale) ProjectRef() string       { return c.Project }
 
 func (CreateProject) command()   {}
 func (AddTask) command()         {}
@@ -99,7 +117,7 @@ func (FinishRun) command()       {}
 func (RecordHeartbeat) command() {}
 func (MarkStale) command()       {}
 
-// Stamp returns c decided at now (Unix seconds). The ledger stamps each
+// Stamp returns c decided at now (Unix milliseconds). The ledger stamps each
 // command with its own clock inside the write transaction.
 func Stamp(c Command, now int64) Command {
 	switch c := c.(type) {

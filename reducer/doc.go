@@ -15,6 +15,9 @@
 // The package does no I/O, reads no clock, mints no IDs and does not log:
 // time and IDs arrive inside the command, and outcomes are events and
 // errors. The same state and the same input always give the same output.
+// Every time in the package (Command.Now, Event.Time, the state's
+// timestamps, windows and intervals) is in Unix milliseconds: staleness and
+// heartbeat coalescing need finer steps than the wire's Unix seconds.
 // Derived values (Project.Phase, Project.Status, Evidence, StaleRuns) are
 // functions of the state alone.
 //

@@ -11,7 +11,7 @@ import (
 type Event struct {
 	Sequence  uint64
 	ProjectID string
-	Time      int64 // Unix seconds, the daemon's clock at append
+	Time      int64 // Unix milliseconds, the daemon's clock at append
 	Body      Body
 }
 

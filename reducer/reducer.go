@@ -50,7 +50,7 @@ func Decide(s *State, c Command) ([]Event, error) {
 }
 
 // StaleRuns returns the IDs of p's running runs whose last heartbeat (or
-// start, when they sent none) is more than window seconds before now.
+// start, when they sent none) is more than window milliseconds before now.
 func StaleRuns(p *Project, now, window int64) []string {
 	var ids []string
 	if p.running == 0 {
@@ -64,13 +64,15 @@ func StaleRuns(p *Project, now, window int64) []string {
 	return ids
 }
 
+// withProject resolves the project and decides one event, or none when
+// decide returns a nil body without an error (a coalesced heartbeat).
 func withProject(s *State, ref string, now int64, decide func(*Project) (Body, error)) ([]Event, error) {
 	p, ok := s.Project(ref)
 	if !ok {
 		return nil, fmt.Errorf("%w: project %q", ErrNotFound, ref)
 	}
 	b, err := decide(p)
-	if err != nil {
+	if err != nil || b == nil {
 		return nil, err
 	}
 	return []Event{{ProjectID: p.ID, Time: now, Body: b}}, nil
@@ -194,8 +196,12 @@ func decideHeartbeat(p *Project, c RecordHeartbeat) (Body, error) {
 		if c.TaskID != "" && c.TaskID != r.TaskID {
 			return nil, fmt.Errorf("%w: run %s belongs to task %s, not %s", ErrInvalidArgument, r.ID, r.TaskID, c.TaskID)
 		}
+		if coalesced(r.LastHeartbeat, c) {
+			return nil, nil
+		}
 		return Heartbeat{TaskID: r.TaskID, RunID: r.ID}, nil
 	}
+	last := p.LastHeartbeat
 	if c.TaskID != "" {
 		t, ok := p.Task(c.TaskID)
 		if !ok {
@@ -204,8 +210,19 @@ func decideHeartbeat(p *Project, c RecordHeartbeat) (Body, error) {
 		if t.Status.Final() {
 			return nil, fmt.Errorf("%w: task %s is %s", ErrInvalidTransition, t.ID, t.Status)
 		}
+		last = t.LastHeartbeat
+	}
+	if coalesced(last, c) {
+		return nil, nil
 	}
 	return Heartbeat{TaskID: c.TaskID}, nil
+}
+
+// coalesced reports whether a heartbeat at c.Now comes within c.Every of
+// the last journaled one, so that journaling it would add nothing an
+// observer needs.
+func coalesced(last int64, c RecordHeartbeat) bool {
+	return c.Every > 0 && last != 0 && c.Now-last < c.Every
 }
 
 func runningRun(p *Project, id string) (*Run, error) {

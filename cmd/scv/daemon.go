@@ -24,13 +24,24 @@ import (
 type Daemon struct {
 	DBPath     string
 	SocketPath string
-	Logger     *slog.Logger
+	// StaleAfter is the stale window: a running run silent for longer is
+	// marked stale by the sweeper.
+	StaleAfter time.Duration
+	// HeartbeatEvery coalesces heartbeats (0: journal every one); negative
+	// means a tenth of StaleAfter.
+	HeartbeatEvery time.Duration
+	Logger         *slog.Logger
 
 	ledger *ledger.Ledger
 	server *control.Server
 	ln     net.Listener
 	locks  []*os.File
+	stop   chan struct{} // closed by Close: the sweeper ends
+	swept  chan struct{} // closed when the sweeper has ended
 }
+
+// DefaultStaleAfter is the stale window when --stale-after is not given.
+const DefaultStaleAfter = 5 * time.Minute
 
 // defaultDBPath is $SCV_DB, else $XDG_STATE_HOME/scv/ledger.db.
 func defaultDBPath() string {
@@ -46,7 +57,18 @@ func (d *Daemon) ParseFlags(args []string, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	fs.StringVar(&d.DBPath, "db", defaultDBPath(), "ledger database `path` (env SCV_DB)")
 	fs.StringVar(&d.SocketPath, "socket", control.DefaultSocketPath(), "control socket `path` (env SCV_SOCKET)")
-	return fs.Parse(args)
+	fs.DurationVar(&d.StaleAfter, "stale-after", DefaultStaleAfter, "mark a running run stale after this long without a heartbeat or progress")
+	fs.DurationVar(&d.HeartbeatEvery, "heartbeat-every", -1, "journal at most one heartbeat per run per `interval` (0: every one; default: a tenth of --stale-after)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{"scv daemon: unexpected argument " + fs.Arg(0)}
+	}
+	if d.StaleAfter <= 0 {
+		return usageError{"scv daemon: --stale-after must be positive"}
+	}
+	return nil
 }
 
 // Open takes the daemon's locks, opens the socket, then the ledger: a
@@ -83,11 +105,48 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 		return err
 	}
 	d.ledger = l
+	if d.StaleAfter <= 0 {
+		d.StaleAfter = DefaultStaleAfter
+	}
+	if d.HeartbeatEvery < 0 {
+		d.HeartbeatEvery = d.StaleAfter / 10
+	}
 	d.server = &control.Server{
-		Service: &control.Service{Ledger: l, Version: version, PID: uint32(os.Getpid())},
+		Service: &control.Service{Ledger: l, Version: version, PID: uint32(os.Getpid()), HeartbeatEvery: d.HeartbeatEvery},
 		Logger:  d.Logger.With("component", "control"),
 	}
+	d.stop, d.swept = make(chan struct{}), make(chan struct{})
+	go d.sweep()
 	return nil
+}
+
+// SweepEvery is how often the sweeper looks for silent runs: a twentieth
+// of the stale window, so that a run is marked at most that long (plus the
+// time of one transaction) after its window ran out, well inside the tenth
+// of the window that is promised.
+func (d *Daemon) SweepEvery() time.Duration {
+	return max(d.StaleAfter/20, time.Millisecond)
+}
+
+// sweep marks silent runs stale until Close.
+func (d *Daemon) sweep() {
+	defer close(d.swept)
+	log := d.Logger.With("component", "sweeper")
+	t := time.NewTicker(d.SweepEvery())
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+			n, err := d.ledger.MarkStale(context.Background(), d.StaleAfter)
+			if err != nil {
+				log.Error("sweep", "err", err)
+			} else if n > 0 {
+				log.Info("marked runs stale", "runs", n)
+			}
+		}
+	}
 }
 
 // lockFile takes an exclusive, non-blocking flock on path.
@@ -127,6 +186,8 @@ func (d *Daemon) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := d.server.Shutdown(ctx)
+	close(d.stop)
+	<-d.swept
 	os.Remove(d.SocketPath)
 	err = errors.Join(err, d.ledger.Close())
 	d.release()
@@ -148,7 +209,8 @@ func runDaemon(args []string, stderr io.Writer) error {
 	if err := d.Open(ctx); err != nil {
 		return err
 	}
-	d.Logger.Info("daemon started", "version", version, "db", d.DBPath, "socket", d.SocketPath)
+	d.Logger.Info("daemon started", "version", version, "db", d.DBPath, "socket", d.SocketPath,
+		"stale_after", d.StaleAfter, "heartbeat_every", d.HeartbeatEvery)
 	served := make(chan error, 1)
 	go func() { served <- d.Serve() }()
 	select {

@@ -1,6 +1,6 @@
 // Command scv is the ledger daemon and its command-line client.
 //
-//	scv daemon [--db PATH] [--socket PATH]   run the daemon in the foreground
+//	scv daemon [--db PATH] [--socket PATH] [--stale-after D] [--heartbeat-every D]
 //	scv version                              print the version
 //	scv [--socket PATH] [--json] COMMAND     talk to a running daemon
 //
@@ -61,7 +61,8 @@ func (e usageError) Error() string { return e.msg }
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: scv COMMAND
 
-  daemon [--db PATH] [--socket PATH]      run the daemon in the foreground
+  daemon [--db PATH] [--socket PATH] [--stale-after 5m] [--heartbeat-every D]
+                                          run the daemon in the foreground
   version                                 print the version
 
 Client commands (global flags: --socket PATH or SCV_SOCKET, --json):
