@@ -36,6 +36,7 @@ type Options struct {
 // Ledger is the event store of one instance and the single writer that
 // appends to it.
 type Ledger struct {
+	path  string
 	w, r  *sqlx.DB
 	clock func() time.Time
 
@@ -87,7 +88,7 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		return nil, err
 	}
 	l := &Ledger{
-		w: w, r: r, clock: opts.Clock,
+		path: path, w: w, r: r, clock: opts.Clock,
 		queue: make(chan *request, MaxBatch),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
@@ -103,6 +104,9 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 	go l.writer()
 	return l, nil
 }
+
+// Path is the database file.
+func (l *Ledger) Path() string { return l.path }
 
 // Close stops taking commands, answers every queued one, and closes the
 // database.

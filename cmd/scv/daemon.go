@@ -68,6 +68,10 @@ func (d *Daemon) ParseFlags(args []string, stderr io.Writer) error {
 	if d.StaleAfter <= 0 {
 		return usageError{"scv daemon: --stale-after must be positive"}
 	}
+	if d.HeartbeatEvery >= d.StaleAfter {
+		// A live run's heartbeats would be coalesced past its window.
+		return usageError{"scv daemon: --heartbeat-every must be shorter than --stale-after"}
+	}
 	return nil
 }
 

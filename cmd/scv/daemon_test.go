@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -162,9 +163,28 @@ func TestDaemonDefaults(t *testing.T) {
 	assert.Equal(t, "/y/l.db", d.DBPath)
 	assert.Equal(t, "/y/s.sock", d.SocketPath)
 
+	// The stale window and the heartbeat interval: defaults, and refusals.
+	require.NoError(t, d.ParseFlags(nil, os.Stderr))
+	assert.Equal(t, 5*time.Minute, d.StaleAfter)
+	assert.Equal(t, time.Duration(-1), d.HeartbeatEvery, "a tenth of the window, settled at Open")
+	require.NoError(t, d.ParseFlags([]string{"--stale-after", "2s", "--heartbeat-every", "0"}, os.Stderr))
+	assert.Equal(t, 2*time.Second, d.StaleAfter)
+	assert.Equal(t, time.Duration(0), d.HeartbeatEvery)
+	for _, bad := range [][]string{
+		{"--stale-after", "0s"},
+		{"--stale-after", "2s", "--heartbeat-every", "2s"},
+		{"extra"},
+	} {
+		var u usageError
+		assert.ErrorAs(t, d.ParseFlags(bad, io.Discard), &u, "%v", bad)
+	}
+
 	// The socket folder is created 0700.
-	d = Daemon{DBPath: filepath.Join(dir, "l.db"), SocketPath: filepath.Join(dir, "run2", "scv", "d.sock")}
+	d = Daemon{DBPath: filepath.Join(dir, "l.db"), SocketPath: filepath.Join(dir, "run2", "scv", "d.sock"),
+		StaleAfter: time.Minute, HeartbeatEvery: -1}
 	require.NoError(t, d.Open(context.Background()))
+	assert.Equal(t, 6*time.Second, d.HeartbeatEvery)
+	assert.Equal(t, 3*time.Second, d.SweepEvery())
 	go d.Serve()
 	fi, err := os.Stat(filepath.Dir(d.SocketPath))
 	require.NoError(t, err)

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"scv/control"
+	"scv/reducer"
+)
+
+// TestStaleAfterTwoSeconds runs the real daemon with --stale-after 2s: a
+// silent run is stale within 3 seconds with its retry counted, the
+// zombie's heartbeat is refused, a burst of 300 heartbeats from a live run
+// appends a handful of events, and a second stale attempt past max_retries
+// fails the task and the project.
+func TestStaleAfterTwoSeconds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and waits for the stale window")
+	}
+	dir := shortDir(t)
+	bin := buildScv(t, dir, "stale-test")
+	sock := filepath.Join(dir, "d.sock")
+	d := exec.Command(bin, "daemon", "--db", filepath.Join(dir, "l.db"), "--socket", sock, "--stale-after", "2s")
+	var logs strings.Builder
+	d.Stderr = &logs
+	require.NoError(t, d.Start())
+	t.Cleanup(func() {
+		d.Process.Signal(syscall.SIGTERM)
+		d.Wait()
+	})
+	ctx := context.Background()
+	var c *control.Client
+	require.Eventually(t, func() bool {
+		var err error
+		c, err = control.Dial(ctx, sock)
+		return err == nil
+	}, 20*time.Second, 20*time.Millisecond, "daemon did not listen: %s", &logs)
+	defer c.Close()
+
+	call := func(cmd control.Command) *control.DaemonStatus {
+		t.Helper()
+		st, err := c.Call(ctx, cmd)
+		require.NoError(t, err, "%s", cmd.Action())
+		return st
+	}
+	task := func(p, id string) control.ProjectTask {
+		t.Helper()
+		for _, tk := range call(control.CmdProjectTasks{Project: p}).Project.Tasks {
+			if tk.ID == id {
+				return tk
+			}
+		}
+		t.Fatalf("task %s not found", id)
+		return control.ProjectTask{}
+	}
+	events := func(p string) int {
+		t.Helper()
+		return len(call(control.CmdProjectEvents{Project: p}).Project.Events)
+	}
+
+	call(control.CmdProjectCreate{Name: "acme", Workspace: dir})
+	silent := call(control.CmdProjectTaskAdd{Project: "acme", Title: "silent", DependsOn: []string{}, MaxRetries: 1}).Project.TaskID
+	live := call(control.CmdProjectTaskAdd{Project: "acme", Title: "live", DependsOn: []string{}, MaxRetries: 0}).Project.TaskID
+
+	// A silent run: stale within 3 seconds of its last word.
+	run := call(control.CmdProjectRunStart{Project: "acme", Task: silent, Agent: "codex"}).Project.RunID
+	call(control.CmdProjectRunProgress{Project: "acme", Run: run, Progress: "started"})
+	lastWord := time.Now()
+	require.Eventually(t, func() bool { return task("acme", silent).Status == reducer.TaskStale },
+		5*time.Second, 20*time.Millisecond)
+	took := time.Since(lastWord)
+	t.Logf("silent run marked stale %v after its last progress", took.Round(time.Millisecond))
+	assert.Less(t, took, 3*time.Second)
+	assert.Equal(t, uint32(1), task("acme", silent).Retries)
+
+	// The zombie is fenced.
+	_, err := c.Call(ctx, control.CmdProjectHeartbeat{Project: "acme", Run: &run})
+	var e *control.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, control.ReasonRunNotRunning, e.Data.Reason)
+
+	// A burst of 300 heartbeats from a live run appends a handful.
+	liveRun := call(control.CmdProjectRunStart{Project: "acme", Task: live, Agent: "codex"}).Project.RunID
+	before := events("acme")
+	for range 300 {
+		st := call(control.CmdProjectHeartbeat{Project: "acme", Run: &liveRun})
+		require.Equal(t, control.KindUpdated, st.Project.Kind)
+	}
+	appended := events("acme") - before
+	t.Logf("300 heartbeats appended %d events", appended)
+	assert.GreaterOrEqual(t, appended, 1)
+	assert.LessOrEqual(t, appended, 5)
+
+	// The silent task starts again and goes silent again: max_retries 1 is
+	// spent, so the task and the project fail.
+	call(control.CmdProjectRunStart{Project: "acme", Task: silent, Agent: "codex"})
+	require.Eventually(t, func() bool { return task("acme", silent).Status == reducer.TaskFailed },
+		5*time.Second, 20*time.Millisecond)
+	assert.Equal(t, uint32(2), task("acme", silent).Retries)
+	assert.Equal(t, reducer.ProjectFailed, call(control.CmdProjectStatus{Project: "acme"}).Project.Project.Status)
+}

@@ -1,0 +1,66 @@
+package reducer_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"scv/reducer"
+)
+
+// TestCoalescing: Decide journals a heartbeat only when the last journaled
+// one of the same run (or task, or project) is at least Every old, and a
+// coalesced heartbeat is accepted with no event and no change.
+func TestCoalescing(t *testing.T) {
+	const every = 100
+	cases := []struct {
+		name    string
+		setup   []reducer.Command
+		beat    reducer.RecordHeartbeat
+		journal bool
+	}{
+		{name: "run: first heartbeat is journaled", setup: cmds(add("a", 0), start("a", "r1")),
+			beat: reducer.RecordHeartbeat{Project: projID, RunID: "r1"}, journal: true},
+		{name: "run: inside the interval", setup: cmds(add("a", 0), start("a", "r1"), withNow(beat("", "r1"), cmdNow-every+1)),
+			beat: reducer.RecordHeartbeat{Project: projID, RunID: "r1"}, journal: false},
+		{name: "run: exactly one interval later", setup: cmds(add("a", 0), start("a", "r1"), withNow(beat("", "r1"), cmdNow-every)),
+			beat: reducer.RecordHeartbeat{Project: projID, RunID: "r1"}, journal: true},
+		{name: "run: progress counts as the last heartbeat", setup: cmds(add("a", 0), start("a", "r1"), withNow(progress("r1", "x"), cmdNow-1)),
+			beat: reducer.RecordHeartbeat{Project: projID, RunID: "r1"}, journal: false},
+		{name: "run: another run's heartbeat does not count", setup: cmds(add("a", 0), add("b", 0), start("a", "r1"), start("b", "r2"), withNow(beat("", "r2"), cmdNow-1)),
+			beat: reducer.RecordHeartbeat{Project: projID, RunID: "r1"}, journal: true},
+		{name: "task: inside the interval of its own heartbeat", setup: cmds(add("a", 0), withNow(beat("a", ""), cmdNow-1)),
+			beat: reducer.RecordHeartbeat{Project: projID, TaskID: "a"}, journal: false},
+		{name: "task: first heartbeat", setup: cmds(add("a", 0), add("b", 0), withNow(beat("b", ""), cmdNow-1)),
+			beat: reducer.RecordHeartbeat{Project: projID, TaskID: "a"}, journal: true},
+		{name: "project: inside the interval of any heartbeat", setup: cmds(add("a", 0), withNow(beat("a", ""), cmdNow-1)),
+			beat: reducer.RecordHeartbeat{Project: projID}, journal: false},
+		{name: "project: past the interval", setup: cmds(add("a", 0), withNow(beat("a", ""), cmdNow-every-1)),
+			beat: reducer.RecordHeartbeat{Project: projID}, journal: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLedger(t)
+			l.do(baseProject)
+			l.do(tc.setup...)
+			before := dumpState(l.s, projID)
+			for _, e := range []int64{every, 0} {
+				c := tc.beat
+				c.Every, c.Now = e, cmdNow
+				evs, err := reducer.Decide(l.s, c)
+				require.NoError(t, err)
+				if e == 0 {
+					assert.Len(t, evs, 1, "Every 0 journals every heartbeat")
+					continue
+				}
+				if tc.journal {
+					assert.Len(t, evs, 1)
+				} else {
+					assert.Empty(t, evs, "coalesced")
+				}
+			}
+			assert.Equal(t, before, dumpState(l.s, projID), "Decide changed the state")
+		})
+	}
+}
