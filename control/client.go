@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -66,21 +67,35 @@ func (c *Client) CallRaw(ctx context.Context, cmd Command) (json.RawMessage, err
 	if err != nil {
 		return nil, err
 	}
-	var r struct {
-		ID     json.RawMessage `json:"id"`
-		Result json.RawMessage `json:"result"`
-		Error  *Error          `json:"error"`
-	}
-	if err := json.Unmarshal(resp, &r); err != nil {
+	ms, err := objectMembers(resp)
+	if err != nil {
 		return nil, fmt.Errorf("decode reply: %w", err)
 	}
-	if string(r.ID) != id {
-		return nil, fmt.Errorf("reply id %s does not match request id %s", r.ID, id)
+	var rid, result, rerr json.RawMessage
+	for _, m := range ms {
+		switch m.key {
+		case "id":
+			rid = m.raw
+		case "result":
+			result = m.raw
+		case "error":
+			rerr = m.raw
+		}
 	}
-	if r.Error != nil {
-		return nil, r.Error
+	if string(rid) != id {
+		return nil, fmt.Errorf("reply id %s does not match request id %s", rid, id)
 	}
-	return r.Result, nil
+	if rerr != nil {
+		var e Error
+		if err := json.Unmarshal(rerr, &e); err != nil {
+			return nil, fmt.Errorf("decode reply: %w", err)
+		}
+		return nil, &e
+	}
+	if result == nil {
+		return nil, errors.New("decode reply: neither result nor error")
+	}
+	return result, nil
 }
 
 // Send writes one raw line and reads one reply line: for tests and tools

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -20,36 +20,132 @@ type member struct {
 }
 
 // objectMembers splits a JSON object into its members, in order. It fails
-// when raw is not an object.
+// when raw is not one JSON object. It walks the bytes once, without the
+// allocations of encoding/json's token API: it is on every request's path.
 func objectMembers(raw []byte) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
+	if !json.Valid(raw) {
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("trailing characters")
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+	i := skipSpace(raw, 0)
+	if raw[i] != '{' {
 		return nil, fmt.Errorf("invalid type: %s, expected a map", describe(raw))
 	}
-	var ms []member
-	for dec.More() {
-		tok, err := dec.Token()
+	ms := make([]member, 0, 8)
+	i = skipSpace(raw, i+1)
+	for raw[i] != '}' {
+		end := skipString(raw, i)
+		key, err := unquote(raw[i:end])
 		if err != nil {
 			return nil, err
 		}
-		var m member
-		m.key = tok.(string)
-		if err := dec.Decode(&m.raw); err != nil {
-			return nil, err
+		i = skipSpace(raw, end)
+		i = skipSpace(raw, i+1) // the colon
+		end = skipValue(raw, i)
+		ms = append(ms, member{key: key, raw: raw[i:end]})
+		i = skipSpace(raw, end)
+		if raw[i] == ',' {
+			i = skipSpace(raw, i+1)
 		}
-		ms = append(ms, m)
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("trailing characters")
 	}
 	return ms, nil
+}
+
+// arrayElements splits a JSON array into its elements; raw must be valid
+// JSON.
+func arrayElements(raw []byte) []json.RawMessage {
+	var out []json.RawMessage
+	i := skipSpace(raw, 1)
+	for raw[i] != ']' {
+		end := skipValue(raw, i)
+		out = append(out, raw[i:end])
+		i = skipSpace(raw, end)
+		if raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
+	}
+	return out
+}
+
+// The skip functions walk JSON that json.Valid accepted, so they need no
+// error paths: each returns the index just past what starts at i.
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func skipString(b []byte, i int) int {
+	for i++; b[i] != '"'; i++ {
+		if b[i] == '\\' {
+			i++
+		}
+	}
+	return i + 1
+}
+
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	}
+	for i < len(b) && !strings.ContainsRune(",}] \t\n\r", rune(b[i])) {
+		i++
+	}
+	return i
+}
+
+// unquote decodes a JSON string literal, without encoding/json when it
+// holds no escape.
+func unquote(lit []byte) (string, error) {
+	inner := lit[1 : len(lit)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner), nil
+	}
+	var s string
+	err := json.Unmarshal(lit, &s)
+	return s, err
+}
+
+// checkNumbers refuses numbers outside float64's range anywhere in raw
+// (valid JSON), as serde_json does ("number out of range").
+func checkNumbers(raw []byte) error {
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"':
+			i = skipString(raw, i) - 1
+		case c == '-' || (c >= '0' && c <= '9'):
+			end := skipValue(raw, i)
+			lit := raw[i:end]
+			if bytes.ContainsAny(lit, "eE") || len(lit) > 300 {
+				if f, err := strconv.ParseFloat(string(lit), 64); err != nil && math.IsInf(f, 0) {
+					return errors.New("number out of range")
+				}
+			}
+			i = end - 1
+		}
+	}
+	return nil
 }
 
 // DecodeCommand parses the params of a daemon.control request as serde
@@ -70,13 +166,8 @@ func DecodeCommand(raw []byte) (Command, error) {
 	if err := checkSurrogates(raw); err != nil {
 		return nil, err
 	}
-	var whole any
-	if err := json.Unmarshal(raw, &whole); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return nil, errors.New("number out of range")
-		}
-		return nil, trimExpected(err)
+	if err := checkNumbers(raw); err != nil {
+		return nil, err
 	}
 	return cmd, nil
 }
@@ -198,13 +289,10 @@ func decodeValue(raw json.RawMessage, v reflect.Value) error {
 		}
 		v.SetUint(n)
 	case reflect.Slice:
-		var elems []json.RawMessage
 		if len(raw) == 0 || raw[0] != '[' {
 			return fmt.Errorf("invalid type: %s, expected a sequence", describe(raw))
 		}
-		if err := json.Unmarshal(raw, &elems); err != nil {
-			return err
-		}
+		elems := arrayElements(raw)
 		s := reflect.MakeSlice(v.Type(), len(elems), len(elems))
 		for i, e := range elems {
 			if err := decodeValue(e, s.Index(i)); err != nil {
@@ -225,7 +313,9 @@ func decodeString(raw json.RawMessage, s *string) error {
 	if err := checkSurrogates(raw); err != nil {
 		return err
 	}
-	return json.Unmarshal(raw, s)
+	v, err := unquote(raw)
+	*s = v
+	return err
 }
 
 // decodeUint accepts a JSON integer in [0, 2^bits), as serde's u32 and

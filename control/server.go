@@ -270,36 +270,39 @@ func parseRequest(line []byte) (req *parsedRequest, id json.RawMessage, e *Error
 	if !utf8.Valid(line) {
 		return nil, nil, newError(CodeParseError, ReasonParseError, "request is not valid UTF-8")
 	}
-	dec := json.NewDecoder(bytes.NewReader(line))
-	var raw json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		return nil, nil, newError(CodeParseError, ReasonParseError, "request is not JSON: %v", err)
+	raw, trailing := json.RawMessage(line), false
+	if !json.Valid(line) {
+		// Not one JSON value: either not JSON, or a value with something
+		// after it, which is answered with the value's id if it has one.
+		dec := json.NewDecoder(bytes.NewReader(line))
+		if err := dec.Decode(&raw); err != nil {
+			return nil, nil, newError(CodeParseError, ReasonParseError, "request is not JSON: %v", err)
+		}
+		trailing = true
 	}
-	trailing := len(bytes.TrimSpace(line[dec.InputOffset():])) > 0
 	ms, err := objectMembers(raw)
 	if err != nil {
 		return nil, nil, newError(CodeInvalidRequest, ReasonInvalidRequest, "request is not a JSON-RPC request object")
 	}
 	var version, method, params, rawID *member
-	seen := map[string]bool{}
 	for i := range ms {
-		switch ms[i].key {
-		case "jsonrpc", "method", "params", "id":
-			if seen[ms[i].key] {
-				return nil, nil, newError(CodeInvalidRequest, ReasonInvalidRequest, "duplicate member %q", ms[i].key)
-			}
-			seen[ms[i].key] = true
-		}
+		var slot **member
 		switch ms[i].key {
 		case "jsonrpc":
-			version = &ms[i]
+			slot = &version
 		case "method":
-			method = &ms[i]
+			slot = &method
 		case "params":
-			params = &ms[i]
+			slot = &params
 		case "id":
-			rawID = &ms[i]
+			slot = &rawID
+		default:
+			continue
 		}
+		if *slot != nil {
+			return nil, nil, newError(CodeInvalidRequest, ReasonInvalidRequest, "duplicate member %q", ms[i].key)
+		}
+		*slot = &ms[i]
 	}
 	if rawID != nil {
 		switch c := bytes.TrimSpace(rawID.raw)[0]; {

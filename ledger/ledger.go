@@ -45,6 +45,7 @@ type Ledger struct {
 	done  chan struct{} // closed when the writer has drained and exited
 
 	// Owned by the writer goroutine.
+	insert   *sqlx.Stmt
 	state    *reducer.State
 	lastSeq  uint64
 	lastTime int64
@@ -101,6 +102,11 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		r.Close()
 		return nil, err
 	}
+	if l.insert, err = w.PreparexContext(ctx, insertSQL); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
 	go l.writer()
 	return l, nil
 }
@@ -117,7 +123,7 @@ func (l *Ledger) Close() error {
 		l.sendMu.Unlock()
 		close(l.stop)
 		<-l.done
-		l.closeErr = errors.Join(l.w.Close(), l.r.Close())
+		l.closeErr = errors.Join(l.insert.Close(), l.w.Close(), l.r.Close())
 	})
 	return l.closeErr
 }
@@ -244,10 +250,7 @@ func (l *Ledger) appendBatch(batch []*request, out []response) error {
 	}
 	lastSeq, lastTime := l.lastSeq, l.lastTime
 	now := max(l.clock().UnixMilli(), lastTime)
-	ins, err := tx.PreparexContext(ctx, insertSQL)
-	if err != nil {
-		return err
-	}
+	ins := tx.StmtxContext(ctx, l.insert) // prepared once, on the one writer connection
 	defer ins.Close()
 	for i, req := range batch {
 		evs, err := reducer.Decide(l.state, reducer.Stamp(req.cmd, now))
