@@ -21,9 +21,9 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-## bench: run the benchmarks
+## bench: measure the daemon against same-run baselines (docs/performance.md)
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+	$(GO) run ./cmd/scvbench -o bin/bench.json
 
 ## verify: check formatting and that go.mod is tidy
 verify:

@@ -1,0 +1,260 @@
+// Command scvbench measures the scv daemon against baselines taken in the
+// same run on the same disk: the raw SQLite insert ceiling with the
+// ledger's driver and pragmas, the disk's fsync rate, durable writes end
+// to end over the socket, replay of a large history against a plain
+// scan-and-decode of the same rows, read latency, and the daemon's peak
+// memory. It prints one table and writes the numbers as JSON.
+//
+//	go run ./cmd/scvbench -o bin/bench.json
+//
+// Each figure that has a target is compared with a baseline measured in
+// the same run, because the machine it runs on is shared and noisy:
+// absolute numbers move from run to run, ratios much less. What each line
+// measures, and the results of a run, are in docs/performance.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Config is what one run measures and for how long.
+type Config struct {
+	// Out is the path of the JSON report.
+	Out string
+	// Duration is the measured window of each load level and of the
+	// one-producer ceiling; the group-commit ceiling is measured in two
+	// windows of half of it, on both sides of the loaded level.
+	Duration time.Duration
+	// Warmup runs before each measured window and is not counted.
+	Warmup time.Duration
+	// FsyncFor is how long the fsync loop runs in all, in two windows on
+	// both sides of the 1-client level.
+	FsyncFor time.Duration
+	// Levels are the numbers of concurrent clients, in order; the last is
+	// the loaded level the targets speak of.
+	Levels []int
+	// Producers is the number of producers of the raw group-commit ceiling.
+	Producers int
+	// Events is the size of the replay history.
+	Events int
+	// ReplayRounds is how many times each replay measure is taken (the
+	// median is reported), after one unmeasured warm-up of the baseline.
+	ReplayRounds int
+	// StatusIdle is the number of sequential project_status requests on
+	// an idle daemon.
+	StatusIdle int
+	// Keep leaves the temporary folder in place.
+	Keep bool
+	// Daemon is a prebuilt scv binary; empty builds one.
+	Daemon string
+}
+
+// defaultConfig is a full run: it fits in three minutes on two cores.
+func defaultConfig() Config {
+	return Config{
+		Out:          "bench.json",
+		Duration:     5 * time.Second,
+		Warmup:       time.Second,
+		FsyncFor:     2 * time.Second,
+		Levels:       []int{1, 16, 64, 256},
+		Producers:    256,
+		Events:       1_000_000,
+		ReplayRounds: 3,
+		StatusIdle:   2000,
+	}
+}
+
+// quick shrinks c to a smoke test of a few seconds.
+func (c *Config) quick() {
+	c.Duration = 250 * time.Millisecond
+	c.Warmup = 100 * time.Millisecond
+	c.FsyncFor = 200 * time.Millisecond
+	c.Events = 5000
+	c.ReplayRounds = 1
+	c.StatusIdle = 200
+}
+
+// parseFlags reads the command line into a Config.
+func parseFlags(args []string, stderr io.Writer) (Config, error) {
+	c := defaultConfig()
+	fs := flag.NewFlagSet("scvbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.Out, "o", c.Out, "write the JSON report to `path`")
+	dur := fs.Duration("duration", c.Duration, "measured window per load level and raw ceiling")
+	events := fs.Int("events", c.Events, "events in the replay history")
+	quick := fs.Bool("quick", false, "small sizes and short windows: a smoke test of a few seconds")
+	fs.BoolVar(&c.Keep, "keep", false, "keep the temporary folder (databases, daemon logs)")
+	fs.StringVar(&c.Daemon, "daemon", "", "use this scv `binary` instead of building ./cmd/scv")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *quick {
+		c.quick()
+	}
+	// Flags given explicitly win over -quick.
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "duration":
+			c.Duration = *dur
+		case "events":
+			c.Events = *events
+		}
+	})
+	if c.Duration <= 0 || c.Events < 1000 {
+		return c, fmt.Errorf("-duration must be positive and -events at least 1000")
+	}
+	return c, nil
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if err != nil {
+		if err == flag.ErrHelp {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "scvbench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := Run(ctx, cfg, os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scvbench:", err)
+		os.Exit(1)
+	}
+	if !rep.allPass() {
+		fmt.Fprintln(os.Stderr, "scvbench: some targets were missed (see MISS above)")
+	}
+}
+
+// Run measures everything cfg asks for, prints the table to out and
+// progress to logw, and writes the JSON report to cfg.Out.
+func Run(ctx context.Context, cfg Config, out, logw io.Writer) (*Report, error) {
+	began := time.Now()
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(logw, "scvbench: %6.1fs  "+format+"\n", append([]any{time.Since(began).Seconds()}, args...)...)
+	}
+	dir, err := os.MkdirTemp("", "scvbench")
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Keep {
+		logf("keeping %s", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	rep := &Report{Machine: machine(), Source: source(), Config: cfg.report()}
+	phase := func(name string, f func() error) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		t := time.Now()
+		logf("%s", name)
+		err := f()
+		rep.Phases = append(rep.Phases, PhaseTime{Name: name, Seconds: time.Since(t).Seconds()})
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	}
+
+	bin := cfg.Daemon
+	if bin == "" {
+		bin = filepath.Join(dir, "scv")
+		if err := phase("build daemon", func() error { return buildDaemon(ctx, bin) }); err != nil {
+			return nil, err
+		}
+	}
+	// The baselines that targets compare with are measured on both sides
+	// of what they are compared with, and pooled: the machine is shared,
+	// and its disk and CPUs do not stay equally fast for the length of a
+	// run.
+	fsync := func(when string) error {
+		logf("  fsync rate, %s", when)
+		lat, secs, err := measureFsync(filepath.Join(dir, "fsync.dat"), cfg.FsyncFor/2)
+		if err == nil {
+			rep.Fsync.add(when, lat, secs)
+		}
+		return err
+	}
+	raw := func(when string) error {
+		logf("  raw ceiling, %d producers, %s", cfg.Producers, when)
+		w, err := rawGroup(ctx, filepath.Join(dir, "raw-group.db"), cfg.Producers, cfg.Warmup, cfg.Duration/2)
+		if err == nil {
+			w.When = when
+			rep.Raw.Group.Producers = cfg.Producers
+			rep.Raw.Group.add(w)
+		}
+		return err
+	}
+	single := func() (err error) {
+		logf("  raw ceiling, one producer")
+		rep.Raw.Single, err = rawSingle(ctx, filepath.Join(dir, "raw-single.db"), cfg.Warmup/2, cfg.Duration)
+		return err
+	}
+	loaded := cfg.Levels[len(cfg.Levels)-1]
+	around := func(stage string, clients int) error {
+		var errs []error
+		if clients == 1 && stage == "before" {
+			errs = append(errs, fsync("before the 1-client level"), single())
+		}
+		if clients == 1 && stage == "after" {
+			errs = append(errs, fsync("after the 1-client level"))
+		}
+		if clients == loaded {
+			errs = append(errs, raw(fmt.Sprintf("%s the %d-client level", stage, clients)))
+		}
+		return errors.Join(errs...)
+	}
+	steps := []struct {
+		name string
+		f    func() error
+	}{
+		{"end to end, with the baselines next to the levels they are compared with", func() error {
+			return endToEnd(ctx, cfg, bin, dir, rep, around, logf)
+		}},
+		{"replay", func() (err error) {
+			rep.Replay, err = replay(ctx, cfg, bin, dir, logf)
+			return err
+		}},
+	}
+	for _, s := range steps {
+		if err := phase(s.name, s.f); err != nil {
+			return nil, err
+		}
+	}
+	rep.TotalSeconds = time.Since(began).Seconds()
+	rep.evaluate()
+	rep.printTable(out)
+	if err := writeJSON(cfg.Out, rep); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "\nJSON report: %s\n", cfg.Out)
+	return rep, nil
+}
+
+func writeJSON(path string, rep *Report) error {
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

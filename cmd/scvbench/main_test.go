@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestQuick runs the whole harness with -quick (it builds and starts the
+// real daemon) and checks that the JSON report has every section, with
+// positive numbers where something was measured. Targets are not checked:
+// a smoke run on a busy machine says nothing about them.
+func TestQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon for a few seconds")
+	}
+	out := filepath.Join(t.TempDir(), "bench.json")
+	cfg, err := parseFlags([]string{"-quick", "-o", out}, io.Discard)
+	require.NoError(t, err)
+	var table, progress strings.Builder
+	_, err = Run(context.Background(), cfg, &table, &progress)
+	require.NoError(t, err, "progress:\n%s", &progress)
+	assert.Contains(t, table.String(), "total runtime")
+
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	var rep map[string]any
+	require.NoError(t, json.Unmarshal(b, &rep))
+
+	positive := func(path string) {
+		t.Helper()
+		var v any = rep
+		for _, k := range strings.Split(path, ".") {
+			m, ok := v.(map[string]any)
+			require.True(t, ok, "%s: %q is not an object", path, k)
+			v, ok = m[k]
+			require.True(t, ok, "%s: no %q", path, k)
+		}
+		n, ok := v.(float64)
+		require.True(t, ok, "%s is %T, not a number", path, v)
+		assert.Greater(t, n, 0.0, path)
+	}
+	for _, p := range []string{
+		"machine.nproc",
+		"fsync.count", "fsync.per_sec", "fsync.p50_us", "fsync.p99_us",
+		"raw.group.producers", "raw.group.rows_per_sec", "raw.group.commits_per_sec", "raw.group.rows_per_commit",
+		"raw.single.rows_per_sec", "raw.single.commit_latency.p50_us", "raw.single.commit_latency.p99_us",
+		"durability.acked", "durability.stored",
+		"status.idle.p50_us", "status.idle.p99_us",
+		"status.under_load.p50_us", "status.under_load.p99_us", "status.under_load_clients",
+		"replay.events", "replay.tasks", "replay.runs",
+		"replay.scan_events_per_sec", "replay.open_events_per_sec", "replay.ratio",
+		"replay.first_status_seconds", "replay.daemon_vmhwm_kib",
+		"rss.vmhwm_kib",
+		"total_seconds",
+	} {
+		positive(p)
+	}
+	assert.Equal(t, 0.0, rep["durability"].(map[string]any)["missing"], "acknowledged writes missing from the database")
+
+	levels, ok := rep["e2e"].([]any)
+	require.True(t, ok, "e2e is a list")
+	require.Len(t, levels, len(cfg.Levels))
+	for i, l := range levels {
+		m := l.(map[string]any)
+		assert.Equal(t, float64(cfg.Levels[i]), m["clients"])
+		assert.Equal(t, 0.0, m["errors"], "errors at %v clients: %v", m["clients"], m["first_error"])
+		for _, k := range []string{"requests", "requests_per_sec", "ratio_to_raw"} {
+			assert.Greater(t, m[k].(float64), 0.0, "e2e[%d].%s", i, k)
+		}
+		lat := m["latency"].(map[string]any)
+		assert.Greater(t, lat["p50_us"].(float64), 0.0, "e2e[%d] p50", i)
+		assert.Greater(t, lat["p99_us"].(float64), 0.0, "e2e[%d] p99", i)
+	}
+	kinds := rep["replay"].(map[string]any)["kinds"].(map[string]any)
+	for _, k := range []string{"project_created", "task_added", "run_started", "run_progress", "heartbeat", "run_finished"} {
+		assert.Greater(t, kinds[k], 0.0, "replay history has %s events", k)
+	}
+	targets, ok := rep["targets"].([]any)
+	require.True(t, ok)
+	assert.Len(t, targets, 8)
+}

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/oklog/ulid/v2"
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"scv/ledger"
+	"scv/reducer"
+)
+
+// pragmas and dsn are copied from ledger/sqlite.go (unexported there), so
+// that the baselines run with exactly the daemon's driver settings. Keep
+// them in step.
+var pragmas = []string{
+	"journal_mode(WAL)",
+	"synchronous(FULL)",
+	"busy_timeout(5000)",
+	"foreign_keys(ON)",
+}
+
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	for _, p := range pragmas {
+		q.Add("_pragma", p)
+	}
+	if readOnly {
+		q.Add("_pragma", "query_only(ON)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	return path + "?" + q.Encode()
+}
+
+// insertSQL is the ledger's own INSERT.
+const insertSQL = `INSERT INTO events (project_id, kind, timestamp, timestamp_ms, data) VALUES (?, ?, ?, ?, ?)`
+
+// openWriter opens path as the ledger's writer pool does (one connection,
+// IMMEDIATE transactions) and creates the ledger's schema with
+// ledger.Migrate.
+func openWriter(ctx context.Context, path string) (*sqlx.DB, error) {
+	db, err := sqlx.Open("sqlite", dsn(path, false))
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	if err := ledger.Migrate(ctx, db); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// progressData is the stored data of a run_progress event, byte for byte
+// what reducer.EncodeBody writes for these (escape-free) strings.
+func progressData(runID string, step int) string {
+	return `{"run_id":"` + runID + `","progress":"step ` + strconv.Itoa(step) + `"}`
+}
+
+// FsyncResult is the disk's sync rate, pooled over the windows it was
+// measured in.
+type FsyncResult struct {
+	Count   int           `json:"count"`
+	Seconds float64       `json:"seconds"`
+	PerSec  float64       `json:"per_sec"`
+	P50us   float64       `json:"p50_us"`
+	P99us   float64       `json:"p99_us"`
+	Windows []FsyncWindow `json:"windows"`
+
+	samples []time.Duration
+}
+
+// FsyncWindow is one fsync measurement.
+type FsyncWindow struct {
+	When    string  `json:"when"`
+	Count   int     `json:"count"`
+	Seconds float64 `json:"seconds"`
+	PerSec  float64 `json:"per_sec"`
+	P50us   float64 `json:"p50_us"`
+}
+
+// add pools one window's samples into r.
+func (r *FsyncResult) add(when string, lat []time.Duration, secs float64) {
+	r.samples = append(r.samples, lat...)
+	r.Count += len(lat)
+	r.Seconds += secs
+	r.PerSec = float64(r.Count) / r.Seconds
+	all := latencyOf(append([]time.Duration(nil), r.samples...))
+	r.P50us, r.P99us = all.P50us, all.P99us
+	r.Windows = append(r.Windows, FsyncWindow{When: when, Count: len(lat), Seconds: secs,
+		PerSec: float64(len(lat)) / secs, P50us: latencyOf(lat).P50us})
+}
+
+// measureFsync overwrites 4 KiB blocks of a preallocated file and
+// fdatasyncs after each, for d: what one WAL commit costs the disk at
+// least. It returns each write+fdatasync's latency and the seconds taken.
+func measureFsync(path string, d time.Duration) ([]time.Duration, float64, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	const block, blocks = 4096, 256
+	buf := make([]byte, block)
+	// Allocate the blocks first, so the loop measures data syncs, not
+	// file growth.
+	for i := range blocks {
+		if _, err := f.WriteAt(buf, int64(i*block)); err != nil {
+			return nil, 0, err
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return nil, 0, err
+	}
+	var lat []time.Duration
+	start := time.Now()
+	for i := 0; time.Since(start) < d; i++ {
+		buf[0], buf[1] = byte(i), byte(i>>8)
+		t := time.Now()
+		if _, err := f.WriteAt(buf, int64(i%blocks*block)); err != nil {
+			return nil, 0, err
+		}
+		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+			return nil, 0, err
+		}
+		lat = append(lat, time.Since(t))
+	}
+	return lat, time.Since(start).Seconds(), nil
+}
+
+// RawGroupResult is the group-commit insert ceiling, pooled over the
+// windows it was measured in.
+type RawGroupResult struct {
+	Producers     int              `json:"producers"`
+	Rows          int64            `json:"rows"`
+	Commits       int64            `json:"commits"`
+	Seconds       float64          `json:"seconds"`
+	RowsPerSec    float64          `json:"rows_per_sec"`
+	CommitsPerSec float64          `json:"commits_per_sec"`
+	RowsPerCommit float64          `json:"rows_per_commit"`
+	Windows       []RawGroupWindow `json:"windows"`
+}
+
+// RawGroupWindow is one measurement of the ceiling.
+type RawGroupWindow struct {
+	When       string  `json:"when"`
+	Rows       int64   `json:"rows"`
+	Commits    int64   `json:"commits"`
+	Seconds    float64 `json:"seconds"`
+	RowsPerSec float64 `json:"rows_per_sec"`
+}
+
+// add pools one window into r.
+func (r *RawGroupResult) add(w RawGroupWindow) {
+	r.Windows = append(r.Windows, w)
+	r.Rows += w.Rows
+	r.Commits += w.Commits
+	r.Seconds += w.Seconds
+	r.RowsPerSec = float64(r.Rows) / r.Seconds
+	r.CommitsPerSec = float64(r.Commits) / r.Seconds
+	if r.Commits > 0 {
+		r.RowsPerCommit = float64(r.Rows) / float64(r.Commits)
+	}
+}
+
+type rawRow struct {
+	data string
+	done chan error
+}
+
+// rawGroup is the ceiling the daemon's write path is held against: the
+// same rows, driver, pragmas and schema, and the same group commit (one
+// writer draining up to ledger.MaxBatch queued rows per IMMEDIATE
+// transaction, each producer waiting for its row's commit), but no
+// protocol, no decoding, no reducer.
+func rawGroup(ctx context.Context, path string, producers int, warm, d time.Duration) (RawGroupWindow, error) {
+	db, err := openWriter(ctx, path)
+	if err != nil {
+		return RawGroupWindow{}, err
+	}
+	defer db.Close()
+	project := ulid.Make().String()
+	queue := make(chan *rawRow, ledger.MaxBatch)
+	var rows, commits atomic.Int64
+	var writerErr error
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		batch := make([]*rawRow, 0, ledger.MaxBatch)
+		for r := range queue {
+			batch = append(batch[:0], r)
+		fill:
+			for len(batch) < ledger.MaxBatch {
+				select {
+				case r, ok := <-queue:
+					if !ok {
+						break fill
+					}
+					batch = append(batch, r)
+				default:
+					break fill
+				}
+			}
+			err := commitRows(ctx, db, project, batch)
+			if err == nil {
+				rows.Add(int64(len(batch)))
+				commits.Add(1)
+			} else if writerErr == nil {
+				writerErr = err
+			}
+			for _, r := range batch {
+				r.done <- err
+			}
+		}
+	}()
+
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, producers)
+	for range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run := ulid.Make().String()
+			done := make(chan error, 1)
+			for step := 1; !stop.Load(); step++ {
+				queue <- &rawRow{data: progressData(run, step), done: done}
+				if err := <-done; err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(warm)
+	r0, c0, t0 := rows.Load(), commits.Load(), time.Now()
+	time.Sleep(d)
+	r1, c1, t1 := rows.Load(), commits.Load(), time.Now()
+	stop.Store(true)
+	wg.Wait()
+	close(queue)
+	<-writerDone
+	close(errs)
+	if err := errors.Join(writerErr, <-errs); err != nil {
+		return RawGroupWindow{}, err
+	}
+	secs := t1.Sub(t0).Seconds()
+	return RawGroupWindow{Rows: r1 - r0, Commits: c1 - c0, Seconds: secs, RowsPerSec: float64(r1-r0) / secs}, nil
+}
+
+// commitRows inserts a batch in one transaction, as ledger.appendBatch
+// does: BEGIN IMMEDIATE, one prepared INSERT, one clock reading, COMMIT.
+func commitRows(ctx context.Context, db *sqlx.DB, project string, batch []*rawRow) error {
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	ins, err := tx.PreparexContext(ctx, insertSQL)
+	if err != nil {
+		return err
+	}
+	defer ins.Close()
+	now := time.Now().UnixMilli()
+	for _, r := range batch {
+		res, err := ins.ExecContext(ctx, project, reducer.KindRunProgress, now/1000, now, r.data)
+		if err != nil {
+			return err
+		}
+		if _, err := res.LastInsertId(); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// RawSingleResult is one producer committing one row per transaction.
+type RawSingleResult struct {
+	Rows       int     `json:"rows"`
+	Seconds    float64 `json:"seconds"`
+	RowsPerSec float64 `json:"rows_per_sec"`
+	Latency    Latency `json:"commit_latency"`
+}
+
+// rawSingle commits one row per transaction, back to back: its latency is
+// the cost of one durable commit with this driver on this disk.
+func rawSingle(ctx context.Context, path string, warm, d time.Duration) (RawSingleResult, error) {
+	db, err := openWriter(ctx, path)
+	if err != nil {
+		return RawSingleResult{}, err
+	}
+	defer db.Close()
+	project, run := ulid.Make().String(), ulid.Make().String()
+	var lat []time.Duration
+	start := time.Now()
+	measureFrom, end := start.Add(warm), start.Add(warm+d)
+	for step := 1; ; step++ {
+		t := time.Now()
+		if t.After(end) {
+			break
+		}
+		if err := commitRows(ctx, db, project, []*rawRow{{data: progressData(run, step)}}); err != nil {
+			return RawSingleResult{}, fmt.Errorf("commit: %w", err)
+		}
+		if !t.Before(measureFrom) {
+			lat = append(lat, time.Since(t))
+		}
+	}
+	secs := d.Seconds()
+	return RawSingleResult{Rows: len(lat), Seconds: secs, RowsPerSec: float64(len(lat)) / secs, Latency: latencyOf(lat)}, nil
+}
