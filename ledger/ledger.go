@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,12 +41,17 @@ type Ledger struct {
 	w, r  *sqlx.DB
 	clock func() time.Time
 
-	queue chan *request
-	stop  chan struct{} // closed by Close: no new requests
-	done  chan struct{} // closed when the writer has drained and exited
+	// The write queue. Whoever finds no leader becomes the leader and
+	// commits batches until the queue is empty (see lead).
+	qmu     sync.Mutex
+	queue   []*request
+	leading bool
+	closed  bool
+	drained chan struct{} // made by Close; closed when the last batch is done
 
-	// Owned by the writer goroutine.
+	// Owned by the leader.
 	insert   *sqlx.Stmt
+	tail     *sqlx.Stmt
 	state    *reducer.State
 	lastSeq  uint64
 	lastTime int64
@@ -55,8 +61,6 @@ type Ledger struct {
 	view  map[string]*reducer.Project
 	names map[string]string
 
-	sendMu    sync.RWMutex // held for reading while sending on queue
-	closed    bool
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -76,9 +80,12 @@ type request struct {
 	reply chan response
 }
 
+// response answers a request, or (lead) hands its goroutine the writer's
+// part: its request is now at the head of the queue.
 type response struct {
-	res Result
-	err error
+	res  Result
+	err  error
+	lead bool
 }
 
 // Open opens (creating if needed) the ledger database at path, migrates it,
@@ -88,12 +95,7 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Ledger{
-		path: path, w: w, r: r, clock: opts.Clock,
-		queue: make(chan *request, MaxBatch),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
-	}
+	l := &Ledger{path: path, w: w, r: r, clock: opts.Clock}
 	if l.clock == nil {
 		l.clock = time.Now
 	}
@@ -102,12 +104,15 @@ func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
 		r.Close()
 		return nil, err
 	}
-	if l.insert, err = w.PreparexContext(ctx, insertSQL); err != nil {
+	// Prepared once, on the one writer connection.
+	if l.insert, err = w.PreparexContext(ctx, InsertSQL); err == nil {
+		l.tail, err = w.PreparexContext(ctx, tailSQL)
+	}
+	if err != nil {
 		w.Close()
 		r.Close()
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
-	go l.writer()
 	return l, nil
 }
 
@@ -118,12 +123,17 @@ func (l *Ledger) Path() string { return l.path }
 // database.
 func (l *Ledger) Close() error {
 	l.closeOnce.Do(func() {
-		l.sendMu.Lock()
+		l.qmu.Lock()
 		l.closed = true
-		l.sendMu.Unlock()
-		close(l.stop)
-		<-l.done
-		l.closeErr = errors.Join(l.insert.Close(), l.w.Close(), l.r.Close())
+		busy := l.leading
+		if busy {
+			l.drained = make(chan struct{})
+		}
+		l.qmu.Unlock()
+		if busy {
+			<-l.drained
+		}
+		l.closeErr = errors.Join(l.insert.Close(), l.tail.Close(), l.w.Close(), l.r.Close())
 	})
 	return l.closeErr
 }
@@ -133,23 +143,56 @@ func (l *Ledger) Close() error {
 // (COMMIT returned with synchronous=FULL). A refused command appends
 // nothing and returns the reducer's error.
 func (l *Ledger) Execute(ctx context.Context, cmd reducer.Command) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
 	req := &request{cmd: cmd, reply: make(chan response, 1)}
-	l.sendMu.RLock()
+	l.qmu.Lock()
 	if l.closed {
-		l.sendMu.RUnlock()
+		l.qmu.Unlock()
 		return Result{}, ErrClosed
 	}
-	select {
-	case l.queue <- req:
-		l.sendMu.RUnlock()
-	case <-ctx.Done():
-		l.sendMu.RUnlock()
-		return Result{}, ctx.Err()
-	}
+	l.queue = append(l.queue, req)
+	lead := !l.leading
+	l.leading = true
+	l.qmu.Unlock()
 	// Once queued, the command is decided whatever the caller does: wait
 	// for its outcome so that an acknowledged write is never in doubt.
+	if lead {
+		l.lead()
+	}
 	resp := <-req.reply
+	if resp.lead {
+		l.lead()
+		resp = <-req.reply
+	}
 	return resp.res, resp.err
+}
+
+// lead is the writer's part, played by one caller at a time (group
+// commit without a writer goroutine to wake): it takes every queued
+// command, up to MaxBatch, into one transaction and answers them. Then it
+// hands the part to the goroutine whose request heads the queue, or, with
+// the queue empty, ends it. A caller that finds a leader only waits.
+func (l *Ledger) lead() {
+	l.qmu.Lock()
+	n := min(len(l.queue), MaxBatch)
+	batch := slices.Clone(l.queue[:n])
+	l.queue = slices.Delete(l.queue, 0, n)
+	l.qmu.Unlock()
+
+	l.commit(batch)
+
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	if len(l.queue) > 0 {
+		l.queue[0].reply <- response{lead: true}
+		return
+	}
+	l.leading = false
+	if l.drained != nil {
+		close(l.drained)
+	}
 }
 
 // Project returns the committed state of the project with the given ID or
@@ -164,36 +207,6 @@ func (l *Ledger) Project(ref string) (*reducer.Project, bool) {
 		return l.view[id], true
 	}
 	return nil, false
-}
-
-// writer is the single goroutine that appends: it takes every queued
-// command into one transaction (group commit).
-func (l *Ledger) writer() {
-	defer close(l.done)
-	batch := make([]*request, 0, MaxBatch)
-	for {
-		select {
-		case req := <-l.queue:
-			batch = append(batch[:0], req)
-		case <-l.stop:
-			// No sender is left (Close waited for them): answer what
-			// was queued, then exit.
-			if len(l.queue) == 0 {
-				return
-			}
-			batch = append(batch[:0], <-l.queue)
-		}
-	fill:
-		for len(batch) < MaxBatch {
-			select {
-			case req := <-l.queue:
-				batch = append(batch, req)
-			default:
-				break fill
-			}
-		}
-		l.commit(batch)
-	}
 }
 
 // commit decides and appends a batch in one transaction and answers every
@@ -224,10 +237,10 @@ func (l *Ledger) commit(batch []*request) {
 	}
 }
 
-const (
-	tailSQL   = `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)`
-	insertSQL = `INSERT INTO events (project_id, kind, timestamp, timestamp_ms, data) VALUES (?, ?, ?, ?, ?)`
-)
+// InsertSQL is the one statement that appends an event.
+const InsertSQL = `INSERT INTO events (project_id, kind, timestamp, timestamp_ms, data) VALUES (?, ?, ?, ?, ?)`
+
+const tailSQL = `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)`
 
 func (l *Ledger) appendBatch(batch []*request, out []response) error {
 	ctx := context.Background()
@@ -240,7 +253,7 @@ func (l *Ledger) appendBatch(batch []*request, out []response) error {
 	// Decide against the state as it is inside this transaction: if
 	// another writer appended since we last looked, fold its events first.
 	var tail uint64
-	if err := tx.GetContext(ctx, &tail, tailSQL); err != nil {
+	if err := tx.StmtxContext(ctx, l.tail).GetContext(ctx, &tail); err != nil {
 		return err
 	}
 	if tail != l.lastSeq {
@@ -388,9 +401,9 @@ func (l *Ledger) Events(ctx context.Context, projectID string, after uint64, lim
 	if limit <= 0 || limit > MaxPage {
 		limit = MaxPage
 	}
-	l.sendMu.RLock()
+	l.qmu.Lock()
 	closed := l.closed
-	l.sendMu.RUnlock()
+	l.qmu.Unlock()
 	if closed {
 		return nil, ErrClosed
 	}

@@ -24,9 +24,11 @@ var pragmas = []string{
 	"foreign_keys(ON)",
 }
 
-// dsn builds a modernc.org/sqlite data source name for path. Writes begin
-// IMMEDIATE so the writer takes the lock before it reads the tail.
-func dsn(path string, readOnly bool) string {
+// DSN builds the modernc.org/sqlite data source name the ledger opens path
+// with: its pragmas, and, for the writer, IMMEDIATE transactions, so that
+// the writer takes the lock before it reads the tail. Exported for the
+// benchmark's raw baseline, which must run with exactly these settings.
+func DSN(path string, readOnly bool) string {
 	q := url.Values{}
 	for _, p := range pragmas {
 		q.Add("_pragma", p)
@@ -51,7 +53,7 @@ func openSQLite(ctx context.Context, path string) (w, r *sqlx.DB, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, nil, fmt.Errorf("open ledger: %w", err)
 	}
-	w, err = sqlx.Open("sqlite", dsn(path, false))
+	w, err = sqlx.Open("sqlite", DSN(path, false))
 	if err != nil {
 		return nil, nil, fmt.Errorf("open ledger: %w", err)
 	}
@@ -62,7 +64,7 @@ func openSQLite(ctx context.Context, path string) (w, r *sqlx.DB, err error) {
 		w.Close()
 		return nil, nil, err
 	}
-	r, err = sqlx.Open("sqlite", dsn(path, true))
+	r, err = sqlx.Open("sqlite", DSN(path, true))
 	if err != nil {
 		w.Close()
 		return nil, nil, fmt.Errorf("open ledger: %w", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strconv"
 	"sync"
@@ -20,31 +19,11 @@ import (
 	"scv/reducer"
 )
 
-// pragmas and dsn are copied from ledger/sqlite.go (unexported there), so
-// that the baselines run with exactly the daemon's driver settings. Keep
-// them in step.
-var pragmas = []string{
-	"journal_mode(WAL)",
-	"synchronous(FULL)",
-	"busy_timeout(5000)",
-	"foreign_keys(ON)",
-}
+// dsn and insertSQL are the ledger's own, so that the baselines run with
+// exactly the daemon's driver settings and statement.
+var dsn = ledger.DSN
 
-func dsn(path string, readOnly bool) string {
-	q := url.Values{}
-	for _, p := range pragmas {
-		q.Add("_pragma", p)
-	}
-	if readOnly {
-		q.Add("_pragma", "query_only(ON)")
-	} else {
-		q.Set("_txlock", "immediate")
-	}
-	return path + "?" + q.Encode()
-}
-
-// insertSQL is the ledger's own INSERT.
-const insertSQL = `INSERT INTO events (project_id, kind, timestamp, timestamp_ms, data) VALUES (?, ?, ?, ?, ?)`
+const insertSQL = ledger.InsertSQL
 
 // openWriter opens path as the ledger's writer pool does (one connection,
 // IMMEDIATE transactions) and creates the ledger's schema with
