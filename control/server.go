@@ -227,7 +227,18 @@ func errorReply(id json.RawMessage, e *Error) *reply {
 }
 
 func writeReply(w *bufio.Writer, r *reply) error {
-	b, err := marshal(r)
+	var b []byte
+	var err error
+	if r.Result != nil {
+		b = append(b, `{"jsonrpc":"2.0","id":`...)
+		b = append(b, r.ID...)
+		b = append(b, `,"result":`...)
+		if b, err = appendStatus(b, r.Result); err == nil {
+			b = append(b, '}')
+		}
+	} else {
+		b, err = marshal(r)
+	}
 	if err != nil {
 		b, _ = marshal(errorReply(r.ID, newError(CodeInternal, ReasonInternal, "encode reply: %v", err)))
 	}
