@@ -30,6 +30,11 @@ func objectMembers(raw []byte) ([]member, error) {
 		}
 		return nil, errors.New("trailing characters")
 	}
+	return splitMembers(raw)
+}
+
+// splitMembers is objectMembers for raw that json.Valid already accepted.
+func splitMembers(raw []byte) ([]member, error) {
 	i := skipSpace(raw, 0)
 	if raw[i] != '{' {
 		return nil, fmt.Errorf("invalid type: %s, expected a map", describe(raw))
@@ -157,6 +162,16 @@ func DecodeCommand(raw []byte) (Command, error) {
 	if !utf8.Valid(raw) {
 		return nil, errors.New("invalid unicode code point")
 	}
+	if !json.Valid(raw) {
+		_, err := objectMembers(raw) // says what is wrong
+		return nil, fmt.Errorf("%w, expected internally tagged enum DaemonCommand", trimExpected(err))
+	}
+	return decodeValid(raw)
+}
+
+// decodeValid is DecodeCommand for raw that is valid UTF-8 and JSON: the
+// server checks the whole request line once.
+func decodeValid(raw []byte) (Command, error) {
 	cmd, err := decodeCommand(raw)
 	if err != nil {
 		return nil, err
@@ -173,7 +188,7 @@ func DecodeCommand(raw []byte) (Command, error) {
 }
 
 func decodeCommand(raw []byte) (Command, error) {
-	ms, err := objectMembers(raw)
+	ms, err := splitMembers(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w, expected internally tagged enum DaemonCommand", trimExpected(err))
 	}

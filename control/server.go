@@ -291,7 +291,7 @@ func parseRequest(line []byte) (req *parsedRequest, id json.RawMessage, e *Error
 		}
 		trailing = true
 	}
-	ms, err := objectMembers(raw)
+	ms, err := splitMembers(raw) // valid JSON from here on
 	if err != nil {
 		return nil, nil, newError(CodeInvalidRequest, ReasonInvalidRequest, "request is not a JSON-RPC request object")
 	}
@@ -340,7 +340,7 @@ func parseRequest(line []byte) (req *parsedRequest, id json.RawMessage, e *Error
 	if params == nil {
 		return req, id, newError(CodeInvalidParams, ReasonInvalidParams, "missing params: a DaemonCommand object")
 	}
-	cmd, err := DecodeCommand(params.raw)
+	cmd, err := decodeValid(params.raw)
 	if err != nil {
 		return req, id, newError(CodeInvalidParams, ReasonInvalidParams, "invalid params: %v", err)
 	}
