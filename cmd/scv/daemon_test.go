@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,6 +36,26 @@ func shortDir(t *testing.T) string {
 	return dir
 }
 
+// startDaemon starts `scv daemon ARGS` (ARGS must include --socket) and
+// waits until it answers on its socket; stderr is collected in the
+// returned builder, to be read after the process ended.
+func startDaemon(t *testing.T, bin string, args ...string) (*exec.Cmd, *strings.Builder) {
+	t.Helper()
+	sock := args[slices.Index(args, "--socket")+1]
+	cmd := exec.Command(bin, append([]string{"daemon"}, args...)...)
+	var logs strings.Builder
+	cmd.Stderr = &logs
+	require.NoError(t, cmd.Start())
+	require.Eventually(t, func() bool {
+		c, err := control.Dial(context.Background(), sock)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, 20*time.Second, 20*time.Millisecond, "daemon did not listen")
+	return cmd, &logs
+}
+
 // TestDaemonProcess runs the real binary: the stamped version is what
 // `scv version` prints and what status reports; SIGTERM ends the daemon
 // with exit code 0, after the request in flight was answered and with the
@@ -51,20 +72,7 @@ func TestDaemonProcess(t *testing.T) {
 	assert.Equal(t, "9.8.7-test\n", string(out))
 
 	db, sock := filepath.Join(dir, "ledger.db"), filepath.Join(dir, "d.sock")
-	start := func() (*exec.Cmd, *strings.Builder) {
-		cmd := exec.Command(bin, "daemon", "--db", db, "--socket", sock)
-		var logs strings.Builder
-		cmd.Stderr = &logs
-		require.NoError(t, cmd.Start())
-		require.Eventually(t, func() bool {
-			c, err := control.Dial(context.Background(), sock)
-			if err == nil {
-				c.Close()
-			}
-			return err == nil
-		}, 20*time.Second, 20*time.Millisecond, "daemon did not listen: %s", &logs)
-		return cmd, &logs
-	}
+	start := func() (*exec.Cmd, *strings.Builder) { return startDaemon(t, bin, "--db", db, "--socket", sock) }
 
 	d, logs := start()
 	fi, err := os.Stat(sock)

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -28,21 +26,14 @@ func TestStaleAfterTwoSeconds(t *testing.T) {
 	dir := shortDir(t)
 	bin := buildScv(t, dir, "stale-test")
 	sock := filepath.Join(dir, "d.sock")
-	d := exec.Command(bin, "daemon", "--db", filepath.Join(dir, "l.db"), "--socket", sock, "--stale-after", "2s")
-	var logs strings.Builder
-	d.Stderr = &logs
-	require.NoError(t, d.Start())
+	d, _ := startDaemon(t, bin, "--db", filepath.Join(dir, "l.db"), "--socket", sock, "--stale-after", "2s")
 	t.Cleanup(func() {
 		d.Process.Signal(syscall.SIGTERM)
 		d.Wait()
 	})
 	ctx := context.Background()
-	var c *control.Client
-	require.Eventually(t, func() bool {
-		var err error
-		c, err = control.Dial(ctx, sock)
-		return err == nil
-	}, 20*time.Second, 20*time.Millisecond, "daemon did not listen: %s", &logs)
+	c, err := control.Dial(ctx, sock)
+	require.NoError(t, err)
 	defer c.Close()
 
 	call := func(cmd control.Command) *control.DaemonStatus {
@@ -82,7 +73,7 @@ func TestStaleAfterTwoSeconds(t *testing.T) {
 	assert.Equal(t, uint32(1), task("acme", silent).Retries)
 
 	// The zombie is fenced.
-	_, err := c.Call(ctx, control.CmdProjectHeartbeat{Project: "acme", Run: &run})
+	_, err = c.Call(ctx, control.CmdProjectHeartbeat{Project: "acme", Run: &run})
 	var e *control.Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, control.ReasonRunNotRunning, e.Data.Reason)

@@ -239,29 +239,23 @@ func rawGroup(ctx context.Context, path string, producers int, warm, d time.Dura
 }
 
 // commitRows inserts a batch in one transaction, as ledger.appendBatch
-// does: BEGIN IMMEDIATE, one prepared INSERT, one clock reading, COMMIT.
+// does: BEGIN IMMEDIATE, the ledger's INSERT, one clock reading, COMMIT.
+// (The ledger prepares its INSERT once per connection, this once per
+// transaction: about 0.1 µs a row at the batch sizes seen.)
 func commitRows(ctx context.Context, db *sqlx.DB, project string, batch []*rawRow) error {
-	tx, err := db.BeginTxx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	ins, err := tx.PreparexContext(ctx, insertSQL)
-	if err != nil {
-		return err
-	}
-	defer ins.Close()
 	now := time.Now().UnixMilli()
-	for _, r := range batch {
-		res, err := ins.ExecContext(ctx, project, reducer.KindRunProgress, now/1000, now, r.data)
-		if err != nil {
-			return err
+	return insertRows(ctx, db, func(ins *sqlx.Stmt) error {
+		for _, r := range batch {
+			res, err := ins.ExecContext(ctx, project, reducer.KindRunProgress, now/1000, now, r.data)
+			if err != nil {
+				return err
+			}
+			if _, err := res.LastInsertId(); err != nil {
+				return err
+			}
 		}
-		if _, err := res.LastInsertId(); err != nil {
-			return err
-		}
-	}
-	return tx.Commit()
+		return nil
+	})
 }
 
 // RawSingleResult is one producer committing one row per transaction.
