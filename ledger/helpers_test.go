@@ -48,7 +48,7 @@ func rawDB(t *testing.T, path string) *sqlx.DB {
 func rows(t *testing.T, db *sqlx.DB) []ledger.Row {
 	t.Helper()
 	var rs []ledger.Row
-	require.NoError(t, db.Select(&rs, `SELECT sequence, project_id, kind, timestamp, timestamp_ms, data FROM events ORDER BY sequence`))
+	require.NoError(t, db.Select(&rs, `SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash FROM events ORDER BY sequence`))
 	return rs
 }
 

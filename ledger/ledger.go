@@ -237,8 +237,10 @@ func (l *Ledger) commit(batch []*request) {
 	}
 }
 
-// InsertSQL is the one statement that appends an event.
-const InsertSQL = `INSERT INTO events (project_id, kind, timestamp, timestamp_ms, data) VALUES (?, ?, ?, ?, ?)`
+// InsertSQL is the one statement that appends an event. The sequence is
+// given, not left to AUTOINCREMENT, because the event's hash covers it: the
+// writer holds the lock and knows the tail, so it is the next one anyway.
+const InsertSQL = `INSERT INTO events (sequence, project_id, kind, timestamp, timestamp_ms, data, hash) VALUES (?, ?, ?, ?, ?, ?, ?)`
 
 const tailSQL = `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)`
 
@@ -272,7 +274,11 @@ func (l *Ledger) appendBatch(batch []*request, out []response) error {
 			continue
 		}
 		for j := range evs {
-			if err := appendEvent(ctx, ins, &evs[j]); err != nil {
+			var prev []byte
+			if p, ok := l.state.Project(evs[j].ProjectID); ok {
+				prev = p.ChainHead
+			}
+			if err := appendEvent(ctx, ins, &evs[j], lastSeq+1, prev); err != nil {
 				return err
 			}
 			reducer.Evolve(l.state, evs[j])
@@ -289,20 +295,19 @@ func (l *Ledger) appendBatch(batch []*request, out []response) error {
 	return nil
 }
 
-func appendEvent(ctx context.Context, ins *sqlx.Stmt, e *reducer.Event) error {
+// appendEvent inserts e as event seq, chained to prev, and sets its
+// Sequence and Hash.
+func appendEvent(ctx context.Context, ins *sqlx.Stmt, e *reducer.Event, seq uint64, prev []byte) error {
 	data, err := reducer.EncodeBody(e.Body)
 	if err != nil {
 		return err
 	}
-	res, err := ins.ExecContext(ctx, e.ProjectID, e.Body.Kind(), e.Time/1000, e.Time, string(data))
-	if err != nil {
+	kind := e.Body.Kind()
+	hash := ChainHash(prev, seq, e.ProjectID, kind, e.Time/1000, e.Time, string(data))
+	if _, err := ins.ExecContext(ctx, seq, e.ProjectID, kind, e.Time/1000, e.Time, string(data), hash); err != nil {
 		return err
 	}
-	seq, err := res.LastInsertId()
-	if err != nil {
-		return err
-	}
-	e.Sequence = uint64(seq)
+	e.Sequence, e.Hash = seq, hash
 	return nil
 }
 
@@ -324,6 +329,7 @@ type Row struct {
 	Timestamp   int64  `db:"timestamp"`    // Unix seconds
 	TimestampMs int64  `db:"timestamp_ms"` // the same instant in Unix milliseconds
 	Data        string `db:"data"`
+	Hash        []byte `db:"hash"` // nil for a row the ledger did not write
 }
 
 // Event decodes the row into a reducer event.
@@ -332,10 +338,10 @@ func (r Row) Event() (reducer.Event, error) {
 	if err != nil {
 		return reducer.Event{}, fmt.Errorf("event %d: %w", r.Sequence, err)
 	}
-	return reducer.Event{Sequence: r.Sequence, ProjectID: r.ProjectID, Time: r.TimestampMs, Body: b}, nil
+	return reducer.Event{Sequence: r.Sequence, ProjectID: r.ProjectID, Time: r.TimestampMs, Body: b, Hash: r.Hash}, nil
 }
 
-const allEventsSQL = `SELECT sequence, project_id, kind, timestamp, timestamp_ms, data FROM events ORDER BY sequence`
+const allEventsSQL = `SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash FROM events ORDER BY sequence`
 
 // loadSnapshot runs load inside one read transaction, so that the events
 // it folds and the tail it records are of the same database snapshot, even
@@ -411,7 +417,7 @@ func (l *Ledger) Events(ctx context.Context, projectID string, after uint64, lim
 	after = min(after, math.MaxInt64)
 	rows := []Row{}
 	err := l.r.SelectContext(ctx, &rows,
-		`SELECT sequence, project_id, kind, timestamp, timestamp_ms, data FROM events
+		`SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash FROM events
 		 WHERE project_id = ? AND sequence > ? ORDER BY sequence LIMIT ?`,
 		projectID, after, limit)
 	if err != nil {

@@ -63,7 +63,7 @@ func assertVersion(t *testing.T, p *goose.Provider, want int64) {
 	assert.Equal(t, want, v, "provider's database version")
 	pending, err := p.HasPending(t.Context())
 	require.NoError(t, err)
-	assert.Equal(t, want == 1, !pending, "pending migrations at version %d", want)
+	assert.Equal(t, want == int64(len(p.ListSources())), !pending, "pending migrations at version %d", want)
 }
 
 // assertAppendOnly checks that the triggers of the schema bite: an UPDATE of
@@ -104,19 +104,28 @@ func TestUpDownUp(t *testing.T) {
 	db := openDB(t)
 	p, err := ledger.NewMigrator(db)
 	require.NoError(t, err)
-	require.Len(t, p.ListSources(), 1, "one migration file; update this test with the next")
+	latest := int64(len(p.ListSources()))
+	require.Equal(t, int64(2), latest, "two migration files; update this test with the next")
 
 	assertVersion(t, p, 0)
 	assertSchema(t, db, false)
 
 	res, err := p.Up(ctx)
 	require.NoError(t, err)
-	assert.Len(t, res, 1)
-	assertVersion(t, p, 1)
+	assert.Len(t, res, int(latest))
+	assertVersion(t, p, latest)
 	assertSchema(t, db, true)
+	assert.True(t, hasColumn(t, db, "events", "hash"), "00002 adds the chain hash")
 	assertAppendOnly(t, db)
 
+	// Down one at a time: 00002 takes the hash column away, 00001 the rest.
 	down, err := p.Down(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), down.Source.Version)
+	assertVersion(t, p, 1)
+	assert.False(t, hasColumn(t, db, "events", "hash"))
+	assertSchema(t, db, true)
+	down, err = p.Down(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), down.Source.Version)
 	assertVersion(t, p, 0)
@@ -126,16 +135,24 @@ func TestUpDownUp(t *testing.T) {
 
 	res, err = p.Up(ctx)
 	require.NoError(t, err)
-	assert.Len(t, res, 1)
-	assertVersion(t, p, 1)
+	assert.Len(t, res, int(latest))
+	assertVersion(t, p, latest)
 	assertSchema(t, db, true)
+	assert.True(t, hasColumn(t, db, "events", "hash"))
 	assertAppendOnly(t, db)
 
 	// Up on an up-to-date database is a no-op.
 	res, err = p.Up(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, res)
-	assertVersion(t, p, 1)
+	assertVersion(t, p, latest)
+}
+
+func hasColumn(t *testing.T, db *sqlx.DB, table, column string) bool {
+	t.Helper()
+	var n int
+	require.NoError(t, db.Get(&n, `SELECT count(*) FROM pragma_table_info(?) WHERE name = ?`, table, column))
+	return n == 1
 }
 
 // TestMigrateIsIdempotent: ledger.Migrate, as Open runs it, may run on a
@@ -146,6 +163,6 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	require.NoError(t, ledger.Migrate(t.Context(), db))
 	p, err := ledger.NewMigrator(db)
 	require.NoError(t, err)
-	assertVersion(t, p, 1)
+	assertVersion(t, p, 2)
 	assertSchema(t, db, true)
 }

@@ -13,6 +13,10 @@ type Event struct {
 	ProjectID string
 	Time      int64 // Unix milliseconds, the daemon's clock at append
 	Body      Body
+	// Hash is the event's link in its project's hash chain, set by the
+	// ledger at append; the reducer only keeps the newest as the
+	// project's ChainHead.
+	Hash []byte
 }
 
 // Body is the kind-specific evidence of an event. Its JSON encoding is the

@@ -267,7 +267,7 @@ func Evolve(s *State, e Event) *State {
 		}
 		s.projects[e.ProjectID] = &Project{
 			ID: e.ProjectID, Name: c.Name, Workspace: c.Workspace,
-			Created: e.Time, Updated: e.Time, LastSequence: e.Sequence,
+			Created: e.Time, Updated: e.Time, LastSequence: e.Sequence, ChainHead: e.Hash,
 			taskIdx: map[string]int{}, runIdx: map[string]int{}, gen: s.gen,
 		}
 		s.names[c.Name] = e.ProjectID
@@ -277,6 +277,7 @@ func Evolve(s *State, e Event) *State {
 	p := s.writable(e.ProjectID)
 	p.Updated = e.Time
 	p.LastSequence = e.Sequence
+	p.ChainHead = e.Hash
 	switch b := e.Body.(type) {
 	case TaskAdded:
 		status := TaskPending

@@ -105,6 +105,7 @@ type Project struct {
 	Updated       int64 // time of the latest event
 	LastHeartbeat int64 // 0 when none
 	LastSequence  uint64
+	ChainHead     []byte // Hash of the newest event
 
 	tasks   []*Task
 	taskIdx map[string]int

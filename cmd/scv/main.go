@@ -2,6 +2,7 @@
 //
 //	scv daemon [--db PATH] [--socket PATH] [--stale-after D] [--heartbeat-every D]
 //	scv version                              print the version
+//	scv ledger verify --db PATH              check the hash chains of a database file
 //	scv [--socket PATH] [--json] COMMAND     talk to a running daemon
 //
 // Run `scv help` for the client commands.
@@ -32,6 +33,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "daemon":
 		err = runDaemon(args[1:], stderr)
+	case "ledger":
+		err = runLedger(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, version)
 	case "help", "-h", "--help":
@@ -64,6 +67,8 @@ func usage(w io.Writer) {
   daemon [--db PATH] [--socket PATH] [--stale-after 5m] [--heartbeat-every D]
                                           run the daemon in the foreground
   version                                 print the version
+  ledger verify [--db PATH] [--project P] [--head ID=HEX ...]
+                                          check the database file's hash chains (no daemon needed)
 
 Client commands (global flags: --socket PATH or SCV_SOCKET, --json):
   status

@@ -275,11 +275,16 @@ func generate(ctx context.Context, path string, n int) (h *history, err error) {
 	inserted := make(chan error, 1)
 	go func() {
 		var err error
+		var seq uint64
+		heads := map[string][]byte{} // each project's chain head
 		for b := range batches {
 			if err == nil {
 				err = insertRows(ctx, db, func(ins *sqlx.Stmt) error {
 					for _, r := range b {
-						if _, err := ins.ExecContext(ctx, r.project, r.kind, r.ms/1000, r.ms, r.data); err != nil {
+						seq++
+						hash := ledger.ChainHash(heads[r.project], seq, r.project, r.kind, r.ms/1000, r.ms, r.data)
+						heads[r.project] = hash
+						if _, err := ins.ExecContext(ctx, seq, r.project, r.kind, r.ms/1000, r.ms, r.data, hash); err != nil {
 							return err
 						}
 					}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"scv/ledger"
+)
+
+// runLedger is `scv ledger SUBCOMMAND`: tools that read the database file
+// itself, with or without a daemon running.
+func runLedger(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "verify" {
+		return usageError{"usage: scv ledger verify --db PATH [--project P] [--head PROJECT=HEX ...]"}
+	}
+	return runVerify(args[1:], stdout, stderr)
+}
+
+// headFlags collects repeated --head PROJECT=HEX.
+type headFlags map[string][]byte
+
+func (h headFlags) String() string { return "" }
+
+func (h headFlags) Set(v string) error {
+	id, hx, ok := strings.Cut(v, "=")
+	b, err := hex.DecodeString(hx)
+	if !ok || err != nil || len(b) != ledger.HashSize {
+		return fmt.Errorf("want PROJECT_ID=%d-byte hex hash", ledger.HashSize)
+	}
+	h[id] = b
+	return nil
+}
+
+// runVerify is `scv ledger verify`: exit 0 when the database is intact,
+// else 1, naming the project, the first bad sequence and what is wrong.
+func runVerify(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("scv ledger verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	db := fs.String("db", defaultDBPath(), "the ledger database `path` (env SCV_DB)")
+	project := fs.String("project", "", "verify only this project (ID or name)")
+	heads := headFlags{}
+	fs.Var(heads, "head", "a chain head saved earlier, `PROJECT_ID=HEX` (repeatable): also proves no event was cut off the end")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{"scv ledger verify: " + err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usageError{"scv ledger verify: unexpected argument " + fs.Arg(0)}
+	}
+	opts := ledger.VerifyOptions{Project: *project, Heads: heads}
+	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
+		opts.Progress = func(done, total int) {
+			fmt.Fprintf(f, "\rverifying: %d/%d events (%d%%)", done, total, done*100/max(total, 1))
+			if done == total {
+				fmt.Fprintln(f)
+			}
+		}
+	}
+	rep, err := ledger.Verify(context.Background(), *db, opts)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROJECT\tID\tEVENTS\tCHAIN HEAD")
+	for _, c := range rep.Chains {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", dash(c.Name), c.ProjectID, c.Events, hex.EncodeToString(c.Head))
+	}
+	tw.Flush()
+	fmt.Fprintf(stdout, "integrity_check: %s\n", rep.Integrity)
+	if len(rep.Problems) == 0 {
+		fmt.Fprintf(stdout, "%d events in %d projects: intact\n", rep.Events, len(rep.Chains))
+		return nil
+	}
+	for _, p := range rep.Problems {
+		fmt.Fprintln(stderr, "problem:", p)
+	}
+	return errors.New("ledger verify: " + rep.Problems[0].String())
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
