@@ -110,7 +110,7 @@ func scanDecode(ctx context.Context, path string, want int) (time.Duration, erro
 		return 0, err
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryxContext(ctx, `SELECT sequence, project_id, kind, timestamp, timestamp_ms, data FROM events ORDER BY sequence`)
+	rows, err := tx.QueryxContext(ctx, `SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash FROM events ORDER BY sequence`)
 	if err != nil {
 		return 0, err
 	}
