@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"scv/ledger"
 	"slices"
 	"strings"
 	"syscall"
@@ -109,13 +112,17 @@ var leaves = []*leaf{
 		print: printReportReply,
 	},
 	{
-		name: "project events", args: []string{"PROJECT"}, use: "PROJECT [--after N]",
+		name: "project events", args: []string{"PROJECT"}, use: "PROJECT [--after N] [--follow]",
 		setup: func(fs *flag.FlagSet) func([]string) (control.Command, error) {
 			after := fs.Uint64("after", 0, "list only events after sequence `N`")
+			follow := fs.Bool("follow", false, "keep printing new events as they are appended, until interrupted")
 			return func(pos []string) (control.Command, error) {
 				c := control.CmdProjectEvents{Project: pos[0]}
 				if isSet(fs, "after") {
 					c.After = after
+				}
+				if *follow {
+					return followEvents{c}, nil
 				}
 				return c, nil
 			}
@@ -430,6 +437,9 @@ func (l listFlag) list() []string {
 
 // call sends cmd and prints the reply.
 func (c *client) call(l *leaf, cmd control.Command) error {
+	if f, ok := cmd.(followEvents); ok {
+		return c.follow(f.CmdProjectEvents)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	cl, err := control.Dial(ctx, c.socket)
@@ -478,4 +488,62 @@ func callError(err error) error {
 		return daemonError{e}
 	}
 	return err
+}
+
+// followEvents marks `project events --follow`; only its
+// CmdProjectEvents goes on the wire.
+type followEvents struct{ control.CmdProjectEvents }
+
+// followEvery is how often --follow asks for new events.
+const followEvery = 200 * time.Millisecond
+
+// follow prints a project's events from cmd.After on, one line each, and
+// then every event appended after them, until SIGINT or SIGTERM. With
+// --json each line is one event as the daemon wrote it.
+func (c *client) follow(cmd control.CmdProjectEvents) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	cl, err := control.Dial(ctx, c.socket)
+	if err != nil {
+		return c.dialError(err)
+	}
+	defer cl.Close()
+	after := uint64(0)
+	if cmd.After != nil {
+		after = *cmd.After
+	}
+	for {
+		cmd.After = &after
+		st, err := cl.Call(ctx, cmd)
+		if ctx.Err() != nil {
+			return nil // interrupted: the normal end of --follow
+		}
+		if err != nil {
+			return callError(err)
+		}
+		r, err := projectOf(st, control.KindEvents)
+		if err != nil {
+			return err
+		}
+		enc := json.NewEncoder(c.stdout)
+		enc.SetEscapeHTML(false)
+		for _, e := range r.Events {
+			if c.json {
+				if err := enc.Encode(e); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(c.stdout, "%d\t%s\t%s\t%s\n", e.Sequence, localTime(e.TimestampUnixSeconds), clean(e.Kind, 0), compactJSON(e.Data))
+			}
+			after = e.Sequence
+		}
+		if len(r.Events) >= ledger.MaxPage {
+			continue // a full page: there is more right away
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(followEvery):
+		}
+	}
 }

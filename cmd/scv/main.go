@@ -74,7 +74,7 @@ Client commands (global flags: --socket PATH or SCV_SOCKET, --json):
   status
   project create NAME [--workspace DIR]
   project status|tasks|report PROJECT
-  project events PROJECT [--after N]
+  project events PROJECT [--after N] [--follow]
   project task add PROJECT TITLE [--depends-on ID ...] [--max-retries N]
   project task update PROJECT TASK STATUS [--progress TEXT]
   project run start PROJECT TASK --agent NAME
