@@ -1,0 +1,108 @@
+package reducer_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"scv/reducer"
+)
+
+// TestSnapshotPlusTailEqualsFullHistory: for random histories and every
+// k, the state restored from a snapshot taken after event k and then fed
+// the events after k encodes to exactly the bytes of the state folded from
+// the whole history; and two folds of the same history encode alike.
+func TestSnapshotPlusTailEqualsFullHistory(t *testing.T) {
+	for seed := range uint64(30) {
+		events := randomHistory(t, seed, 120)
+		full := reducer.NewState()
+		for _, e := range events {
+			reducer.Evolve(full, e)
+		}
+		want := snapshotOf(t, full)
+		again := reducer.NewState()
+		for _, e := range events {
+			reducer.Evolve(again, e)
+		}
+		require.Equal(t, want, snapshotOf(t, again), "seed %d: two replays differ", seed)
+
+		prefix := reducer.NewState()
+		for k, e := range events {
+			reducer.Evolve(prefix, e)
+			snap := snapshotOf(t, prefix)
+			restored := reducer.NewState()
+			_, err := reducer.Restore(restored, snap)
+			require.NoError(t, err)
+			for _, tail := range events[k+1:] {
+				reducer.Evolve(restored, tail)
+			}
+			assert.Equal(t, string(want), string(snapshotOf(t, restored)), "seed %d, snapshot after event %d", seed, k+1)
+			p, _ := restored.Project(projID)
+			q, _ := full.Project(projID)
+			assert.Equal(t, q.Phase(), p.Phase())
+			assert.Equal(t, q.Status(), p.Status())
+		}
+	}
+}
+
+func snapshotOf(t *testing.T, s *reducer.State) []byte {
+	t.Helper()
+	p, ok := s.Project(projID)
+	require.True(t, ok)
+	b, err := reducer.Snapshot(p)
+	require.NoError(t, err)
+	return b
+}
+
+// randomHistory decides random commands on one project and returns the
+// events they caused, numbered.
+func randomHistory(t *testing.T, seed uint64, n int) []reducer.Event {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, 7))
+	l := newLedger(t)
+	l.do(baseProject)
+	var tasks, runs []string
+	for i := range n {
+		l.now += int64(r.IntN(5000))
+		var c reducer.Command
+		pick := func(xs []string) string {
+			if len(xs) == 0 {
+				return "none"
+			}
+			return xs[r.IntN(len(xs))]
+		}
+		switch r.IntN(7) {
+		case 0:
+			id := "t" + string(rune('a'+i%26)) + string(rune('0'+i/26))
+			var deps []string
+			if len(tasks) > 0 && r.IntN(2) == 0 {
+				deps = []string{pick(tasks)}
+			}
+			c = reducer.AddTask{Project: projID, TaskID: id, Title: id, DependsOn: deps, MaxRetries: uint32(r.IntN(3))}
+			tasks = append(tasks, id)
+		case 1:
+			id := "r" + string(rune('a'+i%26)) + string(rune('0'+i/26))
+			c = reducer.StartRun{Project: projID, TaskID: pick(tasks), RunID: id, Agent: "a"}
+			runs = append(runs, id)
+		case 2:
+			c = reducer.ProgressRun{Project: projID, RunID: pick(runs), Progress: "p"}
+		case 3:
+			c = reducer.FinishRun{Project: projID, RunID: pick(runs), Status: []reducer.RunStatus{reducer.RunSucceeded, reducer.RunFailed, reducer.RunCancelled}[r.IntN(3)]}
+		case 4:
+			c = reducer.RecordHeartbeat{Project: projID, RunID: pick(runs)}
+		case 5:
+			c = reducer.MarkStale{Project: projID, Window: 3000}
+		default:
+			c = reducer.UpdateTask{Project: projID, TaskID: pick(tasks), Status: []reducer.TaskStatus{reducer.TaskBlocked, reducer.TaskReady, reducer.TaskDone, reducer.TaskFailed}[r.IntN(4)]}
+		}
+		c = withNow(c, l.now)
+		evs, err := reducer.Decide(l.s, c)
+		if err != nil {
+			continue
+		}
+		l.evolve(evs...)
+	}
+	return l.events
+}
