@@ -132,10 +132,11 @@ func (s *Service) events(ctx context.Context, c CmdProjectEvents) (*DaemonStatus
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.Ledger.Events(ctx, p.ID, deref(c.After), ledger.MaxPage)
+	page, err := s.Ledger.EventsPage(ctx, p.ID, deref(c.After), ledger.MaxPage)
 	if err != nil {
 		return nil, err
 	}
+	rows := page.Rows
 	events := make([]ProjectEvent, len(rows))
 	for i, r := range rows {
 		events[i] = ProjectEvent{
@@ -143,7 +144,11 @@ func (s *Service) events(ctx context.Context, c CmdProjectEvents) (*DaemonStatus
 			TimestampUnixSeconds: uint64(r.Timestamp), Data: []byte(r.Data),
 		}
 	}
-	return s.status(&ProjectResponse{Kind: KindEvents, ProjectID: p.ID, Events: events}), nil
+	r := &ProjectResponse{Kind: KindEvents, ProjectID: p.ID, Events: events}
+	if page.CompactedBefore > 0 {
+		r.CompactedBefore = &page.CompactedBefore
+	}
+	return s.status(r), nil
 }
 
 // workspace checks that dir is an absolute path to an existing directory

@@ -18,10 +18,31 @@ func maxSequence(t *testing.T, db *sqlx.DB) uint64 {
 	return s
 }
 
+// snapshot writes a genuine snapshot of project at seq, folded from its
+// rows up to seq, as compaction would.
 func snapshot(t *testing.T, db *sqlx.DB, project string, seq uint64) {
 	t.Helper()
-	_, err := db.Exec(`INSERT INTO snapshots (project_id, sequence, version, state) VALUES (?, ?, 1, ?)`,
-		project, seq, []byte(`{}`))
+	st := reducer.NewState()
+	var base uint64
+	var prev []byte
+	if err := db.Get(&prev, `SELECT state FROM snapshots WHERE project_id = ? AND sequence <= ? ORDER BY sequence DESC LIMIT 1`, project, seq); err == nil {
+		_, err := reducer.Restore(st, prev)
+		require.NoError(t, err)
+		require.NoError(t, db.Get(&base, `SELECT max(sequence) FROM snapshots WHERE project_id = ? AND sequence <= ?`, project, seq))
+	}
+	for _, r := range rows(t, db) {
+		if r.ProjectID == project && r.Sequence > base && r.Sequence <= seq {
+			e, err := r.Event()
+			require.NoError(t, err)
+			reducer.Evolve(st, e)
+		}
+	}
+	p, ok := st.Project(project)
+	require.True(t, ok)
+	state, err := reducer.Snapshot(p)
+	require.NoError(t, err)
+	_, err = db.Exec(`INSERT INTO snapshots (project_id, sequence, version, state) VALUES (?, ?, ?, ?)`,
+		project, seq, reducer.SnapshotVersion, state)
 	require.NoError(t, err)
 }
 

@@ -77,6 +77,7 @@ type Result struct {
 
 type request struct {
 	cmd   reducer.Command
+	op    func(ctx context.Context, tx *sqlx.Tx) error // instead of cmd: maintenance, alone in its transaction
 	reply chan response
 }
 
@@ -143,10 +144,15 @@ func (l *Ledger) Close() error {
 // (COMMIT returned with synchronous=FULL). A refused command appends
 // nothing and returns the reducer's error.
 func (l *Ledger) Execute(ctx context.Context, cmd reducer.Command) (Result, error) {
+	return l.enqueue(ctx, &request{cmd: cmd, reply: make(chan response, 1)})
+}
+
+// enqueue queues req and returns its answer, leading the writer if no one
+// does.
+func (l *Ledger) enqueue(ctx context.Context, req *request) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	req := &request{cmd: cmd, reply: make(chan response, 1)}
 	l.qmu.Lock()
 	if l.closed {
 		l.qmu.Unlock()
@@ -177,6 +183,13 @@ func (l *Ledger) Execute(ctx context.Context, cmd reducer.Command) (Result, erro
 func (l *Ledger) lead() {
 	l.qmu.Lock()
 	n := min(len(l.queue), MaxBatch)
+	// A maintenance op runs alone: cut the batch before it.
+	for i, req := range l.queue[:n] {
+		if req.op != nil {
+			n = max(i, 1)
+			break
+		}
+	}
 	batch := slices.Clone(l.queue[:n])
 	l.queue = slices.Delete(l.queue, 0, n)
 	l.qmu.Unlock()
@@ -222,7 +235,7 @@ func (l *Ledger) commit(batch []*request) {
 	} else {
 		l.publish(l.state.Seal())
 		for i, req := range batch {
-			if out[i].err != nil {
+			if out[i].err != nil || req.op != nil {
 				continue
 			}
 			ref := req.cmd.ProjectRef()
@@ -262,6 +275,15 @@ func (l *Ledger) appendBatch(batch []*request, out []response) error {
 		if err := l.load(ctx, tx); err != nil {
 			return err
 		}
+	}
+	if op := batch[0].op; op != nil {
+		// The op's own error is its caller's answer, and nothing of it
+		// is kept (the deferred rollback); only a failed COMMIT is the
+		// batch's.
+		if out[0].err = op(ctx, tx); out[0].err != nil {
+			return nil
+		}
+		return tx.Commit()
 	}
 	lastSeq, lastTime := l.lastSeq, l.lastTime
 	now := max(l.clock().UnixMilli(), lastTime)
@@ -358,25 +380,46 @@ func (l *Ledger) loadSnapshot(ctx context.Context) error {
 // load folds the whole history into a fresh state and publishes it. q must
 // be a transaction: the events and the tail must come from one snapshot.
 func (l *Ledger) load(ctx context.Context, q *sqlx.Tx) error {
+	// Each project starts from its latest snapshot, then the live tail.
+	s := reducer.NewState()
+	var lastTime int64
+	var snaps []storedSnapshot
+	if err := q.SelectContext(ctx, &snaps, latestSnapshotsSQL); err != nil {
+		return fmt.Errorf("load: snapshots: %w", err)
+	}
+	from := map[string]uint64{}
+	for _, sn := range snaps {
+		if sn.Version != reducer.SnapshotVersion {
+			return fmt.Errorf("load: snapshot of %s at %d has format %d; this build reads %d", sn.ProjectID, sn.Sequence, sn.Version, reducer.SnapshotVersion)
+		}
+		p, err := reducer.Restore(s, sn.State)
+		if err != nil {
+			return fmt.Errorf("load: %w", err)
+		}
+		from[sn.ProjectID] = sn.Sequence
+		lastTime = max(lastTime, p.Updated)
+	}
 	rows, err := q.QueryxContext(ctx, allEventsSQL)
 	if err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
 	defer rows.Close()
-	s := reducer.NewState()
 	var lastSeq uint64
-	var lastTime int64
 	for rows.Next() {
 		var r Row
 		if err := rows.StructScan(&r); err != nil {
 			return fmt.Errorf("load: %w", err)
+		}
+		lastSeq = max(lastSeq, r.Sequence)
+		if r.Sequence <= from[r.ProjectID] {
+			continue // folded into the snapshot
 		}
 		e, err := r.Event()
 		if err != nil {
 			return fmt.Errorf("load: %w", err)
 		}
 		reducer.Evolve(s, e)
-		lastSeq, lastTime = e.Sequence, max(lastTime, e.Time)
+		lastTime = max(lastTime, e.Time)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("load: %w", err)
@@ -400,10 +443,29 @@ func (l *Ledger) load(ctx context.Context, q *sqlx.Tx) error {
 // MaxPage is the most events one Events call returns.
 const MaxPage = 1000
 
-// Events returns up to limit (at most MaxPage) events of a project with a
-// sequence above after, in order. It reads a committed snapshot of the
-// database and never waits for the writer.
+// Events returns up to limit (at most MaxPage) live events of a project
+// with a sequence above after, in order (EventsPage without the compaction
+// mark).
 func (l *Ledger) Events(ctx context.Context, projectID string, after uint64, limit int) ([]Row, error) {
+	p, err := l.EventsPage(ctx, projectID, after, limit)
+	return p.Rows, err
+}
+
+// Page is one reply's worth of a project's events.
+type Page struct {
+	Rows []Row
+	// CompactedBefore is S, the newest sequence folded into the project's
+	// latest snapshot, when the page reaches back before it (after < S):
+	// the events up to S are no longer in the live tail. Zero otherwise.
+	CompactedBefore uint64
+}
+
+// EventsPage returns up to limit (at most MaxPage) live events of a
+// project with a sequence above after, in order, and says whether the
+// request reached back into what compaction took out of the live tail. It
+// reads one committed snapshot of the database and never waits for the
+// writer.
+func (l *Ledger) EventsPage(ctx context.Context, projectID string, after uint64, limit int) (Page, error) {
 	if limit <= 0 || limit > MaxPage {
 		limit = MaxPage
 	}
@@ -411,22 +473,30 @@ func (l *Ledger) Events(ctx context.Context, projectID string, after uint64, lim
 	closed := l.closed
 	l.qmu.Unlock()
 	if closed {
-		return nil, ErrClosed
+		return Page{}, ErrClosed
 	}
 	// Sequences are SQLite integers; no event is above MaxInt64.
 	after = min(after, math.MaxInt64)
-	rows := []Row{}
-	err := l.r.SelectContext(ctx, &rows,
+	tx, err := l.r.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return Page{}, storage(err)
+	}
+	defer tx.Rollback()
+	page := Page{Rows: []Row{}}
+	if err := tx.SelectContext(ctx, &page.Rows,
 		`SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash FROM events
 		 WHERE project_id = ? AND sequence > ? ORDER BY sequence LIMIT ?`,
-		projectID, after, limit)
-	if err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return rows, nil
-		}
-		return nil, fmt.Errorf("%w: events: %v", ErrStorage, err)
+		projectID, after, limit); err != nil {
+		return Page{}, storage(err)
 	}
-	return rows, nil
+	var s sql.NullInt64
+	if err := tx.GetContext(ctx, &s, `SELECT max(sequence) FROM snapshots WHERE project_id = ?`, projectID); err != nil {
+		return Page{}, storage(err)
+	}
+	if s.Valid && after < uint64(s.Int64) {
+		page.CompactedBefore = uint64(s.Int64)
+	}
+	return page, nil
 }
 
 // MarkStale is one sweep for silent runs: for every project that has a

@@ -3,6 +3,7 @@ package ledger
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -52,10 +53,15 @@ type ChainReport struct {
 // VerifyReport is the outcome of Verify: intact when Problems is empty.
 type VerifyReport struct {
 	Integrity string // SQLite's integrity_check: "ok" when the file is sound
-	Events    int
+	Events    int    // archived and live
+	Snapshots int    // snapshots re-derived from the events before them
 	Chains    []ChainReport
 	Problems  []Problem
 }
+
+// allRows is the archive and the live tail as one table.
+const allRows = `(SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash FROM events
+	UNION ALL SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash FROM events_archive)`
 
 // maxProblems bounds the report; the first problem of each project is
 // what an auditor needs to start from.
@@ -93,7 +99,7 @@ func Verify(ctx context.Context, path string, opts VerifyOptions) (*VerifyReport
 
 	project := ""
 	if opts.Project != "" {
-		err := tx.GetContext(ctx, &project, `SELECT project_id FROM events
+		err := tx.GetContext(ctx, &project, `SELECT project_id FROM `+allRows+`
 			WHERE kind = 'project_created' AND (project_id = ? OR json_extract(data, '$.name') = ?)
 			ORDER BY sequence LIMIT 1`, opts.Project, opts.Project)
 		if err != nil {
@@ -101,17 +107,25 @@ func Verify(ctx context.Context, path string, opts VerifyOptions) (*VerifyReport
 		}
 	}
 	var total int
-	if err := tx.GetContext(ctx, &total, `SELECT count(*) FROM events WHERE ? = '' OR project_id = ?`, project, project); err != nil {
+	if err := tx.GetContext(ctx, &total, `SELECT count(*) FROM `+allRows+` WHERE ? = '' OR project_id = ?`, project, project); err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	var snaps []storedSnapshot
+	if err := tx.SelectContext(ctx, &snaps, `SELECT project_id, sequence, version, state, chain_head, state_hash
+		FROM snapshots WHERE ? = '' OR project_id = ? ORDER BY sequence`, project, project); err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
 	rows, err := tx.QueryxContext(ctx, `SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash
-		FROM events WHERE ? = '' OR project_id = ? ORDER BY sequence`, project, project)
+		FROM `+allRows+` WHERE ? = '' OR project_id = ? ORDER BY sequence`, project, project)
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
 	defer rows.Close()
 
-	w := &walker{rep: rep, state: reducer.NewState(), chains: map[string]*ChainReport{}}
+	w := &walker{rep: rep, state: reducer.NewState(), chains: map[string]*ChainReport{}, snaps: map[string][]storedSnapshot{}}
+	for _, sn := range snaps {
+		w.snaps[sn.ProjectID] = append(w.snaps[sn.ProjectID], sn)
+	}
 	for rows.Next() {
 		var r Row
 		if err := rows.StructScan(&r); err != nil {
@@ -134,6 +148,11 @@ func Verify(ctx context.Context, path string, opts VerifyOptions) (*VerifyReport
 		}
 		rep.Chains = append(rep.Chains, *c)
 	}
+	for id, left := range w.snaps {
+		for _, sn := range left {
+			w.problem(id, sn.Sequence, "a snapshot is at a sequence that is not one of the project's events")
+		}
+	}
 	for id := range opts.Heads {
 		if _, ok := w.chains[id]; !ok && (project == "" || project == id) {
 			w.problem(id, 0, "a saved head names a project that has no events")
@@ -145,6 +164,8 @@ func Verify(ctx context.Context, path string, opts VerifyOptions) (*VerifyReport
 // walker checks one event after the other.
 type walker struct {
 	rep    *VerifyReport
+	snaps  map[string][]storedSnapshot // not yet checked, in sequence order
+	seq    uint64                      // the last sequence seen
 	state  *reducer.State
 	chains map[string]*ChainReport
 	order  []string
@@ -170,6 +191,10 @@ func (w *walker) check(r Row) {
 	}
 	c.Events++
 	w.last[r.ProjectID] = r.Sequence
+	if r.Sequence == w.seq {
+		w.problem(r.ProjectID, r.Sequence, "the event is both in the archive and in the live tail")
+	}
+	w.seq = r.Sequence
 	switch want := ChainHash(c.Head, r.Sequence, r.ProjectID, r.Kind, r.Timestamp, r.TimestampMs, r.Data); {
 	case r.Hash == nil:
 		w.problem(r.ProjectID, r.Sequence, "the event has no hash: the ledger did not write it")
@@ -201,6 +226,42 @@ func (w *walker) check(r Row) {
 		if p, ok := w.state.Project(r.ProjectID); ok {
 			c.Name = p.Name
 		}
+	}
+	for len(w.snaps[r.ProjectID]) > 0 && w.snaps[r.ProjectID][0].Sequence <= r.Sequence {
+		sn := w.snaps[r.ProjectID][0]
+		w.snaps[r.ProjectID] = w.snaps[r.ProjectID][1:]
+		if sn.Sequence == r.Sequence {
+			w.checkSnapshot(sn)
+		} else {
+			w.problem(r.ProjectID, sn.Sequence, "a snapshot is at a sequence that is not one of the project's events")
+		}
+	}
+}
+
+// checkSnapshot compares a stored snapshot with the state re-derived from
+// the events up to its sequence.
+func (w *walker) checkSnapshot(sn storedSnapshot) {
+	w.rep.Snapshots++
+	p, ok := w.state.Project(sn.ProjectID)
+	if !ok {
+		w.problem(sn.ProjectID, sn.Sequence, "a snapshot of a project the events do not create")
+		return
+	}
+	derived, err := reducer.Snapshot(p)
+	if err != nil {
+		w.problem(sn.ProjectID, sn.Sequence, "snapshot: "+err.Error())
+		return
+	}
+	sum := sha256.Sum256(sn.State)
+	switch {
+	case sn.Version != reducer.SnapshotVersion:
+		w.problem(sn.ProjectID, sn.Sequence, fmt.Sprintf("the snapshot has format %d; this build reads %d", sn.Version, reducer.SnapshotVersion))
+	case !bytes.Equal(sum[:], sn.StateHash):
+		w.problem(sn.ProjectID, sn.Sequence, "the snapshot's state does not match its recorded state hash: the snapshot was changed")
+	case !bytes.Equal(derived, sn.State):
+		w.problem(sn.ProjectID, sn.Sequence, "the snapshot's state differs from the state the events before it derive")
+	case !bytes.Equal(sn.ChainHead, p.ChainHead):
+		w.problem(sn.ProjectID, sn.Sequence, "the snapshot's chain head is not the hash of its event")
 	}
 }
 

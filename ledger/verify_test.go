@@ -1,10 +1,13 @@
 package ledger_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"strings"
 	"testing"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -142,4 +145,61 @@ func TestChainHashCoversEveryField(t *testing.T) {
 		assert.NotEqual(t, base, h, name)
 	}
 	assert.Equal(t, base, ledger.ChainHash([]byte("prev"), 7, "p", "k", 1, 1000, `{}`), "deterministic")
+}
+
+// TestVerifyCatchesAfterCompaction: an edited archived event and an edited
+// snapshot (with or without its recorded hash fixed up) are found, by
+// sequence.
+func TestVerifyCatchesAfterCompaction(t *testing.T) {
+	forge := func(state []byte) []byte {
+		return bytes.Replace(state, []byte(`"progress":"p"`), []byte(`"progress":"forged"`), 1)
+	}
+	for _, tc := range []struct {
+		name   string
+		tamper func(t *testing.T, db *sqlx.DB)
+		what   string
+	}{
+		{"an edited archived event", func(t *testing.T, db *sqlx.DB) {
+			for _, s := range []string{`DROP TRIGGER events_archive_no_update`,
+				`UPDATE events_archive SET data = '{"run_id":"x","progress":"forged"}' WHERE sequence = 10`} {
+				_, err := db.Exec(s)
+				require.NoError(t, err)
+			}
+		}, "hash does not match"},
+		{"an edited snapshot", func(t *testing.T, db *sqlx.DB) {
+			var state []byte
+			require.NoError(t, db.Get(&state, `SELECT state FROM snapshots`))
+			_, err := db.Exec(`UPDATE snapshots SET state = ?`, forge(state))
+			require.NoError(t, err)
+		}, "recorded state hash"},
+		{"an edited snapshot with its hash fixed up", func(t *testing.T, db *sqlx.DB) {
+			var state []byte
+			require.NoError(t, db.Get(&state, `SELECT state FROM snapshots`))
+			forged := forge(state)
+			sum := sha256.Sum256(forged)
+			_, err := db.Exec(`UPDATE snapshots SET state = ?, state_hash = ?`, forged, sum[:])
+			require.NoError(t, err)
+		}, "differs from the state the events before it derive"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := dbPath(t)
+			l := open(t, path, ledger.Options{})
+			f := newFixture(t, l, "alpha", t.TempDir())
+			for range 30 {
+				exec(t, l, reducer.ProgressRun{Project: f.project, RunID: f.run, Progress: "p"})
+			}
+			c, err := l.Compact(context.Background(), f.project, 5)
+			require.NoError(t, err)
+			require.NoError(t, l.Close())
+			require.Empty(t, verify(t, path, ledger.VerifyOptions{}).Problems)
+			tc.tamper(t, rawDB(t, path))
+			pr := firstProblem(t, verify(t, path, ledger.VerifyOptions{}))
+			assert.Contains(t, pr.What, tc.what, "%s", pr)
+			if tc.name == "an edited archived event" {
+				assert.Equal(t, uint64(10), pr.Sequence)
+			} else {
+				assert.Equal(t, c.Sequence, pr.Sequence)
+			}
+		})
+	}
 }

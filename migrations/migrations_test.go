@@ -105,7 +105,7 @@ func TestUpDownUp(t *testing.T) {
 	p, err := ledger.NewMigrator(db)
 	require.NoError(t, err)
 	latest := int64(len(p.ListSources()))
-	require.Equal(t, int64(2), latest, "two migration files; update this test with the next")
+	require.Equal(t, int64(3), latest, "three migration files; update this test with the next")
 
 	assertVersion(t, p, 0)
 	assertSchema(t, db, false)
@@ -118,8 +118,16 @@ func TestUpDownUp(t *testing.T) {
 	assert.True(t, hasColumn(t, db, "events", "hash"), "00002 adds the chain hash")
 	assertAppendOnly(t, db)
 
-	// Down one at a time: 00002 takes the hash column away, 00001 the rest.
+	// Down one at a time: 00003 takes the archive away, 00002 the hash
+	// column, 00001 the rest.
+	assert.True(t, hasColumn(t, db, "snapshots", "state_hash"))
 	down, err := p.Down(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(3), down.Source.Version)
+	assert.False(t, hasColumn(t, db, "snapshots", "state_hash"))
+	assert.NotContains(t, objects(t, db, "table"), "events_archive")
+	assert.True(t, hasColumn(t, db, "events", "hash"))
+	down, err = p.Down(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), down.Source.Version)
 	assertVersion(t, p, 1)
@@ -163,6 +171,6 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	require.NoError(t, ledger.Migrate(t.Context(), db))
 	p, err := ledger.NewMigrator(db)
 	require.NoError(t, err)
-	assertVersion(t, p, 2)
+	assertVersion(t, p, 3)
 	assertSchema(t, db, true)
 }
