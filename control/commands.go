@@ -133,6 +133,15 @@ type CmdProjectRunFinish struct {
 	Status  reducer.RunStatus `json:"status"`
 }
 
+// CmdLedgerCompact is an extension of the seed's command set (action
+// `ledger_compact`, docs/protocol.md): fold a project's live events into a
+// snapshot, keeping its Retain newest (default 0) live, and move the rest
+// to the archive. It answers `updated` with the project's summary.
+type CmdLedgerCompact struct {
+	Project string  `json:"project"`
+	Retain  *uint64 `json:"retain,omitempty"`
+}
+
 // CmdProjectHeartbeat records a heartbeat.
 type CmdProjectHeartbeat struct {
 	Project string  `json:"project"`
@@ -160,6 +169,7 @@ func (CmdProjectRunStart) Action() string    { return "project_run_start" }
 func (CmdProjectRunProgress) Action() string { return "project_run_progress" }
 func (CmdProjectRunFinish) Action() string   { return "project_run_finish" }
 func (CmdProjectHeartbeat) Action() string   { return "project_heartbeat" }
+func (CmdLedgerCompact) Action() string      { return "ledger_compact" }
 
 // actions lists every command of the seed, in the seed's order; the
 // decoder builds a new value of the matching type for each request.
@@ -171,6 +181,8 @@ var actions = []Command{
 	CmdProjectTasks{}, CmdProjectReport{}, CmdProjectTaskAdd{},
 	CmdProjectTaskUpdate{}, CmdProjectRunStart{}, CmdProjectRunProgress{},
 	CmdProjectRunFinish{}, CmdProjectHeartbeat{},
+	// Extensions, after the seed's own.
+	CmdLedgerCompact{},
 }
 
 // EncodeCommand writes c as serde writes the seed's DaemonCommand: the

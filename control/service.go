@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -91,6 +92,16 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 		return s.execute(ctx, KindUpdated, "", reducer.ProgressRun{Project: c.Project, RunID: c.Run, Progress: c.Progress})
 	case CmdProjectRunFinish:
 		return s.execute(ctx, KindUpdated, "", reducer.FinishRun{Project: c.Project, RunID: c.Run, Status: c.Status})
+	case CmdLedgerCompact:
+		retain := min(deref(c.Retain), math.MaxInt32)
+		if _, err := s.Ledger.Compact(ctx, c.Project, int(retain)); err != nil {
+			return nil, err
+		}
+		p, err := s.project(c.Project)
+		if err != nil {
+			return nil, err
+		}
+		return s.status(&ProjectResponse{Kind: KindUpdated, Project: summaryOf(p)}), nil
 	case CmdProjectHeartbeat:
 		return s.execute(ctx, KindUpdated, "", reducer.RecordHeartbeat{
 			Project: c.Project, TaskID: deref(c.Task), RunID: deref(c.Run),

@@ -275,6 +275,8 @@ func runClient(args []string, stdout, stderr io.Writer) error {
 		return nil
 	case "daemon":
 		return usageError{"the daemon takes its own flags: scv daemon [--db PATH] [--socket PATH]"}
+	case "ledger":
+		return runLedger(c, args[1:], stdout, stderr)
 	}
 	l, rest, err := findLeaf(args, stdout)
 	if err != nil {

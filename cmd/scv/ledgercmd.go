@@ -11,16 +11,76 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"scv/control"
 	"scv/ledger"
 )
 
 // runLedger is `scv ledger SUBCOMMAND`: tools that read the database file
 // itself, with or without a daemon running.
-func runLedger(args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] != "verify" {
-		return usageError{"usage: scv ledger verify --db PATH [--project P] [--head PROJECT=HEX ...]"}
+// c carries the global flags given before `ledger`, if any.
+func runLedger(c *client, args []string, stdout, stderr io.Writer) error {
+	switch {
+	case len(args) > 0 && args[0] == "verify":
+		return runVerify(args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "compact":
+		return runCompact(c, args[1:], stdout, stderr)
 	}
-	return runVerify(args[1:], stdout, stderr)
+	return usageError{"usage: scv ledger verify --db PATH [--project P] [--head PROJECT=HEX ...]\n" +
+		"       scv ledger compact PROJECT [--retain K] [--socket PATH] [--json]"}
+}
+
+// runCompact is `scv ledger compact PROJECT [--retain K]`: through the
+// daemon, fold the project's live events into a snapshot, keeping its K
+// newest (default 0) live, and archive the rest.
+func runCompact(c *client, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("scv ledger compact", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c.globalFlags(fs)
+	retain := fs.Uint64("retain", 0, "keep the `K` newest events live")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{"scv ledger compact: " + err.Error()}
+	}
+	if len(pos) != 1 {
+		return usageError{"usage: scv ledger compact PROJECT [--retain K]"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	cl, err := control.Dial(ctx, c.socket)
+	if err != nil {
+		return c.dialError(err)
+	}
+	defer cl.Close()
+	cmd := control.CmdLedgerCompact{Project: pos[0], Retain: retain}
+	if c.json {
+		raw, err := cl.CallRaw(ctx, cmd)
+		if err != nil {
+			return callError(err)
+		}
+		_, err = fmt.Fprintf(stdout, "%s\n", raw)
+		return err
+	}
+	st, err := cl.Call(ctx, cmd)
+	if err != nil {
+		return callError(err)
+	}
+	ev, err := cl.Call(ctx, control.CmdProjectEvents{Project: pos[0]})
+	if err != nil {
+		return callError(err)
+	}
+	live := fmt.Sprint(len(ev.Project.Events))
+	if len(ev.Project.Events) >= ledger.MaxPage {
+		live = fmt.Sprintf("%d or more", ledger.MaxPage)
+	}
+	if cb := ev.Project.CompactedBefore; cb != nil {
+		fmt.Fprintf(stdout, "%s: events up to %d are in the snapshot and the archive; %s live\n", st.Project.Project.Name, *cb, live)
+	} else {
+		fmt.Fprintf(stdout, "%s: nothing to compact; %s events live\n", st.Project.Project.Name, live)
+	}
+	return nil
 }
 
 // headFlags collects repeated --head PROJECT=HEX.

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=V".
@@ -34,7 +35,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "daemon":
 		err = runDaemon(args[1:], stderr)
 	case "ledger":
-		err = runLedger(args[1:], stdout, stderr)
+		err = runLedger(&client{stdout: stdout, now: time.Now}, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, version)
 	case "help", "-h", "--help":
@@ -69,6 +70,7 @@ func usage(w io.Writer) {
   version                                 print the version
   ledger verify [--db PATH] [--project P] [--head ID=HEX ...]
                                           check the database file's hash chains (no daemon needed)
+  ledger compact PROJECT [--retain K]     fold old events into a snapshot and the archive (through the daemon)
 
 Client commands (global flags: --socket PATH or SCV_SOCKET, --json):
   status
