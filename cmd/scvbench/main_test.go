@@ -58,6 +58,7 @@ func TestQuick(t *testing.T) {
 		"replay.events", "replay.tasks", "replay.runs",
 		"replay.scan_events_per_sec", "replay.open_events_per_sec", "replay.ratio",
 		"replay.first_status_seconds", "replay.daemon_vmhwm_kib",
+		"replay.compact_seconds", "replay.snapshot_first_status_seconds",
 		"rss.vmhwm_kib",
 		"total_seconds",
 	} {
@@ -85,5 +86,5 @@ func TestQuick(t *testing.T) {
 	}
 	targets, ok := rep["targets"].([]any)
 	require.True(t, ok)
-	assert.Len(t, targets, 8)
+	assert.Len(t, targets, 9)
 }

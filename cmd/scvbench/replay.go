@@ -37,6 +37,11 @@ type ReplayResult struct {
 	// this history to its first `status` reply.
 	FirstStatusSeconds float64 `json:"first_status_seconds"`
 	DaemonVmHWMKiB     int64   `json:"daemon_vmhwm_kib"`
+	// Then every project is compacted, keeping its 100 newest events live,
+	// and the daemon started again: start-up from snapshots plus the tail.
+	CompactSeconds             float64 `json:"compact_seconds"`
+	LiveAfterCompaction        int     `json:"live_after_compaction"`
+	SnapshotFirstStatusSeconds float64 `json:"snapshot_first_status_seconds"`
 }
 
 func replay(ctx context.Context, cfg Config, bin, dir string, logf func(string, ...any)) (ReplayResult, error) {
@@ -91,7 +96,41 @@ func replay(ctx context.Context, cfg Config, bin, dir string, logf func(string, 
 	if stopErr := d.stop(); err == nil {
 		err = stopErr
 	}
-	return res, err
+	if err != nil {
+		return res, err
+	}
+
+	// Compact every project (retain 100), then start again.
+	t = time.Now()
+	l, err := ledger.Open(ctx, path, ledger.Options{})
+	if err != nil {
+		return res, err
+	}
+	for _, p := range g.projects {
+		c, err := l.Compact(ctx, p, 100)
+		if err != nil {
+			l.Close()
+			return res, fmt.Errorf("compact: %w", err)
+		}
+		res.LiveAfterCompaction += c.Live
+	}
+	if err := l.Close(); err != nil {
+		return res, err
+	}
+	res.CompactSeconds = time.Since(t).Seconds()
+	logf("  compacted %d projects in %.1f s, %d events left live", len(g.projects), res.CompactSeconds, res.LiveAfterCompaction)
+	runtime.GC()
+	d, err = startDaemon(bin, path, filepath.Join(dir, "replay.sock"), "--stale-after", "1h")
+	if err != nil {
+		return res, err
+	}
+	first, err = d.firstStatus(ctx, 2*time.Minute)
+	if err != nil {
+		d.stop()
+		return res, err
+	}
+	res.SnapshotFirstStatusSeconds = first.Seconds()
+	return res, d.stop()
 }
 
 // scanDecode is the baseline: read every event in order as ledger.Open

@@ -216,6 +216,7 @@ func (r *Report) evaluate() {
 	}
 	r.Targets = append(r.Targets,
 		check("replay: ledger.Open ÷ scan-and-decode", r.Replay.Ratio, ">=", 0.8),
+		check("start-up behind snapshots (s)", r.Replay.SnapshotFirstStatusSeconds, "<", 1),
 		check(fmt.Sprintf("project_status p99 (µs) while %d clients write", r.Status.Clients), r.Status.UnderLoad.P99us, "<", 1000),
 		check("acknowledged writes found in the database", float64(r.Durability.Missing), "==", 0),
 		check("total runtime (s)", r.TotalSeconds, "<", 180),
@@ -299,6 +300,9 @@ func (r *Report) printTable(out io.Writer) {
 		fmt.Sprintf("%.0f events/s (%.2f s), %.3f× baseline", rp.OpenEventsPerSec, rp.OpenSeconds, rp.Ratio), tg+"×", res)
 	row(fmt.Sprintf("daemon start to first status, %d events", rp.Events),
 		fmt.Sprintf("%.2f s (peak RSS %.1f MiB)", rp.FirstStatusSeconds, float64(rp.DaemonVmHWMKiB)/1024), "", "")
+	tg, res = mark("start-up behind snapshots (s)")
+	row(fmt.Sprintf("  the same behind snapshots (%d live)", rp.LiveAfterCompaction),
+		fmt.Sprintf("%.2f s (compaction took %.1f s)", rp.SnapshotFirstStatusSeconds, rp.CompactSeconds), "< "+tg+" s", res)
 	row("daemon peak RSS after the load levels", fmt.Sprintf("%.1f MiB (VmHWM)", float64(r.RSS.VmHWMKiB)/1024), "", "")
 	tg, res = mark("total runtime (s)")
 	row("total runtime", fmt.Sprintf("%.1f s", r.TotalSeconds), tg+" s", res)
