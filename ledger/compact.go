@@ -27,6 +27,7 @@ const latestSnapshotsSQL = `SELECT project_id, sequence, version, state, chain_h
 
 // Compaction is what Compact did.
 type Compaction struct {
+	ProjectID string
 	// Sequence is S: the project's events up to and including it now live
 	// in its snapshot and the archive. Zero when nothing was compacted.
 	Sequence uint64
@@ -50,6 +51,7 @@ func (l *Ledger) Compact(ctx context.Context, project string, retain int) (Compa
 		if !ok {
 			return fmt.Errorf("%w: project %q", reducer.ErrNotFound, project)
 		}
+		c.ProjectID = p.ID
 		var live int
 		if err := tx.GetContext(ctx, &live, `SELECT count(*) FROM events WHERE project_id = ?`, p.ID); err != nil {
 			return storage(err)
@@ -97,7 +99,26 @@ func (l *Ledger) Compact(ctx context.Context, project string, retain int) (Compa
 		c.Sequence, c.Live = s, live-c.Archived
 		return nil
 	})
+	if err == nil && c.Sequence > 0 {
+		l.liveMu.Lock()
+		l.live[c.ProjectID] = c.Live
+		l.liveMu.Unlock()
+	}
 	return c, err
+}
+
+// CompactDue returns the projects whose live tail holds more than
+// threshold events.
+func (l *Ledger) CompactDue(threshold int) []string {
+	l.liveMu.Lock()
+	defer l.liveMu.Unlock()
+	var due []string
+	for id, n := range l.live {
+		if n > threshold {
+			due = append(due, id)
+		}
+	}
+	return due
 }
 
 // compactFailpoint lets a test fail compaction between its steps; nil in

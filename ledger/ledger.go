@@ -56,6 +56,11 @@ type Ledger struct {
 	lastSeq  uint64
 	lastTime int64
 
+	// How many events each project has in the live tail, for automatic
+	// compaction.
+	liveMu sync.Mutex
+	live   map[string]int
+
 	// The committed view, read by everyone.
 	mu    sync.RWMutex
 	view  map[string]*reducer.Project
@@ -234,6 +239,13 @@ func (l *Ledger) commit(batch []*request) {
 		}
 	} else {
 		l.publish(l.state.Seal())
+		l.liveMu.Lock()
+		for i := range batch {
+			for _, e := range out[i].res.Events {
+				l.live[e.ProjectID]++
+			}
+		}
+		l.liveMu.Unlock()
 		for i, req := range batch {
 			if out[i].err != nil || req.op != nil {
 				continue
@@ -405,12 +417,14 @@ func (l *Ledger) load(ctx context.Context, q *sqlx.Tx) error {
 	}
 	defer rows.Close()
 	var lastSeq uint64
+	live := map[string]int{}
 	for rows.Next() {
 		var r Row
 		if err := rows.StructScan(&r); err != nil {
 			return fmt.Errorf("load: %w", err)
 		}
 		lastSeq = max(lastSeq, r.Sequence)
+		live[r.ProjectID]++
 		if r.Sequence <= from[r.ProjectID] {
 			continue // folded into the snapshot
 		}
@@ -430,6 +444,9 @@ func (l *Ledger) load(ctx context.Context, q *sqlx.Tx) error {
 	}
 	s.Seal()
 	l.state, l.lastSeq, l.lastTime = s, max(lastSeq, tail), lastTime
+	l.liveMu.Lock()
+	l.live = live
+	l.liveMu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.view, l.names = map[string]*reducer.Project{}, map[string]string{}

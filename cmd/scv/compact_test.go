@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
@@ -85,4 +86,43 @@ func TestCompactThroughTheDaemon(t *testing.T) {
 	r = cliRun(t, sock, "ledger", "verify", "--db", d.DBPath)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "sequence "+strconv.FormatUint(edited, 10)+": the hash does not match")
+}
+
+// TestAutoCompaction: with --compact-after 50 --retain 10 the sweeper
+// compacts a project whose live tail outgrew 50 events, and the state is
+// unchanged by it.
+func TestAutoCompaction(t *testing.T) {
+	d := &Daemon{
+		DBPath: filepath.Join(t.TempDir(), "l.db"), SocketPath: filepath.Join(cliShortDir(t), "d.sock"),
+		StaleAfter: time.Hour, CompactAfter: 50, Retain: 10,
+	}
+	require.NoError(t, d.Open(context.Background()))
+	go d.Serve()
+	t.Cleanup(func() { d.Close() })
+	require.Equal(t, 3*time.Minute, d.SweepEvery())
+	sock := d.SocketPath
+	cliOK(t, sock, "project", "create", "acme", "--workspace", t.TempDir())
+	task := cliNewID(t, cliOK(t, sock, "project", "task", "add", "acme", "build"), "task", "added")
+	run := cliNewID(t, cliOK(t, sock, "project", "run", "start", "acme", task, "--agent", "codex"), "run", "started")
+	ctx := context.Background()
+	c, err := control.Dial(ctx, sock)
+	require.NoError(t, err)
+	defer c.Close()
+	for i := range 80 {
+		_, err := c.Call(ctx, control.CmdProjectRunProgress{Project: "acme", Run: run, Progress: "step " + strconv.Itoa(i)})
+		require.NoError(t, err)
+	}
+	before := cliOK(t, sock, "--json", "project", "tasks", "acme")
+
+	d.compact(d.Logger) // one sweep, as the ticker would run it
+	ev, err := c.Call(ctx, control.CmdProjectEvents{Project: "acme"})
+	require.NoError(t, err)
+	assert.Len(t, ev.Project.Events, 10)
+	assert.NotNil(t, ev.Project.CompactedBefore)
+	assert.Equal(t, before, cliOK(t, sock, "--json", "project", "tasks", "acme"))
+
+	d.compact(d.Logger) // nothing due any more
+	ev2, err := c.Call(ctx, control.CmdProjectEvents{Project: "acme"})
+	require.NoError(t, err)
+	assert.Equal(t, ev.Project.Events, ev2.Project.Events)
 }

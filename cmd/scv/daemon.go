@@ -30,7 +30,12 @@ type Daemon struct {
 	// HeartbeatEvery coalesces heartbeats (0: journal every one); negative
 	// means a tenth of StaleAfter.
 	HeartbeatEvery time.Duration
-	Logger         *slog.Logger
+	// CompactAfter: a project whose live tail holds more events is
+	// compacted by the sweeper, keeping its Retain newest. 0 turns
+	// automatic compaction off.
+	CompactAfter int
+	Retain       int
+	Logger       *slog.Logger
 
 	ledger *ledger.Ledger
 	server *control.Server
@@ -40,8 +45,12 @@ type Daemon struct {
 	swept  chan struct{} // closed when the sweeper has ended
 }
 
-// DefaultStaleAfter is the stale window when --stale-after is not given.
-const DefaultStaleAfter = 5 * time.Minute
+// Defaults of the daemon's flags.
+const (
+	DefaultStaleAfter   = 5 * time.Minute
+	DefaultCompactAfter = 10_000
+	DefaultRetain       = 1_000
+)
 
 // defaultDBPath is $SCV_DB, else $XDG_STATE_HOME/scv/ledger.db.
 func defaultDBPath() string {
@@ -59,6 +68,8 @@ func (d *Daemon) ParseFlags(args []string, stderr io.Writer) error {
 	fs.StringVar(&d.SocketPath, "socket", control.DefaultSocketPath(), "control socket `path` (env SCV_SOCKET)")
 	fs.DurationVar(&d.StaleAfter, "stale-after", DefaultStaleAfter, "mark a running run stale after this long without a heartbeat or progress")
 	fs.DurationVar(&d.HeartbeatEvery, "heartbeat-every", -1, "journal at most one heartbeat per run per `interval` (0: every one; default: a tenth of --stale-after)")
+	fs.IntVar(&d.CompactAfter, "compact-after", DefaultCompactAfter, "compact a project whose live tail holds more than `N` events (0: never)")
+	fs.IntVar(&d.Retain, "retain", DefaultRetain, "events a compaction keeps live (`K` newest)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -67,6 +78,9 @@ func (d *Daemon) ParseFlags(args []string, stderr io.Writer) error {
 	}
 	if d.StaleAfter <= 0 {
 		return usageError{"scv daemon: --stale-after must be positive"}
+	}
+	if d.CompactAfter < 0 || d.Retain < 0 || (d.CompactAfter > 0 && d.Retain >= d.CompactAfter) {
+		return usageError{"scv daemon: --retain must be at least 0 and smaller than --compact-after"}
 	}
 	if d.HeartbeatEvery >= d.StaleAfter {
 		// A live run's heartbeats would be coalesced past its window.
@@ -132,7 +146,19 @@ func (d *Daemon) SweepEvery() time.Duration {
 	return max(d.StaleAfter/20, time.Millisecond)
 }
 
-// sweep marks silent runs stale until Close.
+// compact compacts every project whose live tail outgrew CompactAfter.
+func (d *Daemon) compact(log *slog.Logger) {
+	for _, id := range d.ledger.CompactDue(d.CompactAfter) {
+		c, err := d.ledger.Compact(context.Background(), id, d.Retain)
+		if err != nil {
+			log.Error("compact", "project", id, "err", err)
+			continue
+		}
+		log.Info("compacted", "project", id, "through", c.Sequence, "archived", c.Archived, "live", c.Live)
+	}
+}
+
+// sweep marks silent runs stale, and compacts, until Close.
 func (d *Daemon) sweep() {
 	defer close(d.swept)
 	log := d.Logger.With("component", "sweeper")
@@ -148,6 +174,9 @@ func (d *Daemon) sweep() {
 				log.Error("sweep", "err", err)
 			} else if n > 0 {
 				log.Info("marked runs stale", "runs", n)
+			}
+			if d.CompactAfter > 0 {
+				d.compact(log)
 			}
 		}
 	}

@@ -182,6 +182,8 @@ func TestDaemonDefaults(t *testing.T) {
 		{"--stale-after", "0s"},
 		{"--stale-after", "2s", "--heartbeat-every", "2s"},
 		{"extra"},
+		{"--compact-after", "100", "--retain", "100"},
+		{"--retain", "-1"},
 	} {
 		var u usageError
 		assert.ErrorAs(t, d.ParseFlags(bad, io.Discard), &u, "%v", bad)

@@ -66,6 +66,7 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: scv COMMAND
 
   daemon [--db PATH] [--socket PATH] [--stale-after 5m] [--heartbeat-every D]
+         [--compact-after 10000] [--retain 1000]
                                           run the daemon in the foreground
   version                                 print the version
   ledger verify [--db PATH] [--project P] [--head ID=HEX ...]
