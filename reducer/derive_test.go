@@ -96,10 +96,29 @@ func TestEvidence(t *testing.T) {
 	assert.Equal(t, []string{
 		"1/5 tasks done",
 		"6 runs: 1 running, 1 succeeded, 2 failed, 1 cancelled, 1 stale",
-		"task b (beta) failed after 2 attempts, 2 retries of 1 allowed",
-		"task c (gamma) is stale: its last run stopped reporting",
-		"task d (delta) is blocked on an external condition",
+		"task b (beta) cannot progress: it failed after 2 attempts, its retry budget spent (2 retries of 1 allowed) [event 12]",
+		"task c (gamma) cannot progress: its run went silent (stale owner); it can be started again [event 14]",
+		"task d (delta) cannot progress: it is blocked on an external condition [event 15]",
 	}, reducer.Evidence(l.project()))
+
+	// Root causes through dependencies: f waits on the failed b, g on f;
+	// h waits on the running e and can progress; i was given up by the
+	// owner; j waits on the blocked d.
+	l.do(
+		reducer.AddTask{Project: projID, TaskID: "f", Title: "phi", DependsOn: []string{"a", "b"}},
+		reducer.AddTask{Project: projID, TaskID: "g", Title: "chi", DependsOn: []string{"f"}},
+		reducer.AddTask{Project: projID, TaskID: "h", Title: "eta", DependsOn: []string{"e"}},
+		reducer.AddTask{Project: projID, TaskID: "i", Title: "iota"},
+		upd("i", failed),
+		reducer.AddTask{Project: projID, TaskID: "j", Title: "kappa", DependsOn: []string{"d"}},
+	)
+	notes := reducer.Evidence(l.project())
+	assert.Equal(t, []string{
+		"task f (phi) cannot progress: it waits on b (beta), and that failed after 2 attempts, its retry budget spent (2 retries of 1 allowed) [event 12]",
+		"task g (chi) cannot progress: it waits on f (phi), and that waits on b (beta), and that failed after 2 attempts, its retry budget spent (2 retries of 1 allowed) [event 12]",
+		"task i (iota) cannot progress: the owner marked it failed [event 23]",
+		"task j (kappa) cannot progress: it waits on d (delta), and that is blocked on an external condition [event 15]",
+	}, notes[5:])
 }
 
 // TestEvidenceSingular pins the singular forms.
@@ -109,6 +128,6 @@ func TestEvidenceSingular(t *testing.T) {
 	assert.Equal(t, []string{
 		"0/1 tasks done",
 		"1 run: 0 running, 0 succeeded, 1 failed, 0 cancelled, 0 stale",
-		"task a (alpha) failed after 1 attempt, 1 retries of 0 allowed",
+		"task a (alpha) cannot progress: it failed after 1 attempt, its retry budget spent (1 retries of 0 allowed) [event 4]",
 	}, reducer.Evidence(l.project()))
 }

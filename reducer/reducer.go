@@ -287,21 +287,23 @@ func Evolve(s *State, e Event) *State {
 		p.taskIdx[b.TaskID] = len(p.tasks)
 		p.tasks = append(p.tasks, &Task{
 			ID: b.TaskID, Title: b.Title, Status: status, DependsOn: b.DependsOn,
-			MaxRetries: b.MaxRetries, gen: p.gen,
+			MaxRetries: b.MaxRetries, Since: e.Sequence, gen: p.gen,
 		})
 	case TaskUpdated:
 		t := p.writableTask(b.TaskID)
-		t.Status = b.Status
+		if t.Status != b.Status {
+			t.Status, t.Since = b.Status, e.Sequence
+		}
 		if b.Progress != nil {
 			t.Progress = b.Progress
 		}
 		if t.Status == TaskDone {
-			p.unblockDependants(t.ID)
+			p.unblockDependants(t.ID, e.Sequence)
 		}
 	case RunStarted:
 		t := p.writableTask(b.TaskID)
 		t.Attempts++
-		t.Status = TaskRunning
+		t.Status, t.Since = TaskRunning, e.Sequence
 		t.RunID = b.RunID
 		p.runIdx[b.RunID] = len(p.runs)
 		p.runs = append(p.runs, &Run{
@@ -320,10 +322,11 @@ func Evolve(s *State, e Event) *State {
 		r := p.endRun(b.RunID, b.Status, e.Time)
 		t := p.writableTask(r.TaskID)
 		t.RunID = ""
+		t.Since = e.Sequence
 		switch b.Status {
 		case RunSucceeded:
 			t.Status = TaskDone
-			p.unblockDependants(t.ID)
+			p.unblockDependants(t.ID, e.Sequence)
 		case RunFailed:
 			t.spendRetry(TaskReady)
 		case RunCancelled:
@@ -335,6 +338,7 @@ func Evolve(s *State, e Event) *State {
 		r := p.endRun(b.RunID, RunStale, e.Time)
 		t := p.writableTask(r.TaskID)
 		t.RunID = ""
+		t.Since = e.Sequence
 		t.spendRetry(TaskStale)
 	case Heartbeat:
 		var r *Run
@@ -387,11 +391,12 @@ func (t *Task) spendRetry(next TaskStatus) {
 
 // unblockDependants moves pending tasks whose last dependency is done to
 // ready.
-func (p *Project) unblockDependants(done string) {
+func (p *Project) unblockDependants(done string, seq uint64) {
 	for _, t := range p.tasks {
 		if t.Status != TaskPending || !slices.Contains(t.DependsOn, done) || !p.depsDone(t.DependsOn) {
 			continue
 		}
-		p.writableTask(t.ID).Status = TaskReady
+		w := p.writableTask(t.ID)
+		w.Status, w.Since = TaskReady, seq
 	}
 }

@@ -37,6 +37,7 @@ type taskSnap struct {
 	Progress      *string    `json:"progress"`
 	LastHeartbeat int64      `json:"last_heartbeat"`
 	Attempts      uint32     `json:"attempts"`
+	Since         uint64     `json:"since"`
 }
 
 type runSnap struct {
@@ -61,7 +62,7 @@ func Snapshot(p *Project) ([]byte, error) {
 		Tasks: make([]taskSnap, len(p.tasks)), Runs: make([]runSnap, len(p.runs)),
 	}
 	for i, t := range p.tasks {
-		s.Tasks[i] = taskSnap{t.ID, t.Title, t.Status, t.DependsOn, t.Retries, t.MaxRetries, t.RunID, t.Progress, t.LastHeartbeat, t.Attempts}
+		s.Tasks[i] = taskSnap{t.ID, t.Title, t.Status, t.DependsOn, t.Retries, t.MaxRetries, t.RunID, t.Progress, t.LastHeartbeat, t.Attempts, t.Since}
 	}
 	for i, r := range p.runs {
 		s.Runs[i] = runSnap{r.ID, r.TaskID, r.Agent, r.Status, r.Attempt, r.Started, r.Updated, r.Progress, r.LastHeartbeat}
@@ -91,7 +92,8 @@ func Restore(s *State, data []byte) (*Project, error) {
 		}
 		p.taskIdx[t.ID] = len(p.tasks)
 		p.tasks = append(p.tasks, &Task{ID: t.ID, Title: t.Title, Status: t.Status, DependsOn: deps, Retries: t.Retries,
-			MaxRetries: t.MaxRetries, RunID: t.RunID, Progress: t.Progress, LastHeartbeat: t.LastHeartbeat, Attempts: t.Attempts, gen: s.gen})
+			MaxRetries: t.MaxRetries, RunID: t.RunID, Progress: t.Progress, LastHeartbeat: t.LastHeartbeat, Attempts: t.Attempts,
+			Since: t.Since, gen: s.gen})
 	}
 	for _, r := range snap.Runs {
 		p.runIdx[r.ID] = len(p.runs)

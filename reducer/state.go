@@ -127,6 +127,7 @@ type Task struct {
 	Progress      *string
 	LastHeartbeat int64  // 0 when none
 	Attempts      uint32 // runs started
+	Since         uint64 // the sequence of the event that set Status
 	gen           uint64
 }
 

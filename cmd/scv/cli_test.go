@@ -189,7 +189,7 @@ func TestCLILifecycleHuman(t *testing.T) {
 	assert.Equal(t, "-", row[7])
 	assert.Contains(t, rest, "  1/2 tasks done\n")
 	assert.Contains(t, rest, "  2 runs: 0 running, 1 succeeded, 1 failed, 0 cancelled, 0 stale\n")
-	assert.Contains(t, rest, "is blocked on an external condition")
+	assert.Contains(t, rest, "cannot progress: it is blocked on an external condition")
 	assert.Regexp(t, `\nreport generated \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n$`, rest)
 
 	out = cliOK(t, sock, "project", "events", "acme")
