@@ -60,7 +60,7 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 		if err != nil {
 			return nil, err
 		}
-		return s.status(&ProjectResponse{Kind: KindStatus, Project: summaryOf(p)}), nil
+		return s.status(&ProjectResponse{Kind: KindStatus, Project: ProjectSummaryOf(p)}), nil
 	case CmdProjectEvents:
 		return s.events(ctx, c)
 	case CmdProjectTasks:
@@ -68,7 +68,7 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 		if err != nil {
 			return nil, err
 		}
-		return s.status(&ProjectResponse{Kind: KindTasks, ProjectID: p.ID, Tasks: tasksOf(p)}), nil
+		return s.status(&ProjectResponse{Kind: KindTasks, ProjectID: p.ID, Tasks: ProjectTasksOf(p)}), nil
 	case CmdProjectReport:
 		p, err := s.project(c.Project)
 		if err != nil {
@@ -76,7 +76,7 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 		}
 		// A report is never older than the state it reports.
 		now := max(s.now().UnixMilli(), p.Updated)
-		return s.status(&ProjectResponse{Kind: KindReport, Report: reportOf(p, now)}), nil
+		return s.status(&ProjectResponse{Kind: KindReport, Report: ProjectReportOf(p, now)}), nil
 	case CmdProjectTaskAdd:
 		id := newID()
 		return s.execute(ctx, KindTaskAdded, id, reducer.AddTask{
@@ -101,7 +101,7 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 		if err != nil {
 			return nil, err
 		}
-		return s.status(&ProjectResponse{Kind: KindUpdated, Project: summaryOf(p)}), nil
+		return s.status(&ProjectResponse{Kind: KindUpdated, Project: ProjectSummaryOf(p)}), nil
 	case CmdProjectHeartbeat:
 		return s.execute(ctx, KindUpdated, "", reducer.RecordHeartbeat{
 			Project: c.Project, TaskID: deref(c.Task), RunID: deref(c.Run),
@@ -120,7 +120,7 @@ func (s *Service) execute(ctx context.Context, kind ResponseKind, id string, cmd
 	if res.Project == nil {
 		return nil, fmt.Errorf("%s appended no event", kind)
 	}
-	r := &ProjectResponse{Kind: kind, Project: summaryOf(res.Project)}
+	r := &ProjectResponse{Kind: kind, Project: ProjectSummaryOf(res.Project)}
 	switch kind {
 	case KindTaskAdded:
 		r.TaskID = id
@@ -184,55 +184,6 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
-}
-
-func summaryOf(p *reducer.Project) *ProjectSummary {
-	return &ProjectSummary{
-		ID:                       p.ID,
-		Name:                     p.Name,
-		Workspace:                p.Workspace,
-		Phase:                    p.Phase(),
-		Status:                   p.Status(),
-		CreatedUnixSeconds:       seconds(p.Created),
-		UpdatedUnixSeconds:       seconds(p.Updated),
-		TaskCount:                uint64(len(p.Tasks())),
-		CompletedTasks:           uint64(p.DoneCount()),
-		LastHeartbeatUnixSeconds: unixOrNil(p.LastHeartbeat),
-	}
-}
-
-func tasksOf(p *reducer.Project) []ProjectTask {
-	out := make([]ProjectTask, 0, len(p.Tasks()))
-	for _, t := range p.Tasks() {
-		var run *string
-		if t.RunID != "" {
-			run = &t.RunID
-		}
-		deps := t.DependsOn
-		if deps == nil {
-			deps = []string{}
-		}
-		out = append(out, ProjectTask{
-			ID: t.ID, Title: t.Title, Status: t.Status, DependsOn: deps,
-			Retries: t.Retries, MaxRetries: t.MaxRetries, RunID: run, Progress: t.Progress,
-			LastHeartbeatUnixSeconds: unixOrNil(t.LastHeartbeat),
-		})
-	}
-	return out
-}
-
-func reportOf(p *reducer.Project, now int64) *ProjectReport {
-	runs := make([]ProjectRun, 0, len(p.Runs()))
-	for _, r := range p.Runs() {
-		runs = append(runs, ProjectRun{
-			ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Status: r.Status, Attempt: r.Attempt,
-			StartedUnixSeconds: seconds(r.Started), UpdatedUnixSeconds: seconds(r.Updated), Progress: r.Progress,
-		})
-	}
-	return &ProjectReport{
-		Project: *summaryOf(p), Tasks: tasksOf(p), Runs: runs,
-		GeneratedUnixSeconds: seconds(now), Evidence: reducer.Evidence(p),
-	}
 }
 
 // seconds turns the reducer's Unix milliseconds into the wire's seconds.

@@ -91,23 +91,23 @@ var leaves = []*leaf{
 		print: printProjectBlock,
 	},
 	{
-		name: "project status", args: []string{"PROJECT"},
-		setup: func(*flag.FlagSet) func([]string) (control.Command, error) {
-			return func(pos []string) (control.Command, error) { return control.CmdProjectStatus{Project: pos[0]}, nil }
+		name: "project status", args: []string{"PROJECT"}, use: "PROJECT [--at SEQ [--db PATH]]",
+		setup: func(fs *flag.FlagSet) func([]string) (control.Command, error) {
+			return atFlags(fs, func(p string) control.Command { return control.CmdProjectStatus{Project: p} })
 		},
 		print: printProjectBlock,
 	},
 	{
-		name: "project tasks", args: []string{"PROJECT"},
-		setup: func(*flag.FlagSet) func([]string) (control.Command, error) {
-			return func(pos []string) (control.Command, error) { return control.CmdProjectTasks{Project: pos[0]}, nil }
+		name: "project tasks", args: []string{"PROJECT"}, use: "PROJECT [--at SEQ [--db PATH]]",
+		setup: func(fs *flag.FlagSet) func([]string) (control.Command, error) {
+			return atFlags(fs, func(p string) control.Command { return control.CmdProjectTasks{Project: p} })
 		},
 		print: printTasksReply,
 	},
 	{
-		name: "project report", args: []string{"PROJECT"},
-		setup: func(*flag.FlagSet) func([]string) (control.Command, error) {
-			return func(pos []string) (control.Command, error) { return control.CmdProjectReport{Project: pos[0]}, nil }
+		name: "project report", args: []string{"PROJECT"}, use: "PROJECT [--at SEQ [--db PATH]]",
+		setup: func(fs *flag.FlagSet) func([]string) (control.Command, error) {
+			return atFlags(fs, func(p string) control.Command { return control.CmdProjectReport{Project: p} })
 		},
 		print: printReportReply,
 	},
@@ -442,6 +442,9 @@ func (c *client) call(l *leaf, cmd control.Command) error {
 	if f, ok := cmd.(followEvents); ok {
 		return c.follow(f.CmdProjectEvents)
 	}
+	if a, ok := cmd.(atView); ok {
+		return c.at(l, a)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	cl, err := control.Dial(ctx, c.socket)
@@ -495,6 +498,63 @@ func callError(err error) error {
 // followEvents marks `project events --follow`; only its
 // CmdProjectEvents goes on the wire.
 type followEvents struct{ control.CmdProjectEvents }
+
+// atView marks `project status|tasks|report P --at SEQ`: answered from
+// the database file as of sequence SEQ, without the daemon. Command is
+// the command it stands for.
+type atView struct {
+	control.Command
+	project string
+	seq     uint64
+	db      string
+}
+
+// atFlags declares --at and --db on fs for a project view whose command
+// cmd builds; with --at the view is an atView.
+func atFlags(fs *flag.FlagSet, cmd func(project string) control.Command) func([]string) (control.Command, error) {
+	at := fs.Uint64("at", 0, "answer as the ledger stood after sequence `SEQ`, from the database file (no daemon needed)")
+	db := fs.String("db", defaultDBPath(), "with --at: the ledger database `path` (env SCV_DB)")
+	return func(pos []string) (control.Command, error) {
+		c := cmd(pos[0])
+		if !isSet(fs, "at") {
+			if isSet(fs, "db") {
+				return nil, errors.New("--db goes with --at SEQ")
+			}
+			return c, nil
+		}
+		return atView{Command: c, project: pos[0], seq: *at, db: *db}, nil
+	}
+}
+
+// at derives the project's state at a.seq from the database file and
+// prints the reply the daemon would give for that state. A report's
+// generated time is the state's last update, so that it is reproducible.
+func (c *client) at(l *leaf, a atView) error {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	p, err := ledger.ProjectAt(ctx, a.db, a.project, a.seq)
+	if err != nil {
+		return err
+	}
+	r := &control.ProjectResponse{}
+	switch a.Command.(type) {
+	case control.CmdProjectStatus:
+		r.Kind, r.Project = control.KindStatus, control.ProjectSummaryOf(p)
+	case control.CmdProjectTasks:
+		r.Kind, r.ProjectID, r.Tasks = control.KindTasks, p.ID, control.ProjectTasksOf(p)
+	case control.CmdProjectReport:
+		r.Kind, r.Report = control.KindReport, control.ProjectReportOf(p, p.Updated)
+	default:
+		return fmt.Errorf("--at: %s has no view at a sequence", a.Action())
+	}
+	st := &control.DaemonStatus{Version: version, Components: []control.ComponentHealth{}, Project: r}
+	if c.json {
+		enc := json.NewEncoder(c.stdout) // one line, like the daemon's reply
+		enc.SetEscapeHTML(false)
+		return enc.Encode(st)
+	}
+	return l.print(c.stdout, st, a.Command, c.now())
+}
 
 // followEvery is how often --follow asks for new events.
 const followEvery = 200 * time.Millisecond

@@ -24,8 +24,12 @@ func runLedger(c *client, args []string, stdout, stderr io.Writer) error {
 		return runVerify(args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "compact":
 		return runCompact(c, args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "export":
+		return runExport(args[1:], stdout, stderr)
 	}
 	return usageError{"usage: scv ledger verify --db PATH [--project P] [--head PROJECT=HEX ...]\n" +
+		"       scv ledger verify --bundle FILE [--head PROJECT=HEX ...]\n" +
+		"       scv ledger export --db PATH PROJECT [-o FILE]\n" +
 		"       scv ledger compact PROJECT [--retain K] [--socket PATH] [--json]"}
 }
 
@@ -105,6 +109,7 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	db := fs.String("db", defaultDBPath(), "the ledger database `path` (env SCV_DB)")
 	project := fs.String("project", "", "verify only this project (ID or name)")
+	bundle := fs.String("bundle", "", "verify the bundle `file` that `scv ledger export` wrote instead of a database (\"-\": stdin)")
 	heads := headFlags{}
 	fs.Var(heads, "head", "a chain head saved earlier, `PROJECT_ID=HEX` (repeatable): also proves no event was cut off the end")
 	if err := fs.Parse(args); err != nil {
@@ -115,6 +120,17 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return usageError{"scv ledger verify: unexpected argument " + fs.Arg(0)}
+	}
+	if isSet(fs, "bundle") {
+		for _, f := range []string{"db", "project"} {
+			if isSet(fs, f) {
+				return usageError{"scv ledger verify: --bundle and --" + f + " exclude each other"}
+			}
+		}
+		if *bundle == "" {
+			return usageError{"scv ledger verify: --bundle needs a file"}
+		}
+		return runVerifyBundle(*bundle, heads, stdout, stderr)
 	}
 	opts := ledger.VerifyOptions{Project: *project, Heads: heads}
 	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
@@ -129,12 +145,7 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROJECT\tID\tEVENTS\tCHAIN HEAD")
-	for _, c := range rep.Chains {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", dash(c.Name), c.ProjectID, c.Events, hex.EncodeToString(c.Head))
-	}
-	tw.Flush()
+	printChains(stdout, rep)
 	fmt.Fprintf(stdout, "integrity_check: %s\n", rep.Integrity)
 	if len(rep.Problems) == 0 {
 		fmt.Fprintf(stdout, "%d events in %d projects: intact\n", rep.Events, len(rep.Chains))
@@ -144,6 +155,85 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "problem:", p)
 	}
 	return errors.New("ledger verify: " + rep.Problems[0].String())
+}
+
+func printChains(stdout io.Writer, rep *ledger.VerifyReport) {
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROJECT\tID\tEVENTS\tCHAIN HEAD")
+	for _, c := range rep.Chains {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", dash(c.Name), c.ProjectID, c.Events, hex.EncodeToString(c.Head))
+	}
+	tw.Flush()
+}
+
+// runVerifyBundle is `scv ledger verify --bundle FILE`: no database, only
+// the bundle; exit 0 when it is intact, else 1 naming the first problem.
+func runVerifyBundle(file string, heads headFlags, stdout, stderr io.Writer) error {
+	var r io.Reader = os.Stdin
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return fmt.Errorf("ledger verify: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	rep, err := ledger.VerifyBundle(r, heads)
+	if err != nil {
+		return err
+	}
+	printChains(stdout, rep)
+	if len(rep.Problems) == 0 {
+		fmt.Fprintf(stdout, "bundle: %d events, %d snapshots: intact\n", rep.Events, rep.Snapshots)
+		return nil
+	}
+	for _, p := range rep.Problems {
+		fmt.Fprintln(stderr, "problem:", p)
+	}
+	return errors.New("ledger verify: " + rep.Problems[0].String())
+}
+
+// runExport is `scv ledger export PROJECT [-o FILE]`: write the project's
+// whole history, its snapshots and a manifest as a self-verifying bundle
+// (JSON Lines) to FILE or stdout, reading the database file directly.
+func runExport(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("scv ledger export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	db := fs.String("db", defaultDBPath(), "the ledger database `path` (env SCV_DB)")
+	out := fs.String("o", "", "write the bundle to `file` instead of stdout")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{"scv ledger export: " + err.Error()}
+	}
+	if len(pos) != 1 {
+		return usageError{"usage: scv ledger export [--db PATH] PROJECT [-o FILE]"}
+	}
+	w, summary := stdout, stderr // the bundle goes to stdout: say what it holds elsewhere
+	var f *os.File
+	if *out != "" && *out != "-" {
+		if f, err = os.Create(*out); err != nil {
+			return fmt.Errorf("ledger export: %w", err)
+		}
+		w, summary = f, stdout
+	}
+	m, err := ledger.Export(context.Background(), *db, pos[0], w)
+	if f != nil {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(*out) // no half bundle
+		}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(summary, "%s (%s): %d events, %d snapshots, sequences %d to %d, chain head %s\n",
+		dash(m.Name), m.ProjectID, m.Events, m.Snapshots, m.FirstSequence, m.LastSequence, m.ChainHead)
+	return nil
 }
 
 func dash(s string) string {

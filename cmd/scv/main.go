@@ -71,12 +71,17 @@ func usage(w io.Writer) {
   version                                 print the version
   ledger verify [--db PATH] [--project P] [--head ID=HEX ...]
                                           check the database file's hash chains (no daemon needed)
+  ledger verify --bundle FILE [--head ID=HEX ...]
+                                          check an exported bundle (no database needed)
+  ledger export [--db PATH] PROJECT [-o FILE]
+                                          write a project's history as a self-verifying bundle
   ledger compact PROJECT [--retain K]     fold old events into a snapshot and the archive (through the daemon)
 
 Client commands (global flags: --socket PATH or SCV_SOCKET, --json):
   status
   project create NAME [--workspace DIR]
-  project status|tasks|report PROJECT
+  project status|tasks|report PROJECT [--at SEQ [--db PATH]]
+                                          with --at: as of sequence SEQ, from the database file (no daemon needed)
   project events PROJECT [--after N] [--follow]
   project task add PROJECT TITLE [--depends-on ID ...] [--max-retries N]
   project task update PROJECT TASK STATUS [--progress TEXT]
