@@ -136,10 +136,13 @@ type CmdProjectRunFinish struct {
 // CmdLedgerCompact is an extension of the seed's command set (action
 // `ledger_compact`, docs/protocol.md): fold a project's live events into a
 // snapshot, keeping its Retain newest (default 0) live, and move the rest
-// to the archive. It answers `updated` with the project's summary.
+// to the archive (or, with Drop, deletes it). It answers `updated` with
+// the project's summary.
 type CmdLedgerCompact struct {
 	Project string  `json:"project"`
 	Retain  *uint64 `json:"retain,omitempty"`
+	// Drop deletes the compacted events instead of archiving them.
+	Drop bool `json:"drop,omitempty" serde:"default"`
 }
 
 // CmdProjectHeartbeat records a heartbeat.

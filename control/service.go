@@ -94,7 +94,7 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 		return s.execute(ctx, KindUpdated, "", reducer.FinishRun{Project: c.Project, RunID: c.Run, Status: c.Status})
 	case CmdLedgerCompact:
 		retain := min(deref(c.Retain), math.MaxInt32)
-		if _, err := s.Ledger.Compact(ctx, c.Project, int(retain)); err != nil {
+		if _, err := s.Ledger.CompactWith(ctx, c.Project, ledger.CompactOptions{Retain: int(retain), Drop: c.Drop}); err != nil {
 			return nil, err
 		}
 		p, err := s.project(c.Project)

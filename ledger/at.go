@@ -44,6 +44,13 @@ func ProjectAt(ctx context.Context, path, project string, seq uint64) (*reducer.
 	err = tx.GetContext(ctx, &created, `SELECT project_id, sequence FROM `+allRows+`
 		WHERE kind = 'project_created' AND (project_id = ? OR json_extract(data, '$.name') = ?)
 		ORDER BY project_id = ? DESC, sequence LIMIT 1`, project, project, project)
+	if errors.Is(err, sql.ErrNoRows) {
+		// Its creation may have been dropped by compaction: its earliest
+		// snapshot names it, and it existed from before that snapshot.
+		err = tx.GetContext(ctx, &created, `SELECT project_id, 0 AS sequence FROM snapshots
+			WHERE project_id = ? OR json_extract(state, '$.name') = ?
+			ORDER BY project_id = ? DESC, sequence LIMIT 1`, project, project, project)
+	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, fmt.Errorf("%w: project %q", reducer.ErrNotFound, project)
@@ -98,7 +105,7 @@ func ProjectAt(ctx context.Context, path, project string, seq uint64) (*reducer.
 	}
 	p, ok := st.Project(id)
 	if !ok {
-		return nil, fmt.Errorf("%w: project %s has no history up to %d", ErrStorage, id, seq)
+		return nil, fmt.Errorf("%w: project %s: its history up to %d was dropped by compaction", reducer.ErrNotFound, id, seq)
 	}
 	return p, nil
 }

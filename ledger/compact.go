@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jmoiron/sqlx"
 
@@ -45,6 +46,23 @@ type Compaction struct {
 // covers it. Reads of the project's state and events give the same answers
 // before and after.
 func (l *Ledger) Compact(ctx context.Context, project string, retain int) (Compaction, error) {
+	return l.CompactWith(ctx, project, CompactOptions{Retain: retain})
+}
+
+// CompactOptions say how Compact compacts.
+type CompactOptions struct {
+	// Retain is how many of the newest events stay live.
+	Retain int
+	// Drop deletes the compacted events instead of archiving them: the
+	// operator's choice. The snapshot then stands for them; the chain from
+	// it on still verifies, but what the dropped events said is proven
+	// only by the snapshot's recorded state hash.
+	Drop bool
+}
+
+// CompactWith is Compact with options.
+func (l *Ledger) CompactWith(ctx context.Context, project string, opts CompactOptions) (Compaction, error) {
+	retain := opts.Retain
 	var c Compaction
 	err := l.exclusive(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		p, ok := l.state.Project(project)
@@ -85,6 +103,9 @@ func (l *Ledger) Compact(ctx context.Context, project string, retain int) (Compa
 				WHERE project_id = ? AND sequence <= ?`, []any{p.ID, s}},
 			{`DELETE FROM events WHERE project_id = ? AND sequence <= ?`, []any{p.ID, s}},
 		} {
+			if opts.Drop && strings.HasPrefix(q.sql, "INSERT INTO events_archive") {
+				continue
+			}
 			res, err := tx.ExecContext(ctx, q.sql, q.args...)
 			if err != nil {
 				return storage(err)
@@ -168,4 +189,29 @@ func stateAt(ctx context.Context, tx *sqlx.Tx, project string, s uint64) (*reduc
 func (l *Ledger) exclusive(ctx context.Context, op func(context.Context, *sqlx.Tx) error) error {
 	_, err := l.enqueue(ctx, &request{op: op, reply: make(chan response, 1)})
 	return err
+}
+
+// resolveProject finds a project of the database by ID or name: through
+// its project_created event in the archive or the live tail, or, when
+// compaction dropped that, through its snapshots. An ID wins over a name.
+func resolveProject(ctx context.Context, tx *sqlx.Tx, ref string) (id, name string, err error) {
+	var p struct {
+		ID   string `db:"id"`
+		Name string `db:"name"`
+	}
+	err = tx.GetContext(ctx, &p, `SELECT project_id AS id, coalesce(json_extract(data, '$.name'), '') AS name FROM `+allRows+`
+		WHERE kind = 'project_created' AND (project_id = ? OR json_extract(data, '$.name') = ?)
+		ORDER BY project_id = ? DESC, sequence LIMIT 1`, ref, ref, ref)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = tx.GetContext(ctx, &p, `SELECT project_id AS id, coalesce(json_extract(state, '$.name'), '') AS name FROM snapshots
+			WHERE project_id = ? OR json_extract(state, '$.name') = ?
+			ORDER BY project_id = ? DESC, sequence LIMIT 1`, ref, ref, ref)
+	}
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", "", fmt.Errorf("%w: project %q", reducer.ErrNotFound, ref)
+	case err != nil:
+		return "", "", storage(err)
+	}
+	return p.ID, p.Name, nil
 }

@@ -106,16 +106,9 @@ func Export(ctx context.Context, dbPath, project string, w io.Writer) (Manifest,
 	}
 	defer tx.Rollback()
 
-	var id struct {
-		ProjectID string `db:"project_id"`
-		Name      string `db:"name"`
+	if m.ProjectID, m.Name, err = resolveProject(ctx, tx, project); err != nil {
+		return m, fmt.Errorf("export: %w", err)
 	}
-	if err := tx.GetContext(ctx, &id, `SELECT project_id, coalesce(json_extract(data, '$.name'), '') AS name FROM `+allRows+`
-		WHERE kind = 'project_created' AND (project_id = ? OR json_extract(data, '$.name') = ?)
-		ORDER BY sequence LIMIT 1`, project, project); err != nil {
-		return m, fmt.Errorf("export: project %q: %w", project, reducer.ErrNotFound)
-	}
-	m.ProjectID, m.Name = id.ProjectID, id.Name
 
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)

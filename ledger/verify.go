@@ -48,6 +48,11 @@ type ChainReport struct {
 	Name      string
 	Events    int
 	Head      []byte // the hash of its newest event
+	// From is the sequence of the snapshot the chain starts from when the
+	// operator dropped the events before it; 0 when it starts at the
+	// project's creation. What a dropped history held is proven only by
+	// the snapshot's recorded state hash.
+	From uint64
 }
 
 // VerifyReport is the outcome of Verify: intact when Problems is empty.
@@ -99,11 +104,8 @@ func Verify(ctx context.Context, path string, opts VerifyOptions) (*VerifyReport
 
 	project := ""
 	if opts.Project != "" {
-		err := tx.GetContext(ctx, &project, `SELECT project_id FROM `+allRows+`
-			WHERE kind = 'project_created' AND (project_id = ? OR json_extract(data, '$.name') = ?)
-			ORDER BY sequence LIMIT 1`, opts.Project, opts.Project)
-		if err != nil {
-			return nil, fmt.Errorf("verify: project %q: %w", opts.Project, reducer.ErrNotFound)
+		if project, _, err = resolveProject(ctx, tx, opts.Project); err != nil {
+			return nil, fmt.Errorf("verify: %w", err)
 		}
 	}
 	var total int
@@ -188,6 +190,9 @@ func (w *walker) check(r Row) {
 		c = &ChainReport{ProjectID: r.ProjectID}
 		w.chains[r.ProjectID] = c
 		w.order = append(w.order, r.ProjectID)
+		if r.Kind != reducer.KindProjectCreated && w.startFromSnapshot(c, r) {
+			seen = true // the snapshot stands for the dropped history
+		}
 	}
 	c.Events++
 	w.last[r.ProjectID] = r.Sequence
@@ -236,6 +241,36 @@ func (w *walker) check(r Row) {
 			w.problem(r.ProjectID, sn.Sequence, "a snapshot is at a sequence that is not one of the project's events")
 		}
 	}
+}
+
+// startFromSnapshot starts a project's chain from its latest snapshot
+// before r when the events up to it were dropped: the snapshot's state
+// (checked against its recorded hash) and chain head take their place.
+func (w *walker) startFromSnapshot(c *ChainReport, r Row) bool {
+	var sn *storedSnapshot
+	pending := w.snaps[r.ProjectID]
+	for len(pending) > 0 && pending[0].Sequence < r.Sequence {
+		sn, pending = &pending[0], pending[1:]
+	}
+	if sn == nil {
+		return false
+	}
+	w.snaps[r.ProjectID] = pending
+	w.rep.Snapshots++
+	sum := sha256.Sum256(sn.State)
+	if sn.Version != reducer.SnapshotVersion || !bytes.Equal(sum[:], sn.StateHash) {
+		w.problem(r.ProjectID, sn.Sequence, "the history before this snapshot was dropped, and the snapshot does not match its recorded state hash (or has a format this build does not read)")
+		w.bad[r.ProjectID] = true
+		return true
+	}
+	p, err := reducer.Restore(w.state, sn.State)
+	if err != nil {
+		w.problem(r.ProjectID, sn.Sequence, err.Error())
+		w.bad[r.ProjectID] = true
+		return true
+	}
+	c.Head, c.Name, c.From = sn.ChainHead, p.Name, sn.Sequence
+	return true
 }
 
 // checkSnapshot compares a stored snapshot with the state re-derived from

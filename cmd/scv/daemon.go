@@ -35,7 +35,9 @@ type Daemon struct {
 	// automatic compaction off.
 	CompactAfter int
 	Retain       int
-	Logger       *slog.Logger
+	// CompactDrop deletes compacted events instead of archiving them.
+	CompactDrop bool
+	Logger      *slog.Logger
 
 	ledger *ledger.Ledger
 	server *control.Server
@@ -70,6 +72,7 @@ func (d *Daemon) ParseFlags(args []string, stderr io.Writer) error {
 	fs.DurationVar(&d.HeartbeatEvery, "heartbeat-every", -1, "journal at most one heartbeat per run per `interval` (0: every one; default: a tenth of --stale-after)")
 	fs.IntVar(&d.CompactAfter, "compact-after", DefaultCompactAfter, "compact a project whose live tail holds more than `N` events (0: never)")
 	fs.IntVar(&d.Retain, "retain", DefaultRetain, "events a compaction keeps live (`K` newest)")
+	fs.BoolVar(&d.CompactDrop, "compact-drop", false, "delete what compaction folds into a snapshot instead of archiving it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -149,7 +152,7 @@ func (d *Daemon) SweepEvery() time.Duration {
 // compact compacts every project whose live tail outgrew CompactAfter.
 func (d *Daemon) compact(log *slog.Logger) {
 	for _, id := range d.ledger.CompactDue(d.CompactAfter) {
-		c, err := d.ledger.Compact(context.Background(), id, d.Retain)
+		c, err := d.ledger.CompactWith(context.Background(), id, ledger.CompactOptions{Retain: d.Retain, Drop: d.CompactDrop})
 		if err != nil {
 			log.Error("compact", "project", id, "err", err)
 			continue

@@ -41,6 +41,7 @@ func runCompact(c *client, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	c.globalFlags(fs)
 	retain := fs.Uint64("retain", 0, "keep the `K` newest events live")
+	drop := fs.Bool("drop", false, "delete the compacted events instead of archiving them (the snapshot stands for them)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -58,7 +59,7 @@ func runCompact(c *client, args []string, stdout, stderr io.Writer) error {
 		return c.dialError(err)
 	}
 	defer cl.Close()
-	cmd := control.CmdLedgerCompact{Project: pos[0], Retain: retain}
+	cmd := control.CmdLedgerCompact{Project: pos[0], Retain: retain, Drop: *drop}
 	if c.json {
 		raw, err := cl.CallRaw(ctx, cmd)
 		if err != nil {
@@ -164,6 +165,11 @@ func printChains(stdout io.Writer, rep *ledger.VerifyReport) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", dash(c.Name), c.ProjectID, c.Events, hex.EncodeToString(c.Head))
 	}
 	tw.Flush()
+	for _, c := range rep.Chains {
+		if c.From > 0 {
+			fmt.Fprintf(stdout, "%s: the events up to %d were dropped by compaction; its chain starts at the snapshot there\n", dash(c.Name), c.From)
+		}
+	}
 }
 
 // runVerifyBundle is `scv ledger verify --bundle FILE`: no database, only

@@ -66,7 +66,7 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: scv COMMAND
 
   daemon [--db PATH] [--socket PATH] [--stale-after 5m] [--heartbeat-every D]
-         [--compact-after 10000] [--retain 1000]
+         [--compact-after 10000] [--retain 1000] [--compact-drop]
                                           run the daemon in the foreground
   version                                 print the version
   ledger verify [--db PATH] [--project P] [--head ID=HEX ...]
@@ -75,7 +75,8 @@ func usage(w io.Writer) {
                                           check an exported bundle (no database needed)
   ledger export [--db PATH] PROJECT [-o FILE]
                                           write a project's history as a self-verifying bundle
-  ledger compact PROJECT [--retain K]     fold old events into a snapshot and the archive (through the daemon)
+  ledger compact PROJECT [--retain K] [--drop]
+                                          fold old events into a snapshot and the archive (through the daemon)
 
 Client commands (global flags: --socket PATH or SCV_SOCKET, --json):
   status
