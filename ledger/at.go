@@ -5,9 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-
-	"github.com/jmoiron/sqlx"
 
 	"scv/reducer"
 )
@@ -22,19 +19,11 @@ import (
 // state; a project unknown, or not yet created at seq, is
 // reducer.ErrNotFound.
 func ProjectAt(ctx context.Context, path, project string, seq uint64) (*reducer.Project, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("project at: %w", err)
-	}
-	db, err := sqlx.Open("sqlite", DSN(path, true))
+	tx, done, err := readFile(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("project at: %w", err)
 	}
-	defer db.Close()
-	tx, err := db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, fmt.Errorf("project at: %w", err)
-	}
-	defer tx.Rollback()
+	defer done()
 
 	// An ID wins over a name; among projects of the same name, the first.
 	var created struct {

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
@@ -214,4 +215,24 @@ func resolveProject(ctx context.Context, tx *sqlx.Tx, ref string) (id, name stri
 		return "", "", storage(err)
 	}
 	return p.ID, p.Name, nil
+}
+
+// readFile opens the database file at path for reading only, without a
+// daemon, in one read transaction (one snapshot of the file for all that
+// is read); done closes both. A missing file is an error, not a new empty
+// database.
+func readFile(ctx context.Context, path string) (tx *sqlx.Tx, done func(), err error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, nil, err
+	}
+	db, err := sqlx.Open("sqlite", DSN(path, true))
+	if err != nil {
+		return nil, nil, err
+	}
+	tx, err = db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return tx, func() { tx.Rollback(); db.Close() }, nil
 }

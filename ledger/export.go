@@ -9,9 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-
-	"github.com/jmoiron/sqlx"
 
 	"scv/reducer"
 )
@@ -92,19 +89,11 @@ type bundleLine struct {
 // VerifyBundle checks a bundle without the database.
 func Export(ctx context.Context, dbPath, project string, w io.Writer) (Manifest, error) {
 	m := Manifest{Format: BundleFormat}
-	if _, err := os.Stat(dbPath); err != nil {
-		return m, fmt.Errorf("export: %w", err)
-	}
-	db, err := sqlx.Open("sqlite", DSN(dbPath, true))
+	tx, done, err := readFile(ctx, dbPath)
 	if err != nil {
 		return m, fmt.Errorf("export: %w", err)
 	}
-	defer db.Close()
-	tx, err := db.BeginTxx(ctx, nil) // one snapshot for the whole export
-	if err != nil {
-		return m, fmt.Errorf("export: %w", err)
-	}
-	defer tx.Rollback()
+	defer done()
 
 	if m.ProjectID, m.Name, err = resolveProject(ctx, tx, project); err != nil {
 		return m, fmt.Errorf("export: %w", err)

@@ -7,10 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
-
-	"github.com/jmoiron/sqlx"
 
 	"scv/reducer"
 )
@@ -78,19 +75,11 @@ const maxProblems = 100
 // predecessor's hash), and that the history folds through the reducer
 // without contradiction. It works with or without a daemon running.
 func Verify(ctx context.Context, path string, opts VerifyOptions) (*VerifyReport, error) {
-	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("verify: %w", err)
-	}
-	db, err := sqlx.Open("sqlite", DSN(path, true))
+	tx, done, err := readFile(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
-	defer db.Close()
-	tx, err := db.BeginTxx(ctx, nil) // one snapshot for the whole walk
-	if err != nil {
-		return nil, fmt.Errorf("verify: %w", err)
-	}
-	defer tx.Rollback()
+	defer done()
 
 	rep := &VerifyReport{}
 	var lines []string
