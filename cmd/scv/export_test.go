@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/ledger"
 	"scv/reducer"
 )
 
@@ -21,23 +20,11 @@ import (
 // database; a tampered bundle exits 1 naming the edited sequence; bad
 // command lines are usage errors.
 func TestLedgerExportCommand(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "ledger.db")
+	path, l, runID := acmeLedger(t, "one", "two")
+	dir := filepath.Dir(path)
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, path, ledger.Options{})
-	require.NoError(t, err)
-	ids := []string{"01PROJECTA", "01TASK", "01RUN"}
-	for _, c := range []reducer.Command{
-		reducer.CreateProject{ProjectID: ids[0], Name: "acme", Workspace: dir},
-		reducer.AddTask{Project: "acme", TaskID: ids[1], Title: "build"},
-		reducer.StartRun{Project: "acme", TaskID: ids[1], RunID: ids[2], Agent: "codex"},
-		reducer.ProgressRun{Project: "acme", RunID: ids[2], Progress: "one"},
-		reducer.ProgressRun{Project: "acme", RunID: ids[2], Progress: "two"},
-	} {
-		_, err := l.Execute(ctx, c)
-		require.NoError(t, err)
-	}
-	_, err = l.Compact(ctx, "acme", 1)
+	ids := []string{"01PROJECTA", "01TASK", runID}
+	_, err := l.Compact(ctx, "acme", 1)
 	require.NoError(t, err)
 	_, err = l.Execute(ctx, reducer.ProgressRun{Project: "acme", RunID: ids[2], Progress: "three"})
 	require.NoError(t, err)

@@ -16,28 +16,39 @@ import (
 	"scv/reducer"
 )
 
-// TestLedgerVerifyCommand: `scv ledger verify` exits 0 on an intact
-// database and prints each chain head; after someone drops the triggers
-// and edits one event's data it exits 1 naming that event's sequence; a
-// saved head catches a cut tail.
-func TestLedgerVerifyCommand(t *testing.T) {
+// acmeLedger opens a ledger in a temp dir with project acme (ID
+// 01PROJECTA), task build (01TASK) and run 01RUN, which reported the given
+// progress; it returns the database path, the open ledger and the run ID.
+func acmeLedger(t *testing.T, progress ...string) (string, *ledger.Ledger, string) {
+	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "ledger.db")
 	ctx := context.Background()
 	l, err := ledger.Open(ctx, path, ledger.Options{})
 	require.NoError(t, err)
-	ids := []string{"01PROJECTA", "01TASK", "01RUN"}
-	for _, c := range []reducer.Command{
-		reducer.CreateProject{ProjectID: ids[0], Name: "acme", Workspace: dir},
-		reducer.AddTask{Project: "acme", TaskID: ids[1], Title: "build"},
-		reducer.StartRun{Project: "acme", TaskID: ids[1], RunID: ids[2], Agent: "codex"},
-		reducer.ProgressRun{Project: "acme", RunID: ids[2], Progress: "one"},
-		reducer.ProgressRun{Project: "acme", RunID: ids[2], Progress: "two"},
-		reducer.ProgressRun{Project: "acme", RunID: ids[2], Progress: "three"},
-	} {
+	cmds := []reducer.Command{
+		reducer.CreateProject{ProjectID: "01PROJECTA", Name: "acme", Workspace: dir},
+		reducer.AddTask{Project: "acme", TaskID: "01TASK", Title: "build"},
+		reducer.StartRun{Project: "acme", TaskID: "01TASK", RunID: "01RUN", Agent: "codex"},
+	}
+	for _, text := range progress {
+		cmds = append(cmds, reducer.ProgressRun{Project: "acme", RunID: "01RUN", Progress: text})
+	}
+	for _, c := range cmds {
 		_, err := l.Execute(ctx, c)
 		require.NoError(t, err)
 	}
+	return path, l, "01RUN"
+}
+
+// TestLedgerVerifyCommand: `scv ledger verify` exits 0 on an intact
+// database and prints each chain head, also with a matching saved head;
+// after someone drops the triggers and edits one event's data it exits 1
+// naming that event's sequence.
+func TestLedgerVerifyCommand(t *testing.T) {
+	path, l, _ := acmeLedger(t, "one", "two", "three")
+	ids := []string{"01PROJECTA"}
+	dir := filepath.Dir(path)
 	p, _ := l.Project("acme")
 	head := hex.EncodeToString(p.ChainHead)
 	require.NoError(t, l.Close())
