@@ -105,7 +105,7 @@ func TestUpDownUp(t *testing.T) {
 	p, err := ledger.NewMigrator(db)
 	require.NoError(t, err)
 	latest := int64(len(p.ListSources()))
-	require.Equal(t, int64(3), latest, "three migration files; update this test with the next")
+	require.Equal(t, int64(4), latest, "four migration files; update this test with the next")
 
 	assertVersion(t, p, 0)
 	assertSchema(t, db, false)
@@ -118,10 +118,15 @@ func TestUpDownUp(t *testing.T) {
 	assert.True(t, hasColumn(t, db, "events", "hash"), "00002 adds the chain hash")
 	assertAppendOnly(t, db)
 
-	// Down one at a time: 00003 takes the archive away, 00002 the hash
-	// column, 00001 the rest.
-	assert.True(t, hasColumn(t, db, "snapshots", "state_hash"))
+	// Down one at a time: 00004 takes the delegation registry away, 00003
+	// the archive, 00002 the hash column, 00001 the rest.
+	assert.Contains(t, objects(t, db, "table"), "delegations")
 	down, err := p.Down(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(4), down.Source.Version)
+	assert.NotContains(t, objects(t, db, "table"), "delegations")
+	assert.True(t, hasColumn(t, db, "snapshots", "state_hash"))
+	down, err = p.Down(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(3), down.Source.Version)
 	assert.False(t, hasColumn(t, db, "snapshots", "state_hash"))
@@ -171,6 +176,6 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	require.NoError(t, ledger.Migrate(t.Context(), db))
 	p, err := ledger.NewMigrator(db)
 	require.NoError(t, err)
-	assertVersion(t, p, 3)
+	assertVersion(t, p, 4)
 	assertSchema(t, db, true)
 }
