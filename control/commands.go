@@ -145,6 +145,27 @@ type CmdLedgerCompact struct {
 	Drop bool `json:"drop,omitempty" serde:"default"`
 }
 
+// CmdDelegationRegister is an extension (action `delegation_register`,
+// docs/protocol.md): an `scv delegate` process (the owner) registers the
+// command it started. Parent is the SCV_PARENT chain the command runs
+// with, ending with Handle; its length is the delegation's depth.
+type CmdDelegationRegister struct {
+	Handle   string `json:"handle"`
+	Agent    string `json:"agent"`
+	Session  string `json:"session" serde:"default"`
+	Parent   string `json:"parent"`
+	PID      uint32 `json:"pid"`
+	OwnerPID uint32 `json:"owner_pid"`
+	Cwd      string `json:"cwd"`
+}
+
+// CmdDelegationDone is an extension (action `delegation_done`): the owner
+// reports that its command has exited. The daemon stops whatever is left
+// of the tree and forgets the delegation.
+type CmdDelegationDone struct {
+	Handle string `json:"handle"`
+}
+
 // CmdProjectHeartbeat records a heartbeat.
 type CmdProjectHeartbeat struct {
 	Project string  `json:"project"`
@@ -173,6 +194,8 @@ func (CmdProjectRunProgress) Action() string { return "project_run_progress" }
 func (CmdProjectRunFinish) Action() string   { return "project_run_finish" }
 func (CmdProjectHeartbeat) Action() string   { return "project_heartbeat" }
 func (CmdLedgerCompact) Action() string      { return "ledger_compact" }
+func (CmdDelegationRegister) Action() string { return "delegation_register" }
+func (CmdDelegationDone) Action() string     { return "delegation_done" }
 
 // actions lists every command of the seed, in the seed's order; the
 // decoder builds a new value of the matching type for each request.
@@ -185,7 +208,7 @@ var actions = []Command{
 	CmdProjectTaskUpdate{}, CmdProjectRunStart{}, CmdProjectRunProgress{},
 	CmdProjectRunFinish{}, CmdProjectHeartbeat{},
 	// Extensions, after the seed's own.
-	CmdLedgerCompact{},
+	CmdLedgerCompact{}, CmdDelegationRegister{}, CmdDelegationDone{},
 }
 
 // EncodeCommand writes c as serde writes the seed's DaemonCommand: the

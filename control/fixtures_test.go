@@ -95,7 +95,7 @@ func fixtureScenario(workspace string) []fixtureStep {
 		cmdStep("error-conflict", func(*fixtureIDs) control.Command {
 			return control.CmdProjectCreate{Name: "acme", Workspace: workspace}
 		}),
-		cmdStep("error-unimplemented", func(*fixtureIDs) control.Command { return control.CmdDelegations{} }),
+		cmdStep("error-unimplemented", func(*fixtureIDs) control.Command { return control.CmdConfirmStatus{ID: "q-1"} }),
 		{name: "error-invalid_params", line: func(*fixtureIDs) string {
 			return `{"action":"project_task_add","project":"acme","title":"t","depends_on":[]}`
 		}},

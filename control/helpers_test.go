@@ -77,7 +77,9 @@ func startDaemon(t testing.TB, clock func() time.Time) *daemon {
 	ws := filepath.Join(dir, "acme")
 	require.NoError(t, os.Mkdir(ws, 0o755))
 
-	srv := &control.Server{Service: &control.Service{Ledger: l, Version: "test", PID: 1, Clock: clock}}
+	dels := &control.Delegations{Ledger: l, Grace: 500 * time.Millisecond}
+	require.NoError(t, dels.Load(ctx))
+	srv := &control.Server{Service: &control.Service{Ledger: l, Version: "test", PID: 1, Clock: clock, Delegations: dels}}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {

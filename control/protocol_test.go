@@ -458,8 +458,10 @@ func TestProtocolApplicationErrors(t *testing.T) {
 
 		{"channel_set", control.CmdChannelSet{Channel: "wechat", Account: "main", Enabled: true}, -32007, "unimplemented"},
 		{"channel_logout", control.CmdChannelLogout{Channel: "wechat", Account: "main"}, -32007, "unimplemented"},
-		{"delegations", control.CmdDelegations{All: true}, -32007, "unimplemented"},
-		{"delegation_kill", control.CmdDelegationKill{Orphans: true}, -32007, "unimplemented"},
+		{"kill an unknown delegation", control.CmdDelegationKill{Handle: ptr("nope")}, -32001, "not_found"},
+		{"kill neither handle nor orphans", control.CmdDelegationKill{}, -32602, "invalid_argument"},
+		{"kill a handle and the orphans", control.CmdDelegationKill{Handle: ptr("nope"), Orphans: true}, -32602, "invalid_argument"},
+		{"done of an unknown delegation", control.CmdDelegationDone{Handle: "nope"}, -32001, "not_found"},
 		{"restart_when_idle", control.CmdRestartWhenIdle{}, -32007, "unimplemented"},
 		{"confirm_ask", control.CmdConfirmAsk{Question: "ship it?"}, -32007, "unimplemented"},
 		{"confirm_status", control.CmdConfirmStatus{ID: "q-1"}, -32007, "unimplemented"},

@@ -27,6 +27,9 @@ type Service struct {
 	HeartbeatEvery time.Duration
 	// Restarter schedules restart_when_idle; nil answers unimplemented.
 	Restarter Restarter
+	// Delegations is the registry of delegated runs; nil answers the
+	// delegation actions unimplemented.
+	Delegations *Delegations
 }
 
 // Restarter restarts the daemon into the release installed at its own
@@ -42,7 +45,7 @@ type Restarter interface {
 // DelegationActive reports whether the delegation handle is registered and
 // not finished.
 func (s *Service) DelegationActive(handle string) bool {
-	return false
+	return s.Delegations != nil && s.Delegations.Active(handle)
 }
 
 func (s *Service) now() time.Time {
@@ -62,6 +65,9 @@ func (s *Service) status(project *ProjectResponse) *DaemonStatus {
 	}
 	if s.Restarter != nil {
 		st.Restart = s.Restarter.Pending()
+	}
+	if s.Delegations != nil {
+		st.Delegations = s.Delegations.Summary()
 	}
 	return st
 }
@@ -114,6 +120,11 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 		return s.execute(ctx, KindUpdated, "", reducer.ProgressRun{Project: c.Project, RunID: c.Run, Progress: c.Progress})
 	case CmdProjectRunFinish:
 		return s.execute(ctx, KindUpdated, "", reducer.FinishRun{Project: c.Project, RunID: c.Run, Status: c.Status})
+	case CmdDelegations, CmdDelegationKill, CmdDelegationRegister, CmdDelegationDone:
+		if s.Delegations == nil {
+			break
+		}
+		return s.delegations(ctx, c)
 	case CmdRestartWhenIdle:
 		if s.Restarter == nil {
 			break
@@ -141,6 +152,52 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 			Every: s.HeartbeatEvery.Milliseconds()})
 	}
 	return nil, newError(CodeUnimplemented, ReasonUnimplemented, "action %s is not implemented by this daemon yet", cmd.Action())
+}
+
+// delegations answers the delegation actions.
+func (s *Service) delegations(ctx context.Context, cmd Command) (*DaemonStatus, error) {
+	st := s.status(nil)
+	switch c := cmd.(type) {
+	case CmdDelegations:
+		st.Delegations = s.Delegations.List(c.All)
+	case CmdDelegationKill:
+		switch {
+		case c.Handle != nil && c.Orphans:
+			return nil, invalid("give a handle or orphans: true, not both")
+		case c.Handle != nil:
+			if err := s.Delegations.Kill(ctx, *c.Handle); err != nil {
+				return nil, err
+			}
+			st.Delegations = s.Delegations.Summary()
+			st.Delegations.Killed = []string{*c.Handle}
+		case c.Orphans:
+			killed, err := s.Delegations.Sweep(ctx)
+			if err != nil {
+				return nil, err
+			}
+			st.Delegations = s.Delegations.Summary()
+			st.Delegations.Killed = killed
+		default:
+			return nil, invalid("give a handle, or orphans: true")
+		}
+	case CmdDelegationRegister:
+		info, err := s.Delegations.Register(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		st.Delegations = s.Delegations.Summary()
+		st.Delegations.Entries = []DelegationInfo{info}
+	case CmdDelegationDone:
+		stopped, err := s.Delegations.Done(ctx, c.Handle)
+		if err != nil {
+			return nil, err
+		}
+		st.Delegations = s.Delegations.Summary()
+		if stopped {
+			st.Delegations.Killed = []string{c.Handle}
+		}
+	}
+	return st, nil
 }
 
 // execute appends through the ledger and answers with the committed

@@ -1,0 +1,360 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"scv/control/proc"
+	"scv/ledger"
+	"scv/reducer"
+)
+
+// Delegations is the daemon's registry of delegated agent runs: commands
+// that an `scv delegate` process (the owner) started in their own process
+// group and registered. It keeps the registry in the ledger's database,
+// so that a restarted daemon still knows what runs, and stops trees whose
+// owner is gone (Sweep).
+type Delegations struct {
+	Ledger *ledger.Ledger
+	// Grace is how long a stopped tree has between SIGTERM and SIGKILL.
+	Grace  time.Duration
+	Clock  func() time.Time
+	Logger *slog.Logger
+
+	mu      sync.Mutex
+	entries map[string]*delegation
+	reaped  uint64
+	boot    string
+}
+
+// delegation is one registered run. stopping marks an entry whose tree is
+// being stopped: one caller stops it, the others leave it alone.
+type delegation struct {
+	ledger.Delegation
+	orphaned bool
+	stopping bool
+}
+
+// Delegation defaults.
+const (
+	DefaultKillGrace = 2 * time.Second
+	// DefaultSweepEvery is how often the daemon looks for orphans.
+	DefaultSweepEvery = 500 * time.Millisecond
+	maxHandle         = 64
+)
+
+func (r *Delegations) now() time.Time {
+	if r.Clock != nil {
+		return r.Clock()
+	}
+	return time.Now()
+}
+
+func (r *Delegations) logger() *slog.Logger {
+	if r.Logger != nil {
+		return r.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Load reads the registry. Entries of an earlier boot are removed: every
+// process they named is gone, and their PIDs may name others now.
+func (r *Delegations) Load(ctx context.Context) error {
+	rows, err := r.Ledger.Delegations(ctx)
+	if err != nil {
+		return err
+	}
+	boot, err := bootID()
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.boot = boot
+	r.entries = map[string]*delegation{}
+	r.mu.Unlock()
+	for _, d := range rows {
+		if d.BootID != boot {
+			if _, err := r.Ledger.DeleteDelegation(ctx, d.Handle); err != nil {
+				return err
+			}
+			r.logger().Info("delegation of an earlier boot dropped", "handle", d.Handle)
+			continue
+		}
+		r.mu.Lock()
+		r.entries[d.Handle] = &delegation{Delegation: d}
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// bootID names this boot of the machine.
+func bootID() (string, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "", fmt.Errorf("boot id: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// validHandle: 1 to 64 characters of [0-9A-Za-z_-], so that a handle
+// fits an environment variable and a comma-separated chain as is.
+func validHandle(h string) bool {
+	if h == "" || len(h) > maxHandle {
+		return false
+	}
+	for _, c := range h {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func invalid(format string, args ...any) *Error {
+	return newError(CodeInvalidParams, ReasonInvalidArgument, format, args...)
+}
+
+// Register checks c against the processes it names and records it: the
+// command's process must be alive (or just exited and not yet reaped), lead
+// its own process group, and be a child of the owner. (Its tag is not
+// checked: /proc/PID/environ is empty while the process is in the middle
+// of an exec.)
+func (r *Delegations) Register(ctx context.Context, c CmdDelegationRegister) (DelegationInfo, error) {
+	if !validHandle(c.Handle) {
+		return DelegationInfo{}, invalid("handle %q: want 1 to %d characters of [0-9A-Za-z_-]", c.Handle, maxHandle)
+	}
+	if err := reducer.ValidName("agent", c.Agent); err != nil {
+		return DelegationInfo{}, err
+	}
+	if len(c.Session) > 200 {
+		return DelegationInfo{}, invalid("session is longer than 200 bytes")
+	}
+	chain := proc.ParseChain(c.Parent)
+	if len(chain) == 0 || chain[len(chain)-1] != c.Handle || strings.Count(c.Parent, ",")+1 != len(chain) {
+		return DelegationInfo{}, invalid("parent %q: want the SCV_PARENT chain, comma-separated, ending with the handle %s", c.Parent, c.Handle)
+	}
+	for _, h := range chain {
+		if !validHandle(h) {
+			return DelegationInfo{}, invalid("parent %q: %q is not a handle", c.Parent, h)
+		}
+	}
+	if !filepath.IsAbs(c.Cwd) {
+		return DelegationInfo{}, invalid("cwd %q is not an absolute path", c.Cwd)
+	}
+	owner, err := proc.Identify(int(c.OwnerPID))
+	if err != nil || !owner.Alive() {
+		return DelegationInfo{}, invalid("owner process %d is not running", c.OwnerPID)
+	}
+	p, err := proc.Read(int(c.PID))
+	if err != nil {
+		return DelegationInfo{}, invalid("process %d is not running", c.PID)
+	}
+	switch {
+	case p.PPID != owner.PID:
+		return DelegationInfo{}, invalid("process %d is not a child of owner %d", c.PID, c.OwnerPID)
+	case p.PGID != p.PID:
+		return DelegationInfo{}, invalid("process %d does not lead its own process group", c.PID)
+	}
+	r.mu.Lock()
+	boot := r.boot
+	r.mu.Unlock()
+	d := ledger.Delegation{
+		Handle: c.Handle, Agent: c.Agent, Session: c.Session, Depth: uint32(len(chain)), Parent: c.Parent,
+		PID: p.PID, PIDStart: p.Start, OwnerPID: owner.PID, OwnerStart: owner.Start, BootID: boot,
+		Cwd: filepath.Clean(c.Cwd), Started: r.now().UnixMilli(),
+	}
+	if err := r.Ledger.PutDelegation(ctx, d); err != nil {
+		return DelegationInfo{}, err
+	}
+	e := &delegation{Delegation: d}
+	r.mu.Lock()
+	r.entries[d.Handle] = e
+	r.mu.Unlock()
+	r.logger().Info("delegation registered", "handle", d.Handle, "agent", d.Agent, "pid", d.PID, "owner", d.OwnerPID)
+	return r.info(e), nil
+}
+
+// Done ends a delegation whose command has exited: whatever is left of its
+// tree is stopped, and the entry removed. It reports whether anything had
+// to be stopped. A handle being stopped by someone else is left to them.
+func (r *Delegations) Done(ctx context.Context, handle string) (stopped bool, err error) {
+	e, err := r.claim(handle)
+	if err != nil || e == nil {
+		return false, err
+	}
+	n, err := r.stop(ctx, e)
+	return n > 0, err
+}
+
+// claim marks handle's entry as being stopped by the caller; nil (and no
+// error) when someone else already is.
+func (r *Delegations) claim(handle string) (*delegation, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.entries[handle]
+	if !ok {
+		return nil, fmt.Errorf("%w: delegation %q", reducer.ErrNotFound, handle)
+	}
+	if e.stopping {
+		return nil, nil
+	}
+	e.stopping = true
+	return e, nil
+}
+
+// stop stops e's tree and removes the entry; it returns how many
+// processes it signalled. If the tree would not stop, the entry stays, to
+// be tried again.
+func (r *Delegations) stop(ctx context.Context, e *delegation) (int, error) {
+	t := proc.Tree{Handle: e.Handle, Leader: proc.Ident{PID: e.PID, Start: e.PIDStart}}
+	grace := r.Grace
+	if grace <= 0 {
+		grace = DefaultKillGrace
+	}
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace+5*time.Second)
+	defer cancel()
+	n, err := t.Stop(stopCtx, grace)
+	if err == nil {
+		_, err = r.Ledger.DeleteDelegation(context.WithoutCancel(ctx), e.Handle)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		e.stopping = false
+		return n, err
+	}
+	delete(r.entries, e.Handle)
+	return n, nil
+}
+
+// Kill stops one delegation by handle.
+func (r *Delegations) Kill(ctx context.Context, handle string) error {
+	e, err := r.claim(handle)
+	if err != nil {
+		return err
+	}
+	if e == nil {
+		return fmt.Errorf("%w: delegation %s is already being stopped", reducer.ErrConflict, handle)
+	}
+	n, err := r.stop(ctx, e)
+	r.logger().Info("delegation killed", "handle", handle, "signalled", n, "err", err)
+	return err
+}
+
+// Sweep marks delegations whose owner is gone as orphaned and stops them,
+// counting each in reaped; it returns the handles it stopped.
+func (r *Delegations) Sweep(ctx context.Context) ([]string, error) {
+	r.mu.Lock()
+	var orphans []*delegation
+	for _, e := range r.entries {
+		if !e.orphaned && !(proc.Ident{PID: e.OwnerPID, Start: e.OwnerStart}).Alive() {
+			e.orphaned = true
+		}
+		if e.orphaned && !e.stopping {
+			e.stopping = true
+			orphans = append(orphans, e)
+		}
+	}
+	r.mu.Unlock()
+	slices.SortFunc(orphans, func(a, b *delegation) int { return strings.Compare(a.Handle, b.Handle) })
+	var killed []string
+	var errs []error
+	for _, e := range orphans {
+		n, err := r.stop(ctx, e)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r.mu.Lock()
+		r.reaped++
+		r.mu.Unlock()
+		killed = append(killed, e.Handle)
+		r.logger().Info("orphaned delegation reaped", "handle", e.Handle, "owner", e.OwnerPID, "signalled", n)
+	}
+	if len(errs) > 0 {
+		return killed, fmt.Errorf("stop orphans: %w", errs[0])
+	}
+	return killed, nil
+}
+
+// Run sweeps every interval until ctx ends.
+func (r *Delegations) Run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := r.Sweep(ctx); err != nil {
+				r.logger().Error("sweep delegations", "err", err)
+			}
+		}
+	}
+}
+
+// Active reports whether handle is registered.
+func (r *Delegations) Active(handle string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.entries[handle]
+	return ok
+}
+
+// Summary counts running delegations (orphans awaiting cleanup not
+// included) and those reaped since the daemon started.
+func (r *Delegations) Summary() DelegationSummary {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := DelegationSummary{Reaped: r.reaped}
+	for _, e := range r.entries {
+		if !e.orphaned {
+			s.Active++
+		}
+	}
+	return s
+}
+
+// List is the summary with its entries, oldest first; all adds orphans
+// awaiting cleanup.
+func (r *Delegations) List(all bool) DelegationSummary {
+	s := r.Summary()
+	r.mu.Lock()
+	var es []*delegation
+	for _, e := range r.entries {
+		if all || !e.orphaned {
+			es = append(es, e)
+		}
+	}
+	r.mu.Unlock()
+	slices.SortFunc(es, func(a, b *delegation) int {
+		if c := a.Started - b.Started; c != 0 {
+			return int(max(min(c, 1), -1))
+		}
+		return strings.Compare(a.Handle, b.Handle)
+	})
+	for _, e := range es {
+		s.Entries = append(s.Entries, r.info(e))
+	}
+	return s
+}
+
+// info is e on the wire, with its live process count.
+func (r *Delegations) info(e *delegation) DelegationInfo {
+	r.mu.Lock()
+	orphaned := e.orphaned
+	r.mu.Unlock()
+	t := proc.Tree{Handle: e.Handle, Leader: proc.Ident{PID: e.PID, Start: e.PIDStart}}
+	return DelegationInfo{
+		Handle: e.Handle, Agent: e.Agent, Session: e.Session, Depth: e.Depth,
+		PID: uint32(e.PID), OwnerPID: uint32(e.OwnerPID), Processes: uint32(t.Count()),
+		Cwd: e.Cwd, StartedUnixSeconds: seconds(e.Started), Orphaned: orphaned,
+	}
+}

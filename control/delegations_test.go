@@ -1,0 +1,194 @@
+package control_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"scv/control"
+	"scv/control/proc"
+)
+
+// startTree starts sh -c script as a delegation's command would be
+// started (own group, tagged), with this test process as its owner, and
+// reaps it when the test ends.
+func startTree(t *testing.T, handle, script string) *os.Process {
+	t.Helper()
+	p, err := proc.Start([]string{"/bin/sh", "-c", script}, t.TempDir(), os.Environ(), handle, "", nil, nil, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		id, err := proc.Identify(p.Pid)
+		if err == nil {
+			proc.Tree{Handle: handle, Leader: id}.Stop(context.Background(), 0)
+		}
+		reap(p.Pid)
+	})
+	return p
+}
+
+// reap waits for the child pid, and for nothing else: other tests' children
+// are theirs to wait for.
+func reap(pid int) (syscall.WaitStatus, error) {
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, 0, nil)
+		if err != syscall.EINTR {
+			return ws, err
+		}
+	}
+}
+
+// status runs cmd and returns the whole reply.
+func status(t *testing.T, c *control.Client, cmd control.Command) *control.DaemonStatus {
+	t.Helper()
+	st, err := c.Call(testCtx(t), cmd)
+	require.NoError(t, err, "%s", encode(t, cmd))
+	return st
+}
+
+func register(handle string, pid int) control.CmdDelegationRegister {
+	return control.CmdDelegationRegister{
+		Handle: handle, Agent: "codex", Session: "s1", Parent: handle,
+		PID: uint32(pid), OwnerPID: uint32(os.Getpid()), Cwd: "/tmp",
+	}
+}
+
+// TestDelegationRegisterRefused: a registration that does not describe a
+// command its owner started as a delegation is refused with -32602
+// invalid_argument, and the registry stays empty.
+func TestDelegationRegisterRefused(t *testing.T) {
+	d := startDaemon(t, nil)
+	c := d.client(t)
+	h := ulid.Make().String()
+	tree := startTree(t, h, "sleep 300")
+
+	// A child of ours in our own process group.
+	plain := exec.Command("sleep", "300")
+	require.NoError(t, plain.Start())
+	gone := exec.Command("true")
+	require.NoError(t, gone.Run())
+	t.Cleanup(func() {
+		plain.Process.Kill()
+		plain.Wait()
+	})
+
+	with := func(f func(*control.CmdDelegationRegister)) control.CmdDelegationRegister {
+		r := register(h, tree.Pid)
+		f(&r)
+		return r
+	}
+	for name, cmd := range map[string]control.CmdDelegationRegister{
+		"empty handle":             with(func(r *control.CmdDelegationRegister) { r.Handle, r.Parent = "", "" }),
+		"handle with a comma":      with(func(r *control.CmdDelegationRegister) { r.Handle = "a,b" }),
+		"handle with a space":      with(func(r *control.CmdDelegationRegister) { r.Handle, r.Parent = "a b", "a b" }),
+		"empty agent":              with(func(r *control.CmdDelegationRegister) { r.Agent = "" }),
+		"agent with a newline":     with(func(r *control.CmdDelegationRegister) { r.Agent = "co\ndex" }),
+		"parent without handle":    with(func(r *control.CmdDelegationRegister) { r.Parent = "OTHER" }),
+		"parent with empty link":   with(func(r *control.CmdDelegationRegister) { r.Parent = "OUTER,," + h }),
+		"relative cwd":             with(func(r *control.CmdDelegationRegister) { r.Cwd = "work" }),
+		"owner not running":        with(func(r *control.CmdDelegationRegister) { r.OwnerPID = uint32(gone.Process.Pid) }),
+		"pid not running":          with(func(r *control.CmdDelegationRegister) { r.PID = uint32(gone.Process.Pid) }),
+		"pid not the owner's":      with(func(r *control.CmdDelegationRegister) { r.PID = 1 }),
+		"pid in the owner's group": with(func(r *control.CmdDelegationRegister) { r.PID = uint32(plain.Process.Pid) }),
+	} {
+		assertCode(t, callErr(t, c, cmd), -32602, "invalid_argument", name)
+	}
+	st := status(t, c, control.CmdDelegations{All: true})
+	assert.Empty(t, st.Delegations.Entries)
+	rows, err := d.ledger.Delegations(context.Background())
+	require.NoError(t, err)
+	assert.Empty(t, rows, "nothing was stored")
+}
+
+// TestDelegationLifecycle: a registered tree (a child in its group and a
+// grandchild that left it with setsid) is listed with all its processes,
+// counted in status, known to a registry loaded afresh, and stopped whole
+// by delegation_kill, which names it in killed; its handle is then gone.
+func TestDelegationLifecycle(t *testing.T) {
+	d := startDaemon(t, nil)
+	c := d.client(t)
+	h := ulid.Make().String()
+	tree := startTree(t, h, "sleep 300 & setsid sleep 300 & wait")
+
+	st := status(t, c, register(h, tree.Pid))
+	require.Len(t, st.Delegations.Entries, 1)
+	e := st.Delegations.Entries[0]
+	assert.Equal(t, h, e.Handle)
+	assert.Equal(t, uint32(tree.Pid), e.PID)
+	assert.Equal(t, uint32(os.Getpid()), e.OwnerPID)
+	assert.Equal(t, uint32(1), e.Depth)
+	assert.False(t, e.Orphaned)
+	assertCode(t, callErr(t, c, register(h, tree.Pid)), -32002, "conflict", "second registration")
+
+	var members []proc.Info
+	require.Eventually(t, func() bool {
+		st = status(t, c, control.CmdDelegations{})
+		members = proc.Tree{Handle: h, Leader: ident(t, tree.Pid)}.Members()
+		return len(st.Delegations.Entries) == 1 && st.Delegations.Entries[0].Processes == 3
+	}, 10*time.Second, 20*time.Millisecond, "sh, its sleep, and the setsid sleep")
+	require.Len(t, members, 3)
+	sessions := map[int]bool{}
+	for _, m := range members {
+		sessions[m.SID] = true
+	}
+	assert.Len(t, sessions, 2, "one member left the session")
+	assert.Equal(t, uint64(1), status(t, c, control.CmdStatus{}).Delegations.Active)
+	assert.True(t, d.srv.Service.DelegationActive(h))
+
+	fresh := &control.Delegations{Ledger: d.ledger}
+	require.NoError(t, fresh.Load(context.Background()))
+	assert.True(t, fresh.Active(h), "the registry is in the database")
+
+	st = status(t, c, control.CmdDelegationKill{Handle: &h})
+	assert.Equal(t, []string{h}, st.Delegations.Killed)
+	assert.Equal(t, uint64(0), st.Delegations.Active)
+	assert.Equal(t, uint64(0), st.Delegations.Reaped, "killing by handle is not reaping an orphan")
+	for _, m := range members {
+		assert.False(t, proc.Ident{PID: m.PID, Start: m.Start}.Alive(), "member %d stopped", m.PID)
+	}
+	ws, err := reap(tree.Pid)
+	require.NoError(t, err)
+	assert.True(t, ws.Signaled(), "the command was stopped by a signal")
+	assert.Empty(t, status(t, c, control.CmdDelegations{All: true}).Delegations.Entries)
+	assert.False(t, d.srv.Service.DelegationActive(h))
+	assertCode(t, callErr(t, c, control.CmdDelegationKill{Handle: &h}), -32001, "not_found", "kill again")
+}
+
+// TestDelegationDone: the owner's delegation_done stops what is left of the
+// tree (here a process that outlived the command) and forgets the handle.
+func TestDelegationDone(t *testing.T) {
+	d := startDaemon(t, nil)
+	c := d.client(t)
+	h := ulid.Make().String()
+	tree := startTree(t, h, "setsid sleep 300 & echo started; exec sleep 300")
+	status(t, c, register(h, tree.Pid))
+	require.Eventually(t, func() bool {
+		return proc.Tree{Handle: h, Leader: ident(t, tree.Pid)}.Count() == 2
+	}, 10*time.Second, 20*time.Millisecond)
+
+	// The command ends; its setsid child lives on.
+	require.NoError(t, syscall.Kill(tree.Pid, syscall.SIGKILL))
+	_, err := reap(tree.Pid)
+	require.NoError(t, err)
+	left := proc.Tree{Handle: h}.Members()
+	require.Len(t, left, 1, "the tagged leftover")
+
+	st := status(t, c, control.CmdDelegationDone{Handle: h})
+	assert.Equal(t, []string{h}, st.Delegations.Killed, "something had to be stopped")
+	assert.False(t, proc.Ident{PID: left[0].PID, Start: left[0].Start}.Alive())
+	assert.False(t, d.srv.Service.DelegationActive(h))
+}
+
+func ident(t *testing.T, pid int) proc.Ident {
+	t.Helper()
+	id, err := proc.Identify(pid)
+	require.NoError(t, err)
+	return id
+}
