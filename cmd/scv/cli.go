@@ -38,6 +38,7 @@ type client struct {
 type leaf struct {
 	name string   // the words after `scv`
 	args []string // positional argument names, in order
+	opt  int      // how many more positional arguments may follow args
 	use  string   // the usage line after the name, when it says more than args
 	// setup declares the command's flags on fs and returns what builds the
 	// command from the positional arguments once all flags are parsed. A
@@ -232,6 +233,30 @@ var leaves = []*leaf{
 		},
 		print: printProjectBlock,
 	},
+	{
+		name: "delegations kill", use: "HANDLE | --orphans", opt: 1,
+		setup: func(fs *flag.FlagSet) func([]string) (control.Command, error) {
+			orphans := fs.Bool("orphans", false, "stop every orphaned delegation")
+			return func(pos []string) (control.Command, error) {
+				switch {
+				case *orphans && len(pos) == 0:
+					return control.CmdDelegationKill{Orphans: true}, nil
+				case !*orphans && len(pos) == 1:
+					return control.CmdDelegationKill{Handle: &pos[0]}, nil
+				}
+				return nil, errors.New("give one HANDLE, or --orphans")
+			}
+		},
+		print: printDelegations,
+	},
+	{
+		name: "delegations", use: "[--all]",
+		setup: func(fs *flag.FlagSet) func([]string) (control.Command, error) {
+			all := fs.Bool("all", false, "include orphans awaiting cleanup")
+			return func([]string) (control.Command, error) { return control.CmdDelegations{All: *all}, nil }
+		},
+		print: printDelegations,
+	},
 }
 
 // finishStatus reads the STATUS of `project run finish`: a RunStatus, and
@@ -277,6 +302,11 @@ func runClient(args []string, stdout, stderr io.Writer) error {
 		return usageError{"the daemon takes its own flags: scv daemon [--db PATH] [--socket PATH]"}
 	case "ledger":
 		return runLedger(c, args[1:], stdout, stderr)
+	case "delegate":
+		return c.runDelegate(args[1:], stderr)
+	}
+	if len(args) >= 3 && args[0] == "project" && args[1] == "run" && args[2] == "exec" {
+		return c.runExec(args[3:], stdout, stderr)
 	}
 	l, rest, err := findLeaf(args, stdout)
 	if err != nil {
@@ -372,8 +402,8 @@ func (c *client) parse(l *leaf, args []string) (control.Command, error) {
 	if len(pos) < len(l.args) {
 		return nil, bad("missing %s", strings.Join(l.args[len(pos):], " "))
 	}
-	if len(pos) > len(l.args) {
-		return nil, bad("unexpected argument %q", pos[len(l.args)])
+	if len(pos) > len(l.args)+l.opt {
+		return nil, bad("unexpected argument %q", pos[len(l.args)+l.opt])
 	}
 	cmd, err := build(pos)
 	if err != nil {

@@ -46,6 +46,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
+	var x exitError
+	if errors.As(err, &x) {
+		if x.err != nil {
+			fmt.Fprintln(stderr, "scv:", x.err)
+		}
+		return x.code
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "scv:", err)
 		var u usageError
@@ -90,5 +97,12 @@ Client commands (global flags: --socket PATH or SCV_SOCKET, --json):
   project run progress PROJECT RUN TEXT
   project run finish PROJECT RUN succeeded|failed|cancelled
   project heartbeat PROJECT [--task T] [--run R]
+  project run exec PROJECT TASK [--agent NAME] [--session S] [--heartbeat-every 30s] -- CMD ARGS...
+                                          run CMD as a supervised run of TASK: heartbeats, progress
+                                          lines ("progress: TEXT"), finish; exits with CMD's code
+  delegate [--agent NAME] [--session S] -- CMD ARGS...
+                                          run CMD as a delegation the daemon tracks; exits with CMD's code
+  delegations [--all]                     list running delegations (--all: orphans too)
+  delegations kill HANDLE | --orphans     stop a delegation's whole process tree
 `)
 }

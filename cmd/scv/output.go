@@ -38,7 +38,40 @@ func printDaemonStatus(w io.Writer, st *control.DaemonStatus) error {
 	row(tw, "pid", fmt.Sprint(st.PID))
 	row(tw, "components", fmt.Sprint(len(st.Components)))
 	row(tw, "delegations", fmt.Sprintf("%d active, %d reaped", st.Delegations.Active, st.Delegations.Reaped))
+	if r := st.Restart; r != nil {
+		waiting := "nothing"
+		if r.WaitingFor != nil {
+			waiting = clean(*r.WaitingFor, 0)
+		}
+		row(tw, "restart", fmt.Sprintf("to %s, waiting for %s, at the latest %s",
+			clean(r.ToVersion, 0), waiting, localTime(r.DeadlineUnixSeconds)))
+	}
 	return tw.Flush()
+}
+
+// printDelegations is `scv delegations` and `scv delegations kill`.
+func printDelegations(w io.Writer, st *control.DaemonStatus, _ control.Command, now time.Time) error {
+	d := st.Delegations
+	for _, h := range d.Killed {
+		fmt.Fprintf(w, "stopped %s\n", h)
+	}
+	if len(d.Entries) > 0 {
+		tw := newTable(w)
+		row(tw, "HANDLE", "AGENT", "PID", "OWNER", "PROCS", "DEPTH", "STARTED", "CWD")
+		for _, e := range d.Entries {
+			handle := e.Handle
+			if e.Orphaned {
+				handle += " (orphaned)"
+			}
+			row(tw, handle, clean(e.Agent, 24), fmt.Sprint(e.PID), fmt.Sprint(e.OwnerPID), fmt.Sprint(e.Processes),
+				fmt.Sprint(e.Depth), age(now.Sub(time.Unix(int64(e.StartedUnixSeconds), 0))), clean(e.Cwd, 0))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintf(w, "%d active, %d reaped since the daemon started\n", d.Active, d.Reaped)
+	return err
 }
 
 // projectOf returns the reply's project payload and checks it is of kind.
