@@ -80,6 +80,14 @@ func startDaemon(t testing.TB, clock func() time.Time) *daemon {
 	dels := &control.Delegations{Ledger: l, Grace: 500 * time.Millisecond}
 	require.NoError(t, dels.Load(ctx))
 	srv := &control.Server{Service: &control.Service{Ledger: l, Version: "test", PID: 1, Clock: clock, Delegations: dels}}
+	serve(t, srv, ln, l)
+	return &daemon{dir: dir, sock: sock, workspace: ws, ledger: l, srv: srv}
+}
+
+// serve runs srv on ln until the test ends, then shuts it down, checks
+// that Serve returned nil, and closes l. Serve's result arrives on the
+// returned channel, which only a failing test reads.
+func serve(t testing.TB, srv *control.Server, ln net.Listener, l *ledger.Ledger) chan error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -94,7 +102,7 @@ func startDaemon(t testing.TB, clock func() time.Time) *daemon {
 		}
 		assert.NoError(t, l.Close(), "ledger close")
 	})
-	return &daemon{dir: dir, sock: sock, workspace: ws, ledger: l, srv: srv}
+	return served
 }
 
 // client dials the daemon with the same client the CLI uses.

@@ -35,6 +35,12 @@ type Server struct {
 	closing  bool
 	wg       sync.WaitGroup
 	allowUID map[uint32]bool
+
+	// Pause and Resume (a restart hands the listener over).
+	paused    bool
+	accepting bool          // Serve is in its accept loop, not parked
+	resume    chan struct{} // closed by Resume (or Shutdown): a parked Serve goes on
+	changed   chan struct{} // closed and renewed whenever a connection ends or Serve parks
 }
 
 // Listen creates the socket at path (its folder 0700, the socket 0600),
@@ -64,7 +70,8 @@ func Listen(path string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Serve accepts connections until Shutdown.
+// Serve accepts connections until Shutdown. While the server is paused
+// it accepts nothing and waits for Resume: a pause does not end it.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
 	if s.closing {
@@ -74,7 +81,18 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.ln = ln
 	s.conns = map[net.Conn]bool{}
 	s.allowUID = map[uint32]bool{0: true, uint32(os.Getuid()): true}
+	s.accepting = true
+	if s.paused {
+		// Paused before Serve: stop Accept at once.
+		setAcceptDeadline(ln, time.Now())
+	}
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.accepting = false
+		s.notify()
+		s.mu.Unlock()
+	}()
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -84,9 +102,25 @@ func (s *Server) Serve(ln net.Listener) error {
 			if closing {
 				return nil
 			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				// Only Pause sets a deadline: wait for Resume (or
+				// go on at once if it came already).
+				if !s.park() {
+					return nil
+				}
+				continue
+			}
 			return err
 		}
 		s.mu.Lock()
+		if s.paused {
+			// Accepted just as Pause stopped Accept: close it unread,
+			// as Pause closes idle connections. The client's contract
+			// covers it: nothing sent on it was executed.
+			s.mu.Unlock()
+			c.Close()
+			continue
+		}
 		if s.closing {
 			s.mu.Unlock()
 			c.Close()
@@ -104,6 +138,7 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
+	s.wake() // a paused Serve returns
 	if s.ln != nil {
 		s.ln.Close()
 	}
@@ -123,6 +158,130 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
+// Pause stops accepting without closing the listener, so that new
+// connections wait in the kernel's backlog and none is refused; lets every
+// request being answered finish and write its reply; and closes every
+// connection between requests (an idle one at once). A request line the
+// server has read but not yet started is answered first; nothing more is
+// read from a connection once the pause began. Pause returns when no
+// connection is left and Serve has stopped accepting, or with ctx's error
+// (still paused: call Resume). Serve does not return: it waits for Resume
+// or Shutdown. The listener, and so the socket, can then be handed to
+// another process. The listener must have SetDeadline (a Unix or TCP
+// listener has): that is how Accept is stopped.
+func (s *Server) Pause(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return net.ErrClosed
+	}
+	if s.paused {
+		s.mu.Unlock()
+		return errors.New("control: server already paused")
+	}
+	s.paused = true
+	s.resume = make(chan struct{})
+	if s.ln != nil {
+		setAcceptDeadline(s.ln, time.Now()) // wake Accept; Serve parks
+	}
+	for c, busy := range s.conns {
+		if !busy {
+			c.SetReadDeadline(time.Now()) // wake the reader; it exits
+		}
+	}
+	s.mu.Unlock()
+	for {
+		s.mu.Lock()
+		if !s.accepting && len(s.conns) == 0 {
+			s.mu.Unlock()
+			return nil
+		}
+		changed := s.changedLocked()
+		s.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Resume ends a pause: Serve accepts again on the same listener, starting
+// with the connections that queued meanwhile.
+func (s *Server) Resume() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.paused {
+		return
+	}
+	s.paused = false
+	if s.ln != nil {
+		setAcceptDeadline(s.ln, time.Time{})
+	}
+	s.wake()
+}
+
+// InFlight is the number of requests being answered now.
+func (s *Server) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, busy := range s.conns {
+		if busy {
+			n++
+		}
+	}
+	return n
+}
+
+// park waits while the server is paused; false means it is closing.
+func (s *Server) park() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.paused && !s.closing {
+		s.accepting = false
+		s.notify()
+		resume := s.resume
+		s.mu.Unlock()
+		<-resume
+		s.mu.Lock()
+	}
+	s.accepting = true
+	return !s.closing
+}
+
+// wake lets a parked Serve go on. s.mu is held.
+func (s *Server) wake() {
+	if s.resume != nil {
+		close(s.resume)
+		s.resume = nil
+	}
+}
+
+// changedLocked is the channel the next notify closes. s.mu is held.
+func (s *Server) changedLocked() chan struct{} {
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return s.changed
+}
+
+// notify wakes a Pause waiting for connections to end. s.mu is held.
+func (s *Server) notify() {
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
+}
+
+// setAcceptDeadline sets ln's accept deadline, if it has one (a Unix or
+// TCP listener does).
+func setAcceptDeadline(ln net.Listener, t time.Time) {
+	if d, ok := ln.(interface{ SetDeadline(time.Time) error }); ok {
+		d.SetDeadline(t)
+	}
+}
+
 func (s *Server) logger() *slog.Logger {
 	if s.Logger != nil {
 		return s.Logger
@@ -131,12 +290,12 @@ func (s *Server) logger() *slog.Logger {
 }
 
 // setBusy marks c as answering (or not) and reports whether the server is
-// closing.
-func (s *Server) setBusy(c net.Conn, busy bool) (closing bool) {
+// closing, or paused.
+func (s *Server) setBusy(c net.Conn, busy bool) (closing, paused bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.conns[c] = busy
-	return s.closing
+	return s.closing, s.paused
 }
 
 func (s *Server) serveConn(c net.Conn) {
@@ -144,6 +303,7 @@ func (s *Server) serveConn(c net.Conn) {
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, c)
+		s.notify()
 		s.mu.Unlock()
 		c.Close()
 	}()
@@ -178,8 +338,15 @@ func (s *Server) serveConn(c net.Conn) {
 				return
 			}
 		}
-		if s.setBusy(c, false) {
+		closing, paused := s.setBusy(c, false)
+		if closing {
 			return
+		}
+		if paused {
+			// Answer the lines already read (a client that pipelines),
+			// read nothing more from the socket: the next read ends
+			// the connection.
+			c.SetReadDeadline(time.Now())
 		}
 	}
 }

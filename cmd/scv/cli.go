@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"scv/control"
+	"scv/control/proc"
 	"scv/reducer"
 )
 
@@ -232,6 +233,38 @@ var leaves = []*leaf{
 			}
 		},
 		print: printProjectBlock,
+	},
+	{
+		name: "restart-when-idle", use: "[--version V] [--commit C] [--max-wait 10m]",
+		setup: func(fs *flag.FlagSet) func([]string) (control.Command, error) {
+			v := fs.String("version", "", "the release installed at the daemon's path (`V`); the daemon checks it")
+			commit := fs.String("commit", "", "the commit it was built from (`C`), for the daemon's log")
+			wait := fs.Duration("max-wait", 0, "restart after this long even if work still runs (default: the daemon's, 10m)")
+			return func([]string) (control.Command, error) {
+				c := control.CmdRestartWhenIdle{}
+				if *v != "" {
+					c.Version = v
+				}
+				if *commit != "" {
+					c.Commit = commit
+				}
+				// Inside a delegation, the daemon waits for it to end.
+				if parent := os.Getenv(proc.ParentEnv); parent != "" {
+					c.Parent = &parent
+				}
+				if isSet(fs, "max-wait") {
+					if *wait < 0 {
+						return nil, errors.New("--max-wait must not be negative")
+					}
+					secs := uint64(wait.Round(time.Second) / time.Second)
+					c.MaxWaitSeconds = &secs
+				}
+				return c, nil
+			}
+		},
+		print: func(w io.Writer, st *control.DaemonStatus, _ control.Command, _ time.Time) error {
+			return printDaemonStatus(w, st)
+		},
 	},
 	{
 		name: "delegations kill", use: "HANDLE | --orphans", opt: 1,

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -37,14 +38,47 @@ type Daemon struct {
 	Retain       int
 	// CompactDrop deletes compacted events instead of archiving them.
 	CompactDrop bool
-	Logger      *slog.Logger
+	// KillGrace is how long a delegation's processes have between SIGTERM
+	// and SIGKILL when the daemon stops them (0: the default).
+	KillGrace time.Duration
+	Logger    *slog.Logger
+	// Executable is the daemon's own binary, resolved once at start
+	// (before any release replaces it): restart_when_idle restarts into
+	// the release installed there. Empty: restarts are refused.
+	Executable string
+	// Args are the arguments the daemon was started with (after the
+	// program name); the release it restarts into gets them again.
+	Args []string
 
-	ledger *ledger.Ledger
-	server *control.Server
-	ln     net.Listener
-	locks  []*os.File
-	stop   chan struct{} // closed by Close: the sweeper ends
-	swept  chan struct{} // closed when the sweeper has ended
+	ledger    *ledger.Ledger
+	server    *control.Server
+	ln        net.Listener
+	inherited bool     // ln came from the daemon this one replaced
+	ready     *os.File // that daemon's readiness pipe, written once open
+	locks     []*os.File
+	restarter *restarter
+	// readyTimeout bounds the wait for a restart's new process (0: 30 s).
+	readyTimeout time.Duration
+	loops        *loops     // the background loops running, or nil
+	life         *lifecycle // made by Open
+}
+
+// loops are the daemon's background goroutines.
+type loops struct {
+	ctx    context.Context // cancelled to end them
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// lifecycle is the state Close and a restart agree on. Open makes it
+// anew, so that a Serve still returning from a closed daemon does not
+// touch a Daemon value opened again.
+type lifecycle struct {
+	mu        sync.Mutex // serialises Close and a restart
+	closed    bool
+	handedOff bool  // a new process took the socket over
+	successor int   // its pid
+	broken    error // a failed restart could not reopen: Serve returns it
 }
 
 // Defaults of the daemon's flags.
@@ -73,6 +107,7 @@ func (d *Daemon) ParseFlags(args []string, stderr io.Writer) error {
 	fs.IntVar(&d.CompactAfter, "compact-after", DefaultCompactAfter, "compact a project whose live tail holds more than `N` events (0: never)")
 	fs.IntVar(&d.Retain, "retain", DefaultRetain, "events a compaction keeps live (`K` newest)")
 	fs.BoolVar(&d.CompactDrop, "compact-drop", false, "delete what compaction folds into a snapshot instead of archiving it")
+	fs.DurationVar(&d.KillGrace, "kill-grace", control.DefaultKillGrace, "time a stopped delegation's processes get between SIGTERM and SIGKILL")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -85,6 +120,9 @@ func (d *Daemon) ParseFlags(args []string, stderr io.Writer) error {
 	if d.CompactAfter < 0 || d.Retain < 0 || (d.CompactAfter > 0 && d.Retain >= d.CompactAfter) {
 		return usageError{"scv daemon: --retain must be at least 0 and smaller than --compact-after"}
 	}
+	if d.KillGrace <= 0 {
+		return usageError{"scv daemon: --kill-grace must be positive"}
+	}
 	if d.HeartbeatEvery >= d.StaleAfter {
 		// A live run's heartbeats would be coalesced past its window.
 		return usageError{"scv daemon: --heartbeat-every must be shorter than --stale-after"}
@@ -94,51 +132,153 @@ func (d *Daemon) ParseFlags(args []string, stderr io.Writer) error {
 
 // Open takes the daemon's locks, opens the socket, then the ledger: a
 // daemon that cannot have the socket never touches (or migrates) the
-// database.
+// database. A daemon started by restart_when_idle takes the listener its
+// predecessor passed it instead of opening the socket, and tells it once
+// it is open.
 func (d *Daemon) Open(ctx context.Context) (err error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
+	d.life = &lifecycle{}
 	defer func() {
 		if err != nil {
+			d.closeLedger()
 			d.release()
 		}
 	}()
-	// One daemon per socket and one per database: flock(2) on a lock file
-	// beside each, released by the kernel when the process ends.
-	for _, p := range []string{d.SocketPath, d.DBPath} {
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			return err
-		}
-		f, err := lockFile(p + ".lock")
-		if err != nil {
-			return err
-		}
-		d.locks = append(d.locks, f)
-	}
-	ln, err := control.Listen(d.SocketPath)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", d.SocketPath, err)
-	}
-	d.ln = ln
-	l, err := ledger.Open(ctx, d.DBPath, ledger.Options{})
-	if err != nil {
+	if err := d.lock(); err != nil {
 		return err
 	}
-	d.ledger = l
+	if err := d.listen(); err != nil {
+		return err
+	}
 	if d.StaleAfter <= 0 {
 		d.StaleAfter = DefaultStaleAfter
 	}
 	if d.HeartbeatEvery < 0 {
 		d.HeartbeatEvery = d.StaleAfter / 10
 	}
-	d.server = &control.Server{
-		Service: &control.Service{Ledger: l, Version: version, PID: uint32(os.Getpid()), HeartbeatEvery: d.HeartbeatEvery},
-		Logger:  d.Logger.With("component", "control"),
+	svc := &control.Service{Version: version, PID: uint32(os.Getpid()), HeartbeatEvery: d.HeartbeatEvery}
+	d.server = &control.Server{Service: svc, Logger: d.Logger.With("component", "control")}
+	if err := d.openLedger(ctx); err != nil {
+		return err
 	}
-	d.stop, d.swept = make(chan struct{}), make(chan struct{})
-	go d.sweep()
+	svc.Delegations = &control.Delegations{Ledger: d.ledger, Grace: d.KillGrace, Logger: d.Logger.With("component", "delegations")}
+	if err := svc.Delegations.Load(ctx); err != nil {
+		return err
+	}
+	d.restarter = newRestarter(d, d.Logger.With("component", "restart"))
+	svc.Restarter = d.restarter
+	d.startLoops()
+	if d.ready != nil {
+		// The daemon this one replaces waits for this byte to hand over.
+		_, err := d.ready.Write([]byte{1})
+		d.ready.Close()
+		d.ready = nil
+		if err != nil {
+			d.stopLoops()
+			return fmt.Errorf("signal readiness: %w", err)
+		}
+	}
 	return nil
+}
+
+// lock takes the daemon's locks. One daemon per socket and one per
+// database: flock(2) on a lock file beside each, released by the kernel
+// when the process ends, or by unlock before a restart.
+func (d *Daemon) lock() error {
+	for _, p := range []string{d.SocketPath, d.DBPath} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			d.unlock()
+			return err
+		}
+		f, err := lockFile(p + ".lock")
+		if err != nil {
+			d.unlock()
+			return err
+		}
+		d.locks = append(d.locks, f)
+	}
+	return nil
+}
+
+// unlock releases the locks lock took.
+func (d *Daemon) unlock() {
+	for _, f := range d.locks {
+		f.Close()
+	}
+	d.locks = nil
+}
+
+// listen opens the socket, or takes the listener passed by the daemon
+// this one replaces.
+func (d *Daemon) listen() error {
+	ln, ready, err := inheritedListener(d.SocketPath)
+	if err != nil {
+		return err
+	}
+	if ln != nil {
+		d.ln, d.ready, d.inherited = ln, ready, true
+		return nil
+	}
+	if d.ln, err = control.Listen(d.SocketPath); err != nil {
+		return fmt.Errorf("listen on %s: %w", d.SocketPath, err)
+	}
+	return nil
+}
+
+// openLedger opens the ledger and hands it to the service.
+func (d *Daemon) openLedger(ctx context.Context) error {
+	l, err := ledger.Open(ctx, d.DBPath, ledger.Options{})
+	if err != nil {
+		return err
+	}
+	d.ledger = l
+	d.server.Service.Ledger = l
+	if dels := d.server.Service.Delegations; dels != nil {
+		dels.Ledger = l // reopened after a failed restart
+	}
+	return nil
+}
+
+// closeLedger closes the ledger, if open: it answers the commands already
+// queued first.
+func (d *Daemon) closeLedger() error {
+	if d.ledger == nil {
+		return nil
+	}
+	err := d.ledger.Close()
+	d.ledger = nil
+	return err
+}
+
+// startLoops starts the daemon's background loops; stopLoops ends them.
+// A restart stops them before it closes the ledger and starts them again
+// if the new process fails. A loop runs until its context is cancelled.
+func (d *Daemon) startLoops() {
+	d.loops = &loops{}
+	d.loops.ctx, d.loops.cancel = context.WithCancel(context.Background())
+	d.loops.run(d.sweep)
+	d.loops.run(func(ctx context.Context) { d.server.Service.Delegations.Run(ctx, control.DefaultSweepEvery) })
+}
+
+// run runs loop until stopLoops.
+func (l *loops) run(loop func(ctx context.Context)) {
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		loop(l.ctx)
+	}()
+}
+
+// stopLoops ends the background loops and waits for them.
+func (d *Daemon) stopLoops() {
+	if d.loops == nil {
+		return
+	}
+	d.loops.cancel()
+	d.loops.wg.Wait()
+	d.loops = nil
 }
 
 // SweepEvery is how often the sweeper looks for silent runs: a twentieth
@@ -161,15 +301,14 @@ func (d *Daemon) compact(log *slog.Logger) {
 	}
 }
 
-// sweep marks silent runs stale, and compacts, until Close.
-func (d *Daemon) sweep() {
-	defer close(d.swept)
+// sweep marks silent runs stale, and compacts, until ctx ends.
+func (d *Daemon) sweep(ctx context.Context) {
 	log := d.Logger.With("component", "sweeper")
 	t := time.NewTicker(d.SweepEvery())
 	defer t.Stop()
 	for {
 		select {
-		case <-d.stop:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 			n, err := d.ledger.MarkStale(context.Background(), d.StaleAfter)
@@ -201,44 +340,88 @@ func lockFile(path string) (*os.File, error) {
 	return f, nil
 }
 
-// release closes what Open opened, in reverse order.
+// release closes the listener and the locks. It leaves a socket this
+// daemon did not create (it was passed one by the daemon it replaces,
+// which may still serve on it).
 func (d *Daemon) release() {
 	if d.ln != nil {
+		if d.inherited {
+			d.ln.(*net.UnixListener).SetUnlinkOnClose(false)
+		}
 		d.ln.Close()
-		os.Remove(d.SocketPath)
+		if !d.inherited {
+			os.Remove(d.SocketPath)
+		}
 	}
-	for _, f := range d.locks {
-		f.Close()
+	if d.ready != nil {
+		d.ready.Close()
+		d.ready = nil
 	}
-	d.locks = nil
+	d.unlock()
 }
 
-// Serve answers requests until Close.
-func (d *Daemon) Serve() error { return d.server.Serve(d.ln) }
+// Serve answers requests until Close, or until a restart handed the
+// socket over to a new process (it returns nil then).
+func (d *Daemon) Serve() error {
+	life := d.life
+	err := d.server.Serve(d.ln)
+	life.mu.Lock()
+	defer life.mu.Unlock()
+	if life.broken != nil {
+		return life.broken
+	}
+	return err
+}
+
+// HandedOff reports whether a restart handed the socket over to a new
+// process: this one has nothing left to close.
+func (d *Daemon) HandedOff() bool {
+	d.life.mu.Lock()
+	defer d.life.mu.Unlock()
+	return d.life.handedOff
+}
 
 // Close stops taking requests, answers those in flight, and closes the
-// ledger.
+// ledger. After a restart handed over, there is nothing left to close.
 func (d *Daemon) Close() error {
+	d.life.mu.Lock()
+	defer d.life.mu.Unlock()
+	if d.life.closed {
+		return nil
+	}
+	d.life.closed = true
+	if d.restarter != nil {
+		d.restarter.cancel()
+	}
+	if d.life.handedOff {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := d.server.Shutdown(ctx)
-	close(d.stop)
-	<-d.swept
+	d.stopLoops()
 	os.Remove(d.SocketPath)
-	err = errors.Join(err, d.ledger.Close())
+	err = errors.Join(err, d.closeLedger())
 	d.release()
 	return err
 }
 
 // runDaemon is `scv daemon`: it runs in the foreground until SIGINT or
-// SIGTERM.
+// SIGTERM, or until restart_when_idle handed over to a new process.
 func runDaemon(args []string, stderr io.Writer) error {
 	// Everything the daemon creates (database, socket, lock files) is
 	// for its owner alone.
 	syscall.Umask(0o077)
-	d := &Daemon{Logger: slog.New(slog.NewTextHandler(stderr, nil))}
+	d := &Daemon{Logger: slog.New(slog.NewTextHandler(stderr, nil)), Args: append([]string{"daemon"}, args...)}
 	if err := d.ParseFlags(args, stderr); err != nil {
 		return err
+	}
+	// Resolved now: a release installed later replaces the file, not
+	// this path (Go drops the " (deleted)" Linux then shows).
+	if exe, err := os.Executable(); err == nil {
+		d.Executable = exe
+	} else {
+		d.Logger.Warn("own executable unknown: restart_when_idle is refused", "err", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -246,18 +429,29 @@ func runDaemon(args []string, stderr io.Writer) error {
 		return err
 	}
 	d.Logger.Info("daemon started", "version", version, "db", d.DBPath, "socket", d.SocketPath,
-		"stale_after", d.StaleAfter, "heartbeat_every", d.HeartbeatEvery)
+		"stale_after", d.StaleAfter, "heartbeat_every", d.HeartbeatEvery, "pid", os.Getpid(), "inherited_socket", d.inherited)
 	served := make(chan error, 1)
 	go func() { served <- d.Serve() }()
 	select {
 	case <-ctx.Done():
 		d.Logger.Info("shutting down")
 	case err := <-served:
+		if err == nil && d.HandedOff() {
+			d.Logger.Info("daemon stopped: a new process serves the socket")
+			return nil
+		}
 		d.Close()
 		return err
 	}
 	if err := d.Close(); err != nil {
 		return err
+	}
+	if d.HandedOff() {
+		// The signal came while a restart handed over: the stop was
+		// meant for the daemon, whichever process it is now.
+		d.Logger.Info("daemon stopped: passing the stop on to the new process", "pid", d.life.successor)
+		syscall.Kill(d.life.successor, syscall.SIGTERM)
+		return nil
 	}
 	d.Logger.Info("daemon stopped")
 	return nil

@@ -104,5 +104,8 @@ Client commands (global flags: --socket PATH or SCV_SOCKET, --json):
                                           run CMD as a delegation the daemon tracks; exits with CMD's code
   delegations [--all]                     list running delegations (--all: orphans too)
   delegations kill HANDLE | --orphans     stop a delegation's whole process tree
+  restart-when-idle [--version V] [--commit C] [--max-wait 10m]
+                                          restart the daemon into the release installed at its path,
+                                          once this delegation ($SCV_PARENT) has ended
 `)
 }
