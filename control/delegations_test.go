@@ -2,8 +2,10 @@ package control_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 
 	"scv/control"
 	"scv/control/proc"
+	"scv/ledger"
 )
 
 // startTree starts sh -c script as a delegation's command would be
@@ -191,4 +194,94 @@ func ident(t *testing.T, pid int) proc.Ident {
 	id, err := proc.Identify(pid)
 	require.NoError(t, err)
 	return id
+}
+
+// TestSeedParsesDelegationReplies: the replies of the delegation actions,
+// with entries and killed filled in from a real tree, parse through the
+// seed's DaemonStatus, and serde writes them back byte for byte.
+func TestSeedParsesDelegationReplies(t *testing.T) {
+	bin := seedClient(t)
+	d := startDaemon(t, nil)
+	c := d.client(t)
+	h := ulid.Make().String()
+	tree := startTree(t, h, "sleep 60 & wait")
+	var input strings.Builder
+	reply := func(name string, cmd control.Command) {
+		raw, err := c.CallRaw(testCtx(t), cmd)
+		require.NoError(t, err)
+		fmt.Fprintf(&input, "%s\tstatus\t%s\n", name, raw)
+	}
+	reply("register", register(h, tree.Pid))
+	reply("delegations", control.CmdDelegations{All: true})
+	reply("status", control.CmdStatus{})
+	reply("kill", control.CmdDelegationKill{Handle: &h})
+	reply("kill orphans", control.CmdDelegationKill{Orphans: true})
+
+	cmd := exec.Command(bin, "decode")
+	cmd.Stdin = strings.NewReader(input.String())
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	sent := strings.Split(strings.TrimSuffix(input.String(), "\n"), "\n")
+	got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	require.Len(t, got, len(sent))
+	for i, line := range sent {
+		name, _, _ := strings.Cut(line, "\t")
+		v := strings.SplitN(got[i], "\t", 3)
+		require.Len(t, v, 3, got[i])
+		assert.Equal(t, "ok", v[1], "%s: serde refused: %s", name, v[2])
+		assert.Equal(t, line[strings.LastIndex(line, "\t")+1:], v[2], "%s: serde writes it otherwise", name)
+	}
+	assert.Contains(t, input.String(), `"entries":[{"handle":"`+h+`"`)
+	assert.Contains(t, input.String(), `"killed":["`+h+`"]`)
+}
+
+// TestDelegationRecycledPIDs: a registry entry whose recorded processes
+// ended and whose PIDs now name others (here: the test process as owner,
+// a live decoy as leader, each with another start time) is an orphan, and
+// reaping it signals nobody: the decoy lives on.
+func TestDelegationRecycledPIDs(t *testing.T) {
+	d := startDaemon(t, nil)
+	ctx := context.Background()
+	decoy := exec.Command("sleep", "60")
+	decoy.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	require.NoError(t, decoy.Start())
+	t.Cleanup(func() {
+		decoy.Process.Kill()
+		decoy.Wait()
+	})
+	was := ident(t, decoy.Process.Pid)
+	self := ident(t, os.Getpid())
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	require.NoError(t, err)
+	h := ulid.Make().String()
+	require.NoError(t, d.ledger.PutDelegation(ctx, ledger.Delegation{
+		Handle: h, Agent: "codex", Depth: 1, Parent: h,
+		PID: was.PID, PIDStart: was.Start - 1, OwnerPID: self.PID, OwnerStart: self.Start - 1,
+		BootID: strings.TrimSpace(string(boot)), Cwd: "/tmp", Started: time.Now().UnixMilli(),
+	}))
+	dels := &control.Delegations{Ledger: d.ledger, Grace: 100 * time.Millisecond}
+	require.NoError(t, dels.Load(ctx))
+	assert.Zero(t, dels.List(true).Entries[0].Processes, "the decoy is not counted")
+
+	killed, err := dels.Sweep(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{h}, killed, "an owner PID with another start time is a gone owner")
+	assert.Equal(t, uint64(1), dels.Summary().Reaped)
+	time.Sleep(200 * time.Millisecond)
+	assert.True(t, was.Alive(), "the decoy was not signalled")
+	rows, err := d.ledger.Delegations(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, rows)
+
+	// An entry of an earlier boot is dropped at load, unsignalled.
+	require.NoError(t, d.ledger.PutDelegation(ctx, ledger.Delegation{
+		Handle: "OLDBOOT", Agent: "codex", Depth: 1, Parent: "OLDBOOT",
+		PID: was.PID, PIDStart: was.Start, OwnerPID: 1, OwnerStart: 1, BootID: "another-boot", Cwd: "/tmp",
+	}))
+	require.NoError(t, dels.Load(ctx))
+	assert.Empty(t, dels.List(true).Entries)
+	rows, err = d.ledger.Delegations(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, rows)
+	assert.True(t, was.Alive())
 }
