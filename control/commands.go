@@ -157,6 +157,9 @@ type CmdDelegationRegister struct {
 	PID      uint32 `json:"pid"`
 	OwnerPID uint32 `json:"owner_pid"`
 	Cwd      string `json:"cwd"`
+	// Chat is the chat that started the work (`<channel>:<account>`,
+	// from SCV_CHAT), where the delegation's questions go.
+	Chat string `json:"chat,omitempty" serde:"default"`
 }
 
 // CmdDelegationDone is an extension (action `delegation_done`): the owner
@@ -164,6 +167,26 @@ type CmdDelegationRegister struct {
 // of the tree and forgets the delegation.
 type CmdDelegationDone struct {
 	Handle string `json:"handle"`
+}
+
+// CmdConfirmList is an extension (action `confirm_list`): the questions to
+// the owner, of one chat or of all, that changed after the question-log
+// sequence After; with WaitSeconds (at most MaxListWait), it waits that
+// long for one when there is none yet. `scv chat` follows a chat with it.
+type CmdConfirmList struct {
+	Chat        *string `json:"chat,omitempty"`
+	After       *uint64 `json:"after,omitempty"`
+	WaitSeconds *uint64 `json:"wait_seconds,omitempty"`
+}
+
+// MaxListWait bounds confirm_list's wait_seconds.
+const MaxListWait = 30
+
+// CmdConfirmAnswer is an extension (action `confirm_answer`): the owner's
+// answer, `yes` or `no`, to a pending question.
+type CmdConfirmAnswer struct {
+	ID     string `json:"id"`
+	Answer string `json:"answer"`
 }
 
 // CmdProjectHeartbeat records a heartbeat.
@@ -196,6 +219,8 @@ func (CmdProjectHeartbeat) Action() string   { return "project_heartbeat" }
 func (CmdLedgerCompact) Action() string      { return "ledger_compact" }
 func (CmdDelegationRegister) Action() string { return "delegation_register" }
 func (CmdDelegationDone) Action() string     { return "delegation_done" }
+func (CmdConfirmList) Action() string        { return "confirm_list" }
+func (CmdConfirmAnswer) Action() string      { return "confirm_answer" }
 
 // actions lists every command of the seed, in the seed's order; the
 // decoder builds a new value of the matching type for each request.
@@ -209,6 +234,7 @@ var actions = []Command{
 	CmdProjectRunFinish{}, CmdProjectHeartbeat{},
 	// Extensions, after the seed's own.
 	CmdLedgerCompact{}, CmdDelegationRegister{}, CmdDelegationDone{},
+	CmdConfirmList{}, CmdConfirmAnswer{},
 }
 
 // EncodeCommand writes c as serde writes the seed's DaemonCommand: the

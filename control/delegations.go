@@ -145,6 +145,12 @@ func (r *Delegations) Register(ctx context.Context, c CmdDelegationRegister) (De
 			return DelegationInfo{}, invalid("parent %q: %q is not a handle", c.Parent, h)
 		}
 	}
+	if c.Chat != "" {
+		ch, acct, ok := strings.Cut(c.Chat, ":")
+		if !ok || ch == "" || acct == "" || reducer.ValidName("chat", c.Chat) != nil {
+			return DelegationInfo{}, invalid("chat %q: want <channel>:<account>", c.Chat)
+		}
+	}
 	if !filepath.IsAbs(c.Cwd) {
 		return DelegationInfo{}, invalid("cwd %q is not an absolute path", c.Cwd)
 	}
@@ -168,7 +174,7 @@ func (r *Delegations) Register(ctx context.Context, c CmdDelegationRegister) (De
 	d := ledger.Delegation{
 		Handle: c.Handle, Agent: c.Agent, Session: c.Session, Depth: uint32(len(chain)), Parent: c.Parent,
 		PID: p.PID, PIDStart: p.Start, OwnerPID: owner.PID, OwnerStart: owner.Start, BootID: boot,
-		Cwd: filepath.Clean(c.Cwd), Started: r.now().UnixMilli(),
+		Cwd: filepath.Clean(c.Cwd), Started: r.now().UnixMilli(), Chat: c.Chat,
 	}
 	if err := r.Ledger.PutDelegation(ctx, d); err != nil {
 		return DelegationInfo{}, err
@@ -306,6 +312,20 @@ func (r *Delegations) Active(handle string) bool {
 	defer r.mu.Unlock()
 	_, ok := r.entries[handle]
 	return ok
+}
+
+// ChatOf is the chat that started the work the SCV_PARENT chain parent
+// names: that of its innermost registered delegation that has one, or "".
+func (r *Delegations) ChatOf(parent string) string {
+	chain := proc.ParseChain(parent)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(chain) - 1; i >= 0; i-- {
+		if e, ok := r.entries[chain[i]]; ok && e.Chat != "" {
+			return e.Chat
+		}
+	}
+	return ""
 }
 
 // Summary counts running delegations (orphans awaiting cleanup not

@@ -96,6 +96,8 @@ func TestDelegationRegisterRefused(t *testing.T) {
 		"parent without handle":    with(func(r *control.CmdDelegationRegister) { r.Parent = "OTHER" }),
 		"parent with empty link":   with(func(r *control.CmdDelegationRegister) { r.Parent = "OUTER,," + h }),
 		"relative cwd":             with(func(r *control.CmdDelegationRegister) { r.Cwd = "work" }),
+		"chat without account":     with(func(r *control.CmdDelegationRegister) { r.Chat = "local:" }),
+		"chat without colon":       with(func(r *control.CmdDelegationRegister) { r.Chat = "local" }),
 		"owner not running":        with(func(r *control.CmdDelegationRegister) { r.OwnerPID = uint32(gone.Process.Pid) }),
 		"pid not running":          with(func(r *control.CmdDelegationRegister) { r.PID = uint32(gone.Process.Pid) }),
 		"pid not the owner's":      with(func(r *control.CmdDelegationRegister) { r.PID = 1 }),
@@ -120,7 +122,9 @@ func TestDelegationLifecycle(t *testing.T) {
 	h := ulid.Make().String()
 	tree := startTree(t, h, "sleep 300 & setsid sleep 300 & wait")
 
-	st := status(t, c, register(h, tree.Pid))
+	reg := register(h, tree.Pid)
+	reg.Chat = "local:owner"
+	st := status(t, c, reg)
 	require.Len(t, st.Delegations.Entries, 1)
 	e := st.Delegations.Entries[0]
 	assert.Equal(t, h, e.Handle)
@@ -148,6 +152,8 @@ func TestDelegationLifecycle(t *testing.T) {
 	fresh := &control.Delegations{Ledger: d.ledger}
 	require.NoError(t, fresh.Load(context.Background()))
 	assert.True(t, fresh.Active(h), "the registry is in the database")
+	assert.Equal(t, "local:owner", fresh.ChatOf("OUTER,"+h+",INNER"), "the innermost registered delegation with a chat")
+	assert.Empty(t, fresh.ChatOf("OUTER"))
 
 	st = status(t, c, control.CmdDelegationKill{Handle: &h})
 	assert.Equal(t, []string{h}, st.Delegations.Killed)

@@ -107,6 +107,12 @@ func appendStatus(b []byte, st *DaemonStatus) ([]byte, error) {
 			}
 		}
 	}
+	if len(st.Questions) > 0 {
+		b = append(b, `,"questions":`...)
+		if b, err = appendMarshal(b, st.Questions); err != nil {
+			return nil, err
+		}
+	}
 	return append(b, '}'), nil
 }
 

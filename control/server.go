@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -309,10 +310,12 @@ func (s *Server) serveConn(c net.Conn) {
 	}()
 	log := s.logger().With("conn", c.RemoteAddr().String())
 	w := bufio.NewWriter(c)
-	if err := s.checkPeer(c); err != nil {
-		writeReply(w, errorReply(nil, err))
+	peer, perr := s.checkPeer(c)
+	if perr != nil {
+		writeReply(w, errorReply(nil, perr))
 		return
 	}
+	ctx := context.WithValue(context.Background(), peerKey{}, peer)
 	r := bufio.NewReaderSize(c, 64<<10)
 	for {
 		line, err := readLine(r)
@@ -332,7 +335,7 @@ func (s *Server) serveConn(c net.Conn) {
 		// A line read before Shutdown is answered even if the server is
 		// closing by now; the connection ends after the reply.
 		s.setBusy(c, true)
-		reply := s.handleLine(line)
+		reply := s.handleLine(ctx, line)
 		if reply != nil {
 			if err := writeReply(w, reply); err != nil {
 				return
@@ -418,7 +421,7 @@ func writeReply(w *bufio.Writer, r *reply) error {
 
 // handleLine answers one request line; nil means no reply (a
 // notification).
-func (s *Server) handleLine(line []byte) *reply {
+func (s *Server) handleLine(ctx context.Context, line []byte) *reply {
 	req, id, e := parseRequest(line)
 	if e != nil {
 		if req != nil && id == nil {
@@ -426,7 +429,7 @@ func (s *Server) handleLine(line []byte) *reply {
 		}
 		return errorReply(id, e)
 	}
-	st, err := s.Service.Handle(context.Background(), req.cmd)
+	st, err := s.Service.Handle(ctx, req.cmd)
 	if id == nil {
 		if err != nil {
 			s.logger().Info("notification refused", "action", req.cmd.Action(), "err", err)
@@ -515,25 +518,43 @@ func parseRequest(line []byte) (req *parsedRequest, id json.RawMessage, e *Error
 	return req, id, nil
 }
 
+// Peer is the process at the other end of a connection, as SO_PEERCRED
+// tells it when the connection was made.
+type Peer struct {
+	PID      int32
+	UID, GID uint32
+}
+
+func (p Peer) String() string { return fmt.Sprintf("uid %d pid %d", p.UID, p.PID) }
+
+type peerKey struct{}
+
+// PeerOf is the peer of the connection a request came on, if the request
+// came on one.
+func PeerOf(ctx context.Context) (Peer, bool) {
+	p, ok := ctx.Value(peerKey{}).(Peer)
+	return p, ok
+}
+
 // checkPeer refuses a peer whose uid is neither ours nor root.
-func (s *Server) checkPeer(c net.Conn) *Error {
+func (s *Server) checkPeer(c net.Conn) (Peer, *Error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return nil
+		return Peer{}, nil
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return newError(CodeForbidden, ReasonForbidden, "peer credentials: %v", err)
+		return Peer{}, newError(CodeForbidden, ReasonForbidden, "peer credentials: %v", err)
 	}
 	var cred *syscall.Ucred
 	var credErr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
 	}); err != nil || credErr != nil {
-		return newError(CodeForbidden, ReasonForbidden, "peer credentials unavailable")
+		return Peer{}, newError(CodeForbidden, ReasonForbidden, "peer credentials unavailable")
 	}
 	if !s.allowUID[cred.Uid] {
-		return newError(CodeForbidden, ReasonForbidden, "uid %d may not use this daemon", cred.Uid)
+		return Peer{}, newError(CodeForbidden, ReasonForbidden, "uid %d may not use this daemon", cred.Uid)
 	}
-	return nil
+	return Peer{PID: cred.Pid, UID: cred.Uid, GID: cred.Gid}, nil
 }

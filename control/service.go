@@ -30,6 +30,39 @@ type Service struct {
 	// Delegations is the registry of delegated runs; nil answers the
 	// delegation actions unimplemented.
 	Delegations *Delegations
+	// Channels runs the channel accounts; nil answers channel_set and
+	// channel_logout unimplemented (and reload as status).
+	Channels Channels
+	// Questions asks the owner; nil answers the confirm actions
+	// unimplemented.
+	Questions Questions
+}
+
+// Channels runs the daemon's channel accounts: their settings, and one
+// component per enabled account.
+type Channels interface {
+	// Set creates or changes one account (channel_set); Logout stops it
+	// and removes its settings, credentials and state. Invalid input is
+	// refused (an *Error) and changes nothing.
+	Set(ctx context.Context, c CmdChannelSet) error
+	Logout(ctx context.Context, c CmdChannelLogout) error
+	// Reload rereads the settings file and reconciles the components.
+	Reload(ctx context.Context) error
+	// Components is every account's health, in ID order.
+	Components() []ComponentHealth
+}
+
+// Questions asks the owner yes/no questions in chat.
+type Questions interface {
+	// Ask hands a question to a chat (confirm_ask).
+	Ask(ctx context.Context, c CmdConfirmAsk) (ConfirmInfo, error)
+	// Status reports where a question stands and keeps it alive
+	// (confirm_status).
+	Status(ctx context.Context, id string) (ConfirmInfo, error)
+	// Answer records the owner's answer; by says who gave it.
+	Answer(ctx context.Context, id string, yes bool, by string) (ConfirmInfo, error)
+	// List is the questions that changed after c.After (confirm_list).
+	List(ctx context.Context, c CmdConfirmList) ([]Question, error)
 }
 
 // Restarter restarts the daemon into the release installed at its own
@@ -69,14 +102,45 @@ func (s *Service) status(project *ProjectResponse) *DaemonStatus {
 	if s.Delegations != nil {
 		st.Delegations = s.Delegations.Summary()
 	}
+	if s.Channels != nil {
+		st.Components = s.Channels.Components()
+	}
 	return st
 }
 
 // Handle runs one command.
 func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error) {
 	switch c := cmd.(type) {
-	case CmdStatus, CmdReload:
+	case CmdStatus:
 		return s.status(nil), nil
+	case CmdReload:
+		if s.Channels != nil {
+			if err := s.Channels.Reload(ctx); err != nil {
+				return nil, err
+			}
+		}
+		return s.status(nil), nil
+	case CmdChannelSet:
+		if s.Channels == nil {
+			break
+		}
+		if err := s.Channels.Set(ctx, c); err != nil {
+			return nil, err
+		}
+		return s.status(nil), nil
+	case CmdChannelLogout:
+		if s.Channels == nil {
+			break
+		}
+		if err := s.Channels.Logout(ctx, c); err != nil {
+			return nil, err
+		}
+		return s.status(nil), nil
+	case CmdConfirmAsk, CmdConfirmStatus, CmdConfirmAnswer, CmdConfirmList:
+		if s.Questions == nil {
+			break
+		}
+		return s.confirm(ctx, c)
 	case CmdProjectCreate:
 		ws, err := workspace(c.Workspace)
 		if err != nil {
@@ -152,6 +216,46 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 			Every: s.HeartbeatEvery.Milliseconds()})
 	}
 	return nil, newError(CodeUnimplemented, ReasonUnimplemented, "action %s is not implemented by this daemon yet", cmd.Action())
+}
+
+// confirm answers the question actions.
+func (s *Service) confirm(ctx context.Context, cmd Command) (*DaemonStatus, error) {
+	var info ConfirmInfo
+	var err error
+	switch c := cmd.(type) {
+	case CmdConfirmAsk:
+		info, err = s.Questions.Ask(ctx, c)
+	case CmdConfirmStatus:
+		info, err = s.Questions.Status(ctx, c.ID)
+	case CmdConfirmAnswer:
+		var yes bool
+		switch c.Answer {
+		case "yes":
+			yes = true
+		case "no":
+		default:
+			return nil, invalid("answer %q: want yes or no", c.Answer)
+		}
+		by := "unknown peer"
+		if p, ok := PeerOf(ctx); ok {
+			by = p.String()
+		}
+		info, err = s.Questions.Answer(ctx, c.ID, yes, by)
+	case CmdConfirmList:
+		qs, err := s.Questions.List(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		st := s.status(nil)
+		st.Questions = qs
+		return st, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	st := s.status(nil)
+	st.Confirm = &info
+	return st, nil
 }
 
 // delegations answers the delegation actions.

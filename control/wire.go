@@ -151,6 +151,30 @@ type DaemonStatus struct {
 	Restart     *RestartInfo      `json:"restart,omitempty"`
 	Confirm     *ConfirmInfo      `json:"confirm,omitempty"`
 	Project     *ProjectResponse  `json:"project,omitempty"`
+	// Questions is an extension (confirm_list): not in the seed, whose
+	// DaemonStatus ignores it.
+	Questions []Question `json:"questions,omitempty"`
+}
+
+// Question is one question to the owner with its text and outcome, as
+// confirm_list lists it. An extension of the seed's ConfirmInfo.
+type Question struct {
+	// Seq is the question's latest step in the question log: a client
+	// that has seen it asks with after: Seq for what changed since.
+	Seq                 uint64       `json:"seq"`
+	ID                  string       `json:"id"`
+	Chat                string       `json:"chat"`
+	Question            string       `json:"question"`
+	State               ConfirmState `json:"state"`
+	AskedUnixSeconds    uint64       `json:"asked_unix_seconds"`
+	DeadlineUnixSeconds uint64       `json:"deadline_unix_seconds"`
+	// DecidedUnixSeconds is when it left pending, DecidedBy who answered
+	// or why it ended.
+	DecidedUnixSeconds *uint64 `json:"decided_unix_seconds,omitempty"`
+	DecidedBy          *string `json:"decided_by,omitempty"`
+	// Requester is the delegation that asked (the last of its parent
+	// chain), if any.
+	Requester *string `json:"requester,omitempty"`
 }
 
 // DelegationSummary counts the instance's delegated agent runs.

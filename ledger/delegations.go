@@ -31,9 +31,12 @@ type Delegation struct {
 	Cwd        string `db:"cwd"`
 	// Started is when the daemon registered it, in Unix milliseconds.
 	Started int64 `db:"started_unix_ms"`
+	// Chat is the chat that started its work (`<channel>:<account>`), or
+	// "".
+	Chat string `db:"chat"`
 }
 
-const delegationColumns = `handle, agent, session, depth, parent, pid, pid_start, owner_pid, owner_start, boot_id, cwd, started_unix_ms`
+const delegationColumns = `handle, agent, session, depth, parent, pid, pid_start, owner_pid, owner_start, boot_id, cwd, started_unix_ms, chat`
 
 // PutDelegation registers d. A handle that is already registered is
 // refused with reducer.ErrConflict and nothing changes.
@@ -47,7 +50,7 @@ func (l *Ledger) PutDelegation(ctx context.Context, d Delegation) error {
 			return fmt.Errorf("%w: delegation %s is already registered", reducer.ErrConflict, d.Handle)
 		}
 		_, err := tx.NamedExecContext(ctx, `INSERT INTO delegations (`+delegationColumns+`) VALUES (
-			:handle, :agent, :session, :depth, :parent, :pid, :pid_start, :owner_pid, :owner_start, :boot_id, :cwd, :started_unix_ms)`, d)
+			:handle, :agent, :session, :depth, :parent, :pid, :pid_start, :owner_pid, :owner_start, :boot_id, :cwd, :started_unix_ms, :chat)`, d)
 		if err != nil {
 			return storage(err)
 		}

@@ -21,7 +21,7 @@ func TestDelegationRegistry(t *testing.T) {
 	d := ledger.Delegation{
 		Handle: "01JDELEGATION0000000000000", Agent: "codex", Session: "s1", Depth: 2,
 		Parent: "01JOUTER,01JDELEGATION0000000000000", PID: 4242, PIDStart: 1_000_001,
-		OwnerPID: 4241, OwnerStart: 1_000_000, BootID: "boot-a", Cwd: "/work/x", Started: 1_700_000_000_123,
+		OwnerPID: 4241, OwnerStart: 1_000_000, BootID: "boot-a", Cwd: "/work/x", Started: 1_700_000_000_123, Chat: "local:owner",
 	}
 	require.NoError(t, l.PutDelegation(ctx, d))
 	other := d

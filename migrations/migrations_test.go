@@ -105,7 +105,7 @@ func TestUpDownUp(t *testing.T) {
 	p, err := ledger.NewMigrator(db)
 	require.NoError(t, err)
 	latest := int64(len(p.ListSources()))
-	require.Equal(t, int64(4), latest, "four migration files; update this test with the next")
+	require.Equal(t, int64(5), latest, "five migration files; update this test with the next")
 
 	assertVersion(t, p, 0)
 	assertSchema(t, db, false)
@@ -118,10 +118,18 @@ func TestUpDownUp(t *testing.T) {
 	assert.True(t, hasColumn(t, db, "events", "hash"), "00002 adds the chain hash")
 	assertAppendOnly(t, db)
 
-	// Down one at a time: 00004 takes the delegation registry away, 00003
-	// the archive, 00002 the hash column, 00001 the rest.
-	assert.Contains(t, objects(t, db, "table"), "delegations")
+	// Down one at a time: 00005 takes the channel settings and the
+	// question log away, 00004 the delegation registry, 00003 the archive,
+	// 00002 the hash column, 00001 the rest.
+	assert.Contains(t, objects(t, db, "table"), "confirm_log")
+	assert.True(t, hasColumn(t, db, "delegations", "chat"))
 	down, err := p.Down(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), down.Source.Version)
+	assert.NotContains(t, objects(t, db, "table"), "confirm_log")
+	assert.NotContains(t, objects(t, db, "table"), "channel_accounts")
+	assert.False(t, hasColumn(t, db, "delegations", "chat"))
+	down, err = p.Down(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(4), down.Source.Version)
 	assert.NotContains(t, objects(t, db, "table"), "delegations")
@@ -176,6 +184,6 @@ func TestMigrateIsIdempotent(t *testing.T) {
 	require.NoError(t, ledger.Migrate(t.Context(), db))
 	p, err := ledger.NewMigrator(db)
 	require.NoError(t, err)
-	assertVersion(t, p, 4)
+	assertVersion(t, p, 5)
 	assertSchema(t, db, true)
 }

@@ -113,6 +113,8 @@ func (d *delegation) run() (unix.WaitStatus, error) {
 	_, err = d.c.do(control.CmdDelegationRegister{
 		Handle: d.handle, Agent: d.agent, Session: d.session, Parent: proc.ExtendChain(chain, d.handle),
 		PID: uint32(p.Pid), OwnerPID: uint32(os.Getpid()), Cwd: cwd,
+		// The chat that started the work, where its questions go.
+		Chat: os.Getenv("SCV_CHAT"),
 	})
 	if err != nil {
 		// Not registered, so not run: stop what was started.
