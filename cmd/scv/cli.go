@@ -337,6 +337,8 @@ func runClient(args []string, stdout, stderr io.Writer) error {
 		return runLedger(c, args[1:], stdout, stderr)
 	case "delegate":
 		return c.runDelegate(args[1:], stderr)
+	case "chat":
+		return c.runChat(args[1:], stdout, stderr)
 	}
 	if len(args) >= 3 && args[0] == "project" && args[1] == "run" && args[2] == "exec" {
 		return c.runExec(args[3:], stdout, stderr)

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"scv/control"
+	"scv/control/channels"
+	"scv/control/confirm"
 	"scv/ledger"
 )
 
@@ -41,7 +43,13 @@ type Daemon struct {
 	// KillGrace is how long a delegation's processes have between SIGTERM
 	// and SIGKILL when the daemon stops them (0: the default).
 	KillGrace time.Duration
-	Logger    *slog.Logger
+	// ConfigPath is the channel settings file that reload rereads.
+	ConfigPath string
+	// Notify is the chat (`<channel>:<account>`) a question goes to when
+	// the work that asks it was not started from a chat ("": the only
+	// connected chat, if there is exactly one).
+	Notify string
+	Logger *slog.Logger
 	// Executable is the daemon's own binary, resolved once at start
 	// (before any release replaces it): restart_when_idle restarts into
 	// the release installed there. Empty: restarts are refused.
@@ -57,6 +65,8 @@ type Daemon struct {
 	ready     *os.File // that daemon's readiness pipe, written once open
 	locks     []*os.File
 	restarter *restarter
+	channels  *channels.Manager
+	questions *confirm.Manager
 	// readyTimeout bounds the wait for a restart's new process (0: 30 s).
 	readyTimeout time.Duration
 	loops        *loops     // the background loops running, or nil
@@ -96,6 +106,13 @@ func defaultDBPath() string {
 	return filepath.Join(control.StateDir(), "ledger.db")
 }
 
+// chats lets the question manager hand questions to the channel accounts.
+type chats struct{ *channels.Manager }
+
+func (c chats) Deliver(ctx context.Context, chat, id, text string) error {
+	return c.Manager.Deliver(ctx, chat, channels.Message{ID: id, Text: text})
+}
+
 // ParseFlags reads `scv daemon` flags.
 func (d *Daemon) ParseFlags(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("scv daemon", flag.ContinueOnError)
@@ -107,6 +124,9 @@ func (d *Daemon) ParseFlags(args []string, stderr io.Writer) error {
 	fs.IntVar(&d.CompactAfter, "compact-after", DefaultCompactAfter, "compact a project whose live tail holds more than `N` events (0: never)")
 	fs.IntVar(&d.Retain, "retain", DefaultRetain, "events a compaction keeps live (`K` newest)")
 	fs.BoolVar(&d.CompactDrop, "compact-drop", false, "delete what compaction folds into a snapshot instead of archiving it")
+	configPath, _ := channels.DefaultPath()
+	fs.StringVar(&d.ConfigPath, "config", configPath, "the channel settings `file` that reload rereads")
+	fs.StringVar(&d.Notify, "notify", "", "the chat (`CHANNEL:ACCOUNT`) that questions go to when their work names none")
 	fs.DurationVar(&d.KillGrace, "kill-grace", control.DefaultKillGrace, "time a stopped delegation's processes get between SIGTERM and SIGKILL")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -119,6 +139,11 @@ func (d *Daemon) ParseFlags(args []string, stderr io.Writer) error {
 	}
 	if d.CompactAfter < 0 || d.Retain < 0 || (d.CompactAfter > 0 && d.Retain >= d.CompactAfter) {
 		return usageError{"scv daemon: --retain must be at least 0 and smaller than --compact-after"}
+	}
+	if d.Notify != "" {
+		if ch, acct, ok := strings.Cut(d.Notify, ":"); !ok || ch == "" || acct == "" {
+			return usageError{"scv daemon: --notify wants CHANNEL:ACCOUNT, such as local:owner"}
+		}
 	}
 	if d.KillGrace <= 0 {
 		return usageError{"scv daemon: --kill-grace must be positive"}
@@ -142,6 +167,9 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	d.life = &lifecycle{}
 	defer func() {
 		if err != nil {
+			if d.channels != nil {
+				d.channels.Close()
+			}
 			d.closeLedger()
 			d.release()
 		}
@@ -167,6 +195,22 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	if err := svc.Delegations.Load(ctx); err != nil {
 		return err
 	}
+	d.channels = channels.New(d.ledger)
+	d.channels.Path = d.ConfigPath
+	d.channels.Logger = d.Logger.With("component", "channels")
+	if err := d.channels.Load(ctx); err != nil {
+		return err
+	}
+	svc.Channels = d.channels
+	d.questions = &confirm.Manager{
+		Ledger: d.ledger, Chats: chats{d.channels}, DelegationChat: svc.Delegations.ChatOf,
+		Notify: d.Notify, Logger: d.Logger.With("component", "questions"),
+	}
+	// Questions still pending from before lose their answer here.
+	if err := d.questions.Load(ctx); err != nil {
+		return err
+	}
+	svc.Questions = d.questions
 	d.restarter = newRestarter(d, d.Logger.With("component", "restart"))
 	svc.Restarter = d.restarter
 	d.startLoops()
@@ -235,8 +279,15 @@ func (d *Daemon) openLedger(ctx context.Context) error {
 	}
 	d.ledger = l
 	d.server.Service.Ledger = l
+	// Reopened after a failed restart: everyone gets the new ledger.
 	if dels := d.server.Service.Delegations; dels != nil {
-		dels.Ledger = l // reopened after a failed restart
+		dels.Ledger = l
+	}
+	if d.channels != nil {
+		d.channels.Ledger = l
+	}
+	if d.questions != nil {
+		d.questions.Ledger = l
 	}
 	return nil
 }
@@ -260,6 +311,7 @@ func (d *Daemon) startLoops() {
 	d.loops.ctx, d.loops.cancel = context.WithCancel(context.Background())
 	d.loops.run(d.sweep)
 	d.loops.run(func(ctx context.Context) { d.server.Service.Delegations.Run(ctx, control.DefaultSweepEvery) })
+	d.loops.run(func(ctx context.Context) { d.questions.Run(ctx, confirm.DefaultTickEvery) })
 }
 
 // run runs loop until stopLoops.
@@ -400,6 +452,7 @@ func (d *Daemon) Close() error {
 	defer cancel()
 	err := d.server.Shutdown(ctx)
 	d.stopLoops()
+	d.channels.Close()
 	os.Remove(d.SocketPath)
 	err = errors.Join(err, d.closeLedger())
 	d.release()

@@ -24,6 +24,8 @@ import (
 // same binary for the delegating commands.
 type fleet struct {
 	dir, bin, sock string
+	args           []string  // the daemon's
+	daemon         *exec.Cmd // the daemon running now
 }
 
 func startFleet(t *testing.T, daemonArgs ...string) *fleet {
@@ -33,10 +35,11 @@ func startFleet(t *testing.T, daemonArgs ...string) *fleet {
 	}
 	dir := shortDir(t)
 	f := &fleet{dir: dir, bin: buildScv(t, dir, "delegate-test"), sock: filepath.Join(dir, "d.sock")}
-	d, _ := startDaemon(t, f.bin, append([]string{"--db", filepath.Join(dir, "l.db"), "--socket", f.sock}, daemonArgs...)...)
+	f.args = append([]string{"--db", filepath.Join(dir, "l.db"), "--socket", f.sock}, daemonArgs...)
+	f.daemon, _ = startDaemon(t, f.bin, f.args...)
 	t.Cleanup(func() {
-		d.Process.Signal(syscall.SIGTERM)
-		d.Wait()
+		f.daemon.Process.Signal(syscall.SIGTERM)
+		f.daemon.Wait()
 	})
 	return f
 }

@@ -104,6 +104,18 @@ Client commands (global flags: --socket PATH or SCV_SOCKET, --json):
                                           run CMD as a delegation the daemon tracks; exits with CMD's code
   delegations [--all]                     list running delegations (--all: orphans too)
   delegations kill HANDLE | --orphans     stop a delegation's whole process tree
+  channels                                list the channel accounts and their health
+  channel set CHANNEL:ACCOUNT --enable|--disable [--workspace DIR] [--remote-tools none|owner]
+              [--senders owner|anyone] [--purpose chat|mail]
+                                          create or change a channel account
+  channel logout CHANNEL:ACCOUNT          stop an account and remove its settings and state
+  reload                                  reread the channel settings file
+  chat [CHANNEL:ACCOUNT]                  the owner's chat (default local:owner): questions as they
+                                          come, answered with yes/no on standard input
+  confirm ask QUESTION [--timeout 30m]    ask the owner (the chat that started this delegation's work)
+  confirm status ID                       where a question stands (asking keeps it alive)
+  confirm list [--chat C] [--pending]     questions and who decided them
+  confirm answer ID yes|no                answer a question
   restart-when-idle [--version V] [--commit C] [--max-wait 10m]
                                           restart the daemon into the release installed at its path,
                                           once this delegation ($SCV_PARENT) has ended

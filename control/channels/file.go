@@ -1,0 +1,130 @@
+package channels
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"scv/control"
+)
+
+// FileName is the settings file's name in the scv config folder.
+const FileName = "channels.json"
+
+// DefaultPath is the settings file reload reads unless told otherwise:
+// $XDG_CONFIG_HOME/scv/channels.json, or ~/.config/scv/channels.json.
+func DefaultPath() (string, error) {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "scv", FileName), nil
+}
+
+// File is the settings file's format.
+type File struct {
+	Accounts []FileAccount `json:"accounts"`
+}
+
+// FileAccount is one account of the settings file. channel and account are
+// required; a missing enabled is true (a listed account runs unless it
+// says otherwise); the other fields missing take the defaults of a new
+// account.
+type FileAccount struct {
+	Channel     string               `json:"channel"`
+	Account     string               `json:"account"`
+	Enabled     *bool                `json:"enabled,omitempty"`
+	Workspace   string               `json:"workspace,omitempty"`
+	RemoteTools *control.RemoteTools `json:"remote_tools,omitempty"`
+	Senders     *control.Senders     `json:"senders,omitempty"`
+	Purpose     *control.Purpose     `json:"purpose,omitempty"`
+	OwnerID     string               `json:"owner_id,omitempty"`
+	BotID       string               `json:"bot_id,omitempty"`
+}
+
+// ReadFile reads and checks the settings file at path: every account
+// valid (as channel_set would check it), no channel:account twice. A
+// missing file is an empty list. Anything wrong is a -32602
+// invalid_argument *control.Error naming the file and the problem.
+func ReadFile(path string) ([]Settings, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, invalid("settings file %s: %v", path, err)
+	}
+	list, err := ParseFile(b)
+	if err != nil {
+		var e *control.Error
+		if errors.As(err, &e) {
+			e.Message = fmt.Sprintf("settings file %s: %s", path, e.Message)
+		}
+		return nil, err
+	}
+	return list, nil
+}
+
+// ParseFile parses and checks a settings file's bytes as ReadFile does.
+// Unknown fields are refused, so that a typo is not silently ignored.
+func ParseFile(b []byte) ([]Settings, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var f File
+	if err := dec.Decode(&f); err != nil {
+		return nil, invalid("%v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, invalid("unexpected data after the settings object")
+	}
+	seen := map[string]bool{}
+	list := make([]Settings, 0, len(f.Accounts))
+	for i, a := range f.Accounts {
+		s, err := a.settings()
+		if err != nil {
+			var e *control.Error
+			if errors.As(err, &e) {
+				e.Message = fmt.Sprintf("accounts[%d]: %s", i, e.Message)
+			}
+			return nil, err
+		}
+		if seen[s.ID()] {
+			return nil, invalid("accounts[%d]: %s is listed twice", i, s.ID())
+		}
+		seen[s.ID()] = true
+		list = append(list, s)
+	}
+	return list, nil
+}
+
+func (a FileAccount) settings() (Settings, error) {
+	if err := checkKey(a.Channel, a.Account); err != nil {
+		return Settings{}, err
+	}
+	s := Defaults(Kind(a.Channel), a.Account)
+	s.Source = SourceFile
+	s.Enabled = a.Enabled == nil || *a.Enabled
+	if a.Workspace != "" {
+		ws, err := checkWorkspace(a.Workspace)
+		if err != nil {
+			return Settings{}, err
+		}
+		s.Workspace = ws
+	}
+	if a.RemoteTools != nil {
+		s.RemoteTools = *a.RemoteTools
+	}
+	if a.Senders != nil {
+		s.Senders = *a.Senders
+	}
+	if a.Purpose != nil {
+		s.Purpose = *a.Purpose
+	}
+	s.OwnerID, s.BotID = a.OwnerID, a.BotID
+	return s, s.Validate()
+}

@@ -1,0 +1,241 @@
+package channels
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"scv/control"
+	"scv/ledger"
+)
+
+// Kind is a chat channel: the platform an account belongs to.
+type Kind string
+
+// The channel kinds this build knows. Any other channel is refused.
+const (
+	KindLocal    Kind = "local"
+	KindWechat   Kind = "wechat"
+	KindFeishu   Kind = "feishu"
+	KindTelegram Kind = "telegram"
+	KindSlack    Kind = "slack"
+	KindEmail    Kind = "email"
+)
+
+// Kinds lists the known channel kinds.
+var Kinds = []Kind{KindLocal, KindWechat, KindFeishu, KindTelegram, KindSlack, KindEmail}
+
+// Known reports whether k is one of Kinds.
+func (k Kind) Known() bool {
+	for _, v := range Kinds {
+		if k == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Source says who last set an account.
+type Source string
+
+// The sources.
+const (
+	// SourceAPI: created by channel_set. Reload leaves it alone unless the
+	// settings file lists it.
+	SourceAPI Source = "api"
+	// SourceFile: set from the settings file by reload. Reload removes it
+	// once the file no longer lists it; channel_set keeps the source.
+	SourceFile Source = "file"
+)
+
+// MaxAccount is the longest account name.
+const MaxAccount = 64
+
+// Settings is one channel account's configuration.
+type Settings struct {
+	Channel Kind
+	Account string
+	Enabled bool
+	// Workspace is an absolute, cleaned path to an existing directory, or
+	// "" for none.
+	Workspace   string
+	RemoteTools control.RemoteTools
+	Senders     control.Senders
+	Purpose     control.Purpose
+	// OwnerID and BotID are the platform's IDs of the account's owner and
+	// bot as configured; "" is unknown (a connector may report them).
+	OwnerID string
+	BotID   string
+	Source  Source
+}
+
+// Defaults is a new account's settings: no workspace, no remote tools,
+// answering only the owner, an ordinary chat (the seed's defaults).
+func Defaults(channel Kind, account string) Settings {
+	return Settings{
+		Channel: channel, Account: account,
+		RemoteTools: control.RemoteToolsNone, Senders: control.SendersOwner, Purpose: control.PurposeChat,
+		Source: SourceAPI,
+	}
+}
+
+// ID is the account's component ID, `<channel>:<account>`.
+func (s Settings) ID() string { return ID(s.Channel, s.Account) }
+
+// ID is the component ID of an account, `<channel>:<account>`.
+func ID(channel Kind, account string) string { return string(channel) + ":" + account }
+
+// Validate checks every field and returns a -32602 invalid_argument
+// *control.Error naming the first one that is wrong. A workspace must be
+// an absolute path to an existing directory.
+func (s Settings) Validate() error { return s.check(true) }
+
+// check is Validate; without exists, a workspace need only be absolute
+// (a stored account's workspace may have gone since it was set).
+func (s Settings) check(exists bool) error {
+	if err := checkKey(string(s.Channel), s.Account); err != nil {
+		return err
+	}
+	switch {
+	case s.Workspace == "":
+	case exists:
+		if _, err := checkWorkspace(s.Workspace); err != nil {
+			return err
+		}
+	case !filepath.IsAbs(s.Workspace):
+		return invalid("workspace %q is not an absolute path", s.Workspace)
+	}
+	if !oneOf(s.RemoteTools, control.RemoteToolsNone, control.RemoteToolsOwner) {
+		return invalid("remote_tools %q: want none or owner", s.RemoteTools)
+	}
+	if !oneOf(s.Senders, control.SendersOwner, control.SendersAnyone) {
+		return invalid("senders %q: want owner or anyone", s.Senders)
+	}
+	if !oneOf(s.Purpose, control.PurposeChat, control.PurposeMail) {
+		return invalid("purpose %q: want chat or mail", s.Purpose)
+	}
+	if !oneOf(s.Source, SourceAPI, SourceFile) {
+		return invalid("source %q: want api or file", s.Source)
+	}
+	return nil
+}
+
+// checkKey checks a channel and an account name.
+func checkKey(channel, account string) error {
+	switch {
+	case channel == "":
+		return invalid("channel is empty")
+	case !Kind(channel).Known():
+		return invalid("unknown channel %q: want one of %s", channel, kindList())
+	case account == "":
+		return invalid("account is empty")
+	case len(account) > MaxAccount:
+		return invalid("account %q is longer than %d characters", account, MaxAccount)
+	}
+	for _, r := range account {
+		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_' || r == '.' || r == '-') {
+			return invalid("account %q: only letters, digits, '_', '.' and '-' are allowed", account)
+		}
+	}
+	return nil
+}
+
+// checkWorkspace checks that dir is an absolute path to an existing
+// directory and returns it cleaned, as project workspaces are.
+func checkWorkspace(dir string) (string, error) {
+	if !filepath.IsAbs(dir) {
+		return "", invalid("workspace %q is not an absolute path", dir)
+	}
+	dir = filepath.Clean(dir)
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() {
+		return "", invalid("workspace %q is not an existing directory", dir)
+	}
+	return dir, nil
+}
+
+func kindList() string {
+	names := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, ", ")
+}
+
+func oneOf[T comparable](v T, allowed ...T) bool {
+	for _, a := range allowed {
+		if v == a {
+			return true
+		}
+	}
+	return false
+}
+
+// invalid is the -32602 invalid_argument refusal.
+func invalid(format string, args ...any) *control.Error {
+	return &control.Error{
+		Code:    control.CodeInvalidParams,
+		Message: fmt.Sprintf(format, args...),
+		Data:    control.ErrorData{Reason: control.ReasonInvalidArgument},
+	}
+}
+
+// notFound is the -32001 not_found refusal.
+func notFound(format string, args ...any) *control.Error {
+	return &control.Error{
+		Code:    control.CodeNotFound,
+		Message: fmt.Sprintf(format, args...),
+		Data:    control.ErrorData{Reason: control.ReasonNotFound},
+	}
+}
+
+// apply is s changed by a channel_set: omitted fields (and a null
+// workspace) keep s's values; an empty workspace clears it. The result is
+// validated.
+func apply(s Settings, c control.CmdChannelSet) (Settings, error) {
+	s.Enabled = c.Enabled
+	if c.Workspace != nil {
+		s.Workspace = ""
+		if *c.Workspace != "" {
+			ws, err := checkWorkspace(*c.Workspace)
+			if err != nil {
+				return Settings{}, err
+			}
+			s.Workspace = ws
+		}
+	}
+	if c.RemoteTools != nil {
+		s.RemoteTools = *c.RemoteTools
+	}
+	if c.Senders != nil {
+		s.Senders = *c.Senders
+	}
+	if c.Purpose != nil {
+		s.Purpose = *c.Purpose
+	}
+	if err := s.Validate(); err != nil {
+		return Settings{}, err
+	}
+	return s, nil
+}
+
+// fromRow reads a stored account; it is not validated.
+func fromRow(r ledger.ChannelAccount) Settings {
+	return Settings{
+		Channel: Kind(r.Channel), Account: r.Account, Enabled: r.Enabled, Workspace: r.Workspace,
+		RemoteTools: control.RemoteTools(r.RemoteTools), Senders: control.Senders(r.Senders),
+		Purpose: control.Purpose(r.Purpose), OwnerID: r.OwnerID, BotID: r.BotID, Source: Source(r.Source),
+	}
+}
+
+// toRow is the stored form of s, with the connector's credentials and
+// state of the stored row prev (empty for a new account).
+func toRow(s Settings, prev ledger.ChannelAccount, updatedMS int64) ledger.ChannelAccount {
+	return ledger.ChannelAccount{
+		Channel: string(s.Channel), Account: s.Account, Enabled: s.Enabled, Workspace: s.Workspace,
+		RemoteTools: string(s.RemoteTools), Senders: string(s.Senders), Purpose: string(s.Purpose),
+		OwnerID: s.OwnerID, BotID: s.BotID, Source: string(s.Source),
+		Credentials: prev.Credentials, State: prev.State, Updated: updatedMS,
+	}
+}

@@ -1,0 +1,529 @@
+package confirm
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/oklog/ulid/v2"
+
+	"scv/control"
+	"scv/ledger"
+)
+
+// Limits and defaults of a question, as the seed fixes them
+// (DEFAULT_CONFIRM_SECONDS, MAX_CONFIRM_SECONDS) or this package does.
+const (
+	// DefaultTimeout is how long a question waits for an answer unless
+	// the asker says otherwise.
+	DefaultTimeout = 30 * time.Minute
+	// MaxTimeout is the longest a question may wait. A longer
+	// timeout_seconds is refused, not clamped.
+	MaxTimeout = 4 * time.Hour
+	// WithdrawAfter: a pending question nobody asked confirm_status about
+	// for this long (since the ask or the last confirm_status) is
+	// withdrawn.
+	WithdrawAfter = time.Minute
+	// MaxQuestion is the longest question text, in characters.
+	MaxQuestion = 2000
+	// DefaultTickEvery is how often Run looks for questions whose
+	// deadline or withdrawal is due.
+	DefaultTickEvery = time.Second
+)
+
+// Why a question ended without an answer: the decided_by of its listing.
+const (
+	reasonDeadline     = "deadline passed"
+	reasonWithdrawn    = "not asked about for a minute"
+	reasonNoChat       = "no chat connected"
+	reasonRestarted    = "answer lost: the daemon restarted"
+	reasonNotConnected = "chat %s is not connected"
+	reasonUndelivered  = "delivery failed: %v"
+	reasonAmbiguous    = "no chat chosen: %d chats connected and no notify target"
+)
+
+// Log keys.
+const (
+	keyQuestion = "question"
+	keyErr      = "err"
+)
+
+// Chats is the daemon's chat accounts, as questions use them. Chats are
+// named `<channel>:<account>`.
+type Chats interface {
+	// Connected reports whether chat can take a question now.
+	Connected(chat string) bool
+	// ConnectedChats is every connected chat account that the owner
+	// chats in (mail accounts are not chats).
+	ConnectedChats() []string
+	// Deliver hands the question id with text to chat's owner, or
+	// reports why it could not.
+	Deliver(ctx context.Context, chat string, id, text string) error
+}
+
+// Manager asks the owner yes/no questions in chat and keeps what became of
+// them: every step is a record of the ledger's question log (confirm_log),
+// appended before memory changes, so that memory is always the fold of
+// the log. Set the fields, call Load once, then Run; the zero value of
+// the unexported state is ready.
+type Manager struct {
+	Ledger *ledger.Ledger
+	// Clock decides deadlines and withdrawals and stamps records;
+	// defaults to the system clock.
+	Clock func() time.Time
+	// Chats delivers questions; nil is no chat connected.
+	Chats Chats
+	// DelegationChat is the chat that started the work the SCV_PARENT
+	// chain parent names, or "" (control.Delegations.ChatOf); nil is
+	// never one.
+	DelegationChat func(parent string) string
+	// Notify is the daemon's notify target (`--notify CHANNEL:ACCOUNT`),
+	// or "".
+	Notify string
+	Logger *slog.Logger
+
+	// wmu orders every step: a record is appended and applied under it,
+	// so that memory takes the records in the log's order and a question
+	// is decided once.
+	wmu sync.Mutex
+
+	mu sync.Mutex
+	qs map[string]*question
+	// alive holds the pending questions: when each was last asked about
+	// (asked, or confirm_status). It is not logged: a restart fails every
+	// pending question anyway.
+	alive map[string]time.Time
+	// changed is closed and replaced whenever a record is applied.
+	changed chan struct{}
+}
+
+var _ control.Questions = (*Manager)(nil)
+
+func (m *Manager) now() time.Time {
+	if m.Clock != nil {
+		return m.Clock()
+	}
+	return time.Now()
+}
+
+func (m *Manager) logger() *slog.Logger {
+	if m.Logger != nil {
+		return m.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// init makes the maps; m.mu is held.
+func (m *Manager) init() {
+	if m.qs == nil {
+		m.qs = map[string]*question{}
+		m.alive = map[string]time.Time{}
+		m.changed = make(chan struct{})
+	}
+}
+
+// Load folds the whole question log into memory, replacing what was
+// there, then fails every question still pending: its answer, had one
+// come, was lost with the daemon that asked. A record the fold refuses
+// is skipped and logged.
+func (m *Manager) Load(ctx context.Context) error {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	recs, err := m.Ledger.ConfirmLog(ctx, 0)
+	if err != nil {
+		return err
+	}
+	qs, errs := fold(recs)
+	for _, err := range errs {
+		m.logger().Warn("question log record skipped", keyErr, err)
+	}
+	m.mu.Lock()
+	m.init()
+	m.qs, m.alive = qs, map[string]time.Time{}
+	var lost []*question
+	for _, q := range qs {
+		if q.State == control.ConfirmPending {
+			m.alive[q.ID] = time.UnixMilli(q.Asked)
+			lost = append(lost, q)
+		}
+	}
+	m.mu.Unlock()
+	slices.SortFunc(lost, bySeq)
+	now := m.now()
+	out := make([]ledger.ConfirmRecord, len(lost))
+	for i, q := range lost {
+		out[i] = record(q.ID, KindFailed, now, endedData{Reason: reasonRestarted})
+	}
+	_, err = m.record(ctx, out...)
+	return err
+}
+
+// Run calls Tick every interval until ctx ends.
+func (m *Manager) Run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := m.Tick(ctx); err != nil && ctx.Err() == nil {
+				m.logger().Error("question deadlines", keyErr, err)
+			}
+		}
+	}
+}
+
+// Tick ends the pending questions the clock has decided: expired at the
+// deadline, else withdrawn when nobody asked about them for WithdrawAfter.
+// All of one tick's records are appended in one transaction.
+func (m *Manager) Tick(ctx context.Context) error {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	now := m.now()
+	m.mu.Lock()
+	var ending []*question
+	for id := range m.alive {
+		ending = append(ending, m.qs[id])
+	}
+	m.mu.Unlock()
+	slices.SortFunc(ending, bySeq)
+	var out []ledger.ConfirmRecord
+	for _, q := range ending {
+		if kind, reason := m.due(q, now); kind != "" {
+			out = append(out, record(q.ID, kind, now, endedData{Reason: reason}))
+		}
+	}
+	_, err := m.record(ctx, out...)
+	return err
+}
+
+// Ask checks a question, chooses its chat, records it and hands it to the
+// chat (confirm_ask). A question that cannot be handed over is recorded
+// as failed and answered as such, not refused: the asker learns its
+// outcome the same way as every other.
+func (m *Manager) Ask(ctx context.Context, c control.CmdConfirmAsk) (control.ConfirmInfo, error) {
+	if err := checkQuestion(c.Question); err != nil {
+		return control.ConfirmInfo{}, err
+	}
+	timeout := DefaultTimeout
+	if c.TimeoutSeconds != nil {
+		s := *c.TimeoutSeconds
+		if s == 0 || s > uint64(MaxTimeout/time.Second) {
+			return control.ConfirmInfo{}, invalid("timeout_seconds %d: want 1 to %d", s, uint64(MaxTimeout/time.Second))
+		}
+		timeout = time.Duration(s) * time.Second
+	}
+	var parent string
+	if c.Parent != nil {
+		parent = *c.Parent
+	}
+	chat, reason := m.route(parent)
+	if reason == "" && (m.Chats == nil || !m.Chats.Connected(chat)) {
+		reason = fmt.Sprintf(reasonNotConnected, chat)
+	}
+	id, now := ulid.Make().String(), m.now()
+	out := []ledger.ConfirmRecord{record(id, KindAsked, now, askedData{
+		Question: c.Question, Chat: chat, DeadlineMS: now.Add(timeout).UnixMilli(),
+		Requester: requester(parent), Parent: parent,
+	})}
+	if reason != "" {
+		out = append(out, record(id, KindFailed, now, endedData{Reason: reason}))
+	}
+	m.wmu.Lock()
+	qs, err := m.record(ctx, out...)
+	m.wmu.Unlock()
+	if err != nil {
+		return control.ConfirmInfo{}, err
+	}
+	if reason != "" {
+		m.logger().Info("question failed", keyQuestion, id, keyErr, reason)
+		return qs[len(qs)-1].info(), nil
+	}
+	// Handed over only once it is recorded, so that an answer, however
+	// quick, finds it.
+	if err := m.Chats.Deliver(ctx, chat, id, c.Question); err != nil {
+		m.logger().Warn("question not delivered", keyQuestion, id, keyErr, err)
+		// The failure is recorded whether or not the asker still waits.
+		return m.end(context.WithoutCancel(ctx), id, KindFailed, fmt.Sprintf(reasonUndelivered, err))
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if q, ok := m.qs[id]; ok {
+		return q.info(), nil
+	}
+	return control.ConfirmInfo{}, notFound(id) // Load ran meanwhile
+}
+
+// Status reports where question id stands (confirm_status) and keeps it
+// alive: a pending question's withdrawal clock starts again. A pending
+// question whose deadline has passed is expired first, even if Tick has
+// not run yet.
+func (m *Manager) Status(ctx context.Context, id string) (control.ConfirmInfo, error) {
+	now := m.now()
+	m.mu.Lock()
+	q, ok := m.qs[id]
+	if !ok {
+		m.mu.Unlock()
+		return control.ConfirmInfo{}, notFound(id)
+	}
+	if q.State != control.ConfirmPending {
+		m.mu.Unlock()
+		return q.info(), nil
+	}
+	if now.UnixMilli() < q.Deadline {
+		m.alive[id] = now
+		m.mu.Unlock()
+		return q.info(), nil
+	}
+	m.mu.Unlock()
+	return m.end(ctx, id, KindExpired, reasonDeadline)
+}
+
+// Answer records the owner's answer to question id (confirm_answer). A
+// question is answered once: an answer to one that is not pending is
+// refused (conflict) and nothing is appended for it. One whose deadline
+// (or withdrawal) is due is ended first, as Tick would have, and the
+// answer refused.
+func (m *Manager) Answer(ctx context.Context, id string, yes bool, by string) (control.ConfirmInfo, error) {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	now := m.now()
+	m.mu.Lock()
+	q, ok := m.qs[id]
+	m.mu.Unlock()
+	if !ok {
+		return control.ConfirmInfo{}, notFound(id)
+	}
+	if q.State != control.ConfirmPending {
+		return control.ConfirmInfo{}, conflict(q)
+	}
+	if kind, reason := m.due(q, now); kind != "" {
+		qs, err := m.record(ctx, record(id, kind, now, endedData{Reason: reason}))
+		if err != nil {
+			return control.ConfirmInfo{}, err
+		}
+		return control.ConfirmInfo{}, conflict(qs[0])
+	}
+	answer := "no"
+	if yes {
+		answer = "yes"
+	}
+	qs, err := m.record(ctx, record(id, KindAnswered, now, answeredData{Answer: answer, By: by}))
+	if err != nil {
+		return control.ConfirmInfo{}, err
+	}
+	return qs[0].info(), nil
+}
+
+// List is the questions whose latest record is after c.After, of chat
+// c.Chat or of all, in record order (confirm_list). With nothing to list
+// and c.WaitSeconds set, it waits that long for a record and lists again;
+// what it then answers may be empty.
+func (m *Manager) List(ctx context.Context, c control.CmdConfirmList) ([]control.Question, error) {
+	var after, wait uint64
+	if c.After != nil {
+		after = *c.After
+	}
+	if c.WaitSeconds != nil {
+		wait = *c.WaitSeconds
+	}
+	if wait > control.MaxListWait {
+		return nil, invalid("wait_seconds %d: at most %d", wait, control.MaxListWait)
+	}
+	var timeout <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(time.Duration(wait) * time.Second)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		m.mu.Lock()
+		m.init()
+		var found []*question
+		for _, q := range m.qs {
+			if q.Seq > after && (c.Chat == nil || q.Chat == *c.Chat) {
+				found = append(found, q)
+			}
+		}
+		changed := m.changed
+		m.mu.Unlock()
+		slices.SortFunc(found, bySeq)
+		out := make([]control.Question, len(found))
+		for i, q := range found {
+			out[i] = q.wire()
+		}
+		if len(out) > 0 || timeout == nil {
+			return out, nil
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			return out, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// route chooses the chat of a question: the chat that started the work
+// parent names, else the notify target, else the only connected chat. It
+// returns why none was chosen, if none was.
+func (m *Manager) route(parent string) (chat, reason string) {
+	if parent != "" && m.DelegationChat != nil {
+		if chat := m.DelegationChat(parent); chat != "" {
+			return chat, ""
+		}
+	}
+	if m.Notify != "" {
+		return m.Notify, ""
+	}
+	var connected []string
+	if m.Chats != nil {
+		connected = m.Chats.ConnectedChats()
+	}
+	switch len(connected) {
+	case 0:
+		return "", reasonNoChat
+	case 1:
+		return connected[0], ""
+	default:
+		return "", fmt.Sprintf(reasonAmbiguous, len(connected))
+	}
+}
+
+// due is what the clock at now decides for the pending question q:
+// expired at its deadline, else withdrawn when nobody has asked about it
+// for WithdrawAfter, else nothing ("").
+func (m *Manager) due(q *question, now time.Time) (kind, reason string) {
+	if now.UnixMilli() >= q.Deadline {
+		return KindExpired, reasonDeadline
+	}
+	m.mu.Lock()
+	last, ok := m.alive[q.ID]
+	m.mu.Unlock()
+	if !ok {
+		last = time.UnixMilli(q.Asked)
+	}
+	if now.Sub(last) >= WithdrawAfter {
+		return KindWithdrawn, reasonWithdrawn
+	}
+	return "", ""
+}
+
+// end ends question id with a record of kind if it is still pending, and
+// reports where it stands.
+func (m *Manager) end(ctx context.Context, id, kind, reason string) (control.ConfirmInfo, error) {
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	m.mu.Lock()
+	q, ok := m.qs[id]
+	m.mu.Unlock()
+	if !ok {
+		return control.ConfirmInfo{}, notFound(id)
+	}
+	if q.State != control.ConfirmPending {
+		return q.info(), nil
+	}
+	qs, err := m.record(ctx, record(id, kind, m.now(), endedData{Reason: reason}))
+	if err != nil {
+		return control.ConfirmInfo{}, err
+	}
+	return qs[0].info(), nil
+}
+
+// record appends recs to the log in one transaction, then applies them to
+// memory and wakes the waiting lists; it returns the questions as the
+// records left them. m.wmu is held.
+func (m *Manager) record(ctx context.Context, recs ...ledger.ConfirmRecord) ([]*question, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	appended, err := m.Ledger.AppendConfirm(ctx, recs...)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init()
+	out := make([]*question, len(appended))
+	for i, r := range appended {
+		q, err := evolve(m.qs[r.QuestionID], r)
+		if err != nil {
+			// Every record was checked against memory under m.wmu.
+			panic(fmt.Sprintf("confirm: a record memory cannot take: %v", err))
+		}
+		m.qs[r.QuestionID] = q
+		switch {
+		case q.State != control.ConfirmPending:
+			delete(m.alive, q.ID)
+		case r.Kind == KindAsked:
+			m.alive[q.ID] = time.UnixMilli(r.Timestamp)
+		}
+		out[i] = q
+	}
+	close(m.changed)
+	m.changed = make(chan struct{})
+	return out, nil
+}
+
+// record builds a record of the question log.
+func record(id, kind string, now time.Time, data any) ledger.ConfirmRecord {
+	b, err := json.Marshal(data)
+	if err != nil {
+		panic(fmt.Sprintf("confirm: %s record: %v", kind, err))
+	}
+	return ledger.ConfirmRecord{QuestionID: id, Kind: kind, Timestamp: now.UnixMilli(), Data: string(b)}
+}
+
+// checkQuestion: 1 to MaxQuestion characters of valid UTF-8, not all
+// blank, with no control characters but newlines.
+func checkQuestion(text string) error {
+	switch n := utf8.RuneCountInString(text); {
+	case !utf8.ValidString(text):
+		return invalid("question is not valid UTF-8")
+	case strings.TrimSpace(text) == "":
+		return invalid("question is empty")
+	case n > MaxQuestion:
+		return invalid("question has %d characters: at most %d", n, MaxQuestion)
+	}
+	for _, r := range text {
+		if unicode.IsControl(r) && r != '\n' {
+			return invalid("question has control character %U: only newlines are allowed", r)
+		}
+	}
+	return nil
+}
+
+// requester is the delegation that asks: the last of the parent chain.
+func requester(parent string) string {
+	chain := strings.Split(parent, ",")
+	return strings.TrimSpace(chain[len(chain)-1])
+}
+
+func bySeq(a, b *question) int { return cmp.Compare(a.Seq, b.Seq) }
+
+func invalid(format string, args ...any) error {
+	return &control.Error{Code: control.CodeInvalidParams, Message: fmt.Sprintf(format, args...),
+		Data: control.ErrorData{Reason: control.ReasonInvalidArgument}}
+}
+
+func notFound(id string) error {
+	return &control.Error{Code: control.CodeNotFound, Message: fmt.Sprintf("question %q not found", id),
+		Data: control.ErrorData{Reason: control.ReasonNotFound}}
+}
+
+// conflict refuses an answer to q, which is not pending.
+func conflict(q *question) error {
+	return &control.Error{Code: control.CodeConflict,
+		Message: fmt.Sprintf("question %s is %s (%s): it takes no answer", q.ID, q.State, q.DecidedBy),
+		Data:    control.ErrorData{Reason: control.ReasonConflict}}
+}
