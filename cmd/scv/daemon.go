@@ -106,13 +106,6 @@ func defaultDBPath() string {
 	return filepath.Join(control.StateDir(), "ledger.db")
 }
 
-// chats lets the question manager hand questions to the channel accounts.
-type chats struct{ *channels.Manager }
-
-func (c chats) Deliver(ctx context.Context, chat, id, text string) error {
-	return c.Manager.Deliver(ctx, chat, channels.Message{ID: id, Text: text})
-}
-
 // ParseFlags reads `scv daemon` flags.
 func (d *Daemon) ParseFlags(args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("scv daemon", flag.ContinueOnError)
@@ -203,7 +196,7 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	}
 	svc.Channels = d.channels
 	d.questions = &confirm.Manager{
-		Ledger: d.ledger, Chats: chats{d.channels}, DelegationChat: svc.Delegations.ChatOf,
+		Ledger: d.ledger, Chats: d.channels, DelegationChat: svc.Delegations.ChatOf,
 		Notify: d.Notify, Logger: d.Logger.With("component", "questions"),
 	}
 	// Questions still pending from before lose their answer here.

@@ -418,11 +418,13 @@ func (m *Manager) ConnectedChats() []string {
 	return ids
 }
 
-// Deliver hands msg to the owner of the account chat through its running
-// connector. It fails with ErrNotConnected unless the account is
-// connected, and with the connector's error if it could not hand it over.
-// A delivery counts as a success of the account.
-func (m *Manager) Deliver(ctx context.Context, chat string, msg Message) error {
+// Deliver hands the message id (text) to the owner of the account chat
+// through its running connector. It fails with ErrNotConnected unless the
+// account is connected, and with the connector's error if it could not
+// hand it over. A delivery counts as a success of the account. (Its
+// signature is confirm.Chats's: the question manager delivers through it.)
+func (m *Manager) Deliver(ctx context.Context, chat, id, text string) error {
+	msg := Message{ID: id, Text: text}
 	m.mu.Lock()
 	a, ok := m.accounts[chat]
 	if !ok {

@@ -158,19 +158,19 @@ func TestChatsForQuestions(t *testing.T) {
 	assert.False(t, h.m.Connected("telegram:nope"))
 
 	h.clock.Advance(60e9)
-	require.NoError(t, h.m.Deliver(ctx, "telegram:a", channels.Message{ID: "q1", Text: "Ship it?"}))
+	require.NoError(t, h.m.Deliver(ctx, "telegram:a", "q1", "Ship it?"))
 	assert.Equal(t, []channels.Message{{ID: "q1", Text: "Ship it?"}}, tc.Delivered())
 	assert.Equal(t, ptr(uint64(h.clock.Now().Unix())), h.component("telegram:a").LastSuccessUnixSeconds)
 
-	assert.ErrorIs(t, h.m.Deliver(ctx, "telegram:idle", channels.Message{ID: "q2"}), channels.ErrNotConnected)
-	assert.ErrorIs(t, h.m.Deliver(ctx, "telegram:nope", channels.Message{ID: "q2"}), channels.ErrNotConnected)
+	assert.ErrorIs(t, h.m.Deliver(ctx, "telegram:idle", "q2", ""), channels.ErrNotConnected)
+	assert.ErrorIs(t, h.m.Deliver(ctx, "telegram:nope", "q2", ""), channels.ErrNotConnected)
 	runs["b"].Disconnected(nil)
-	assert.ErrorIs(t, h.m.Deliver(ctx, "telegram:b", channels.Message{ID: "q2"}), channels.ErrNotConnected)
+	assert.ErrorIs(t, h.m.Deliver(ctx, "telegram:b", "q2", ""), channels.ErrNotConnected)
 	assert.Equal(t, []string{"telegram:a"}, h.m.ConnectedChats())
 
 	refused := errors.New("platform refused")
 	tc.FailDeliveries(refused)
-	assert.ErrorIs(t, h.m.Deliver(ctx, "telegram:a", channels.Message{ID: "q3"}), refused)
+	assert.ErrorIs(t, h.m.Deliver(ctx, "telegram:a", "q3", ""), refused)
 	assert.Len(t, tc.Delivered(), 1)
 }
 

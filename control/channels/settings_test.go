@@ -219,7 +219,7 @@ func TestLocalOwnerConnects(t *testing.T) {
 	assert.True(t, channels.ToolsFor(s, owner))
 	assert.False(t, channels.ToolsFor(s, "uid:99999"))
 	assert.Equal(t, []string{"local:owner"}, m.ConnectedChats())
-	require.NoError(t, m.Deliver(ctx, "local:owner", channels.Message{ID: "q1", Text: "Deploy?"}))
+	require.NoError(t, m.Deliver(ctx, "local:owner", "q1", "Deploy?"))
 
 	rows, err := l.ChannelAccounts(ctx)
 	require.NoError(t, err)

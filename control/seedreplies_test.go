@@ -1,0 +1,113 @@
+package control_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"scv/control"
+	"scv/control/channels"
+	"scv/control/confirm"
+)
+
+// TestSeedParsesDelegationReplies: the replies of the delegation actions,
+// with entries and killed filled in from a real tree, parse through the
+// seed's DaemonStatus, and serde writes them back byte for byte.
+func TestSeedParsesDelegationReplies(t *testing.T) {
+	bin := seedClient(t)
+	d := startDaemon(t, nil)
+	c := d.client(t)
+	h := ulid.Make().String()
+	tree := startTree(t, h, "sleep 60 & wait")
+	var input strings.Builder
+	reply := func(name string, cmd control.Command) {
+		raw, err := c.CallRaw(testCtx(t), cmd)
+		require.NoError(t, err)
+		fmt.Fprintf(&input, "%s\tstatus\t%s\n", name, raw)
+	}
+	reply("register", register(h, tree.Pid))
+	reply("delegations", control.CmdDelegations{All: true})
+	reply("status", control.CmdStatus{})
+	reply("kill", control.CmdDelegationKill{Handle: &h})
+	reply("kill orphans", control.CmdDelegationKill{Orphans: true})
+
+	cmd := exec.Command(bin, "decode")
+	cmd.Stdin = strings.NewReader(input.String())
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	sent := strings.Split(strings.TrimSuffix(input.String(), "\n"), "\n")
+	got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	require.Len(t, got, len(sent))
+	for i, line := range sent {
+		name, _, _ := strings.Cut(line, "\t")
+		v := strings.SplitN(got[i], "\t", 3)
+		require.Len(t, v, 3, got[i])
+		assert.Equal(t, "ok", v[1], "%s: serde refused: %s", name, v[2])
+		assert.Equal(t, line[strings.LastIndex(line, "\t")+1:], v[2], "%s: serde writes it otherwise", name)
+	}
+	assert.Contains(t, input.String(), `"entries":[{"handle":"`+h+`"`)
+	assert.Contains(t, input.String(), `"killed":["`+h+`"]`)
+}
+
+// TestSeedParsesChannelAndQuestionReplies: replies carrying components and
+// questions, from the daemon's real channel and question managers, parse
+// through the seed's DaemonStatus; those the seed describes fully come
+// back from serde byte for byte (confirm_list's extension field is
+// ignored by the seed, so only its parsing is checked).
+func TestSeedParsesChannelAndQuestionReplies(t *testing.T) {
+	bin := seedClient(t)
+	d := startDaemon(t, nil)
+	chans := channels.New(d.ledger)
+	chans.Path = filepath.Join(d.dir, "channels.json")
+	require.NoError(t, chans.Load(context.Background()))
+	t.Cleanup(chans.Close)
+	q := &confirm.Manager{Ledger: d.ledger, Chats: chans}
+	require.NoError(t, q.Load(context.Background()))
+	d.srv.Service.Channels, d.srv.Service.Questions = chans, q
+	c := d.client(t)
+
+	var input strings.Builder
+	exact := map[string]bool{}
+	reply := func(name string, same bool, cmd control.Command) {
+		raw, err := c.CallRaw(testCtx(t), cmd)
+		require.NoError(t, err)
+		fmt.Fprintf(&input, "%s\tstatus\t%s\n", name, raw)
+		exact[name] = same
+	}
+	reply("channel_set wechat", true, control.CmdChannelSet{Channel: "wechat", Account: "main", Enabled: true,
+		RemoteTools: ptr(control.RemoteToolsOwner), Purpose: ptr(control.PurposeMail)})
+	reply("channel_set local", true, control.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
+	require.Eventually(t, func() bool { return chans.Connected("local:owner") }, 10*time.Second, 10*time.Millisecond)
+	reply("status", true, control.CmdStatus{})
+	reply("confirm_ask", true, control.CmdConfirmAsk{Question: "ship it?"})
+	reply("confirm_list", false, control.CmdConfirmList{})
+
+	cmd := exec.Command(bin, "decode")
+	cmd.Stdin = strings.NewReader(input.String())
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	sent := strings.Split(strings.TrimSuffix(input.String(), "\n"), "\n")
+	got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	require.Len(t, got, len(sent))
+	for i, line := range sent {
+		name, _, _ := strings.Cut(line, "\t")
+		v := strings.SplitN(got[i], "\t", 3)
+		require.Len(t, v, 3, got[i])
+		assert.Equal(t, "ok", v[1], "%s: serde refused: %s", name, v[2])
+		if exact[name] {
+			assert.Equal(t, line[strings.LastIndex(line, "\t")+1:], v[2], "%s: serde writes it otherwise", name)
+		}
+	}
+	assert.Contains(t, input.String(), `"id":"local:owner"`)
+	assert.Contains(t, input.String(), `"state":"connected"`)
+	assert.Contains(t, input.String(), `"purpose":"mail"`)
+	assert.Contains(t, input.String(), `"questions":[{`)
+}
