@@ -74,6 +74,7 @@ func usage(w io.Writer) {
 
   daemon [--db PATH] [--socket PATH] [--stale-after 5m] [--heartbeat-every D]
          [--compact-after 10000] [--retain 1000] [--compact-drop]
+         [--config FILE] [--notify CHANNEL:ACCOUNT] [--kill-grace 2s]
                                           run the daemon in the foreground
   version                                 print the version
   ledger verify [--db PATH] [--project P] [--head ID=HEX ...]
