@@ -25,7 +25,7 @@ var ErrNotConnected = errors.New("chat not connected")
 
 // Log keys.
 const (
-	logComponent = "component"
+	logComponent = "account" // the daemon's logger already names this component "channels"
 	logState     = "state"
 	logError     = "error"
 	logDelay     = "delay"
