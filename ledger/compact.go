@@ -94,15 +94,16 @@ func (l *Ledger) CompactWith(ctx context.Context, project string, opts CompactOp
 		}
 		sum := sha256.Sum256(snap)
 		for _, q := range []struct {
-			sql  string
-			args []any
+			sql   string
+			args  []any
+			point Failpoint // passed once the step is done
 		}{
 			{`INSERT INTO snapshots (project_id, sequence, version, state, chain_head, state_hash) VALUES (?, ?, ?, ?, ?, ?)`,
-				[]any{p.ID, s, reducer.SnapshotVersion, snap, at.ChainHead, sum[:]}},
+				[]any{p.ID, s, reducer.SnapshotVersion, snap, at.ChainHead, sum[:]}, FailSnapshot},
 			{`INSERT INTO events_archive (sequence, project_id, kind, timestamp, data, timestamp_ms, hash)
 				SELECT sequence, project_id, kind, timestamp, data, timestamp_ms, hash FROM events
-				WHERE project_id = ? AND sequence <= ?`, []any{p.ID, s}},
-			{`DELETE FROM events WHERE project_id = ? AND sequence <= ?`, []any{p.ID, s}},
+				WHERE project_id = ? AND sequence <= ?`, []any{p.ID, s}, FailCompactArchive},
+			{`DELETE FROM events WHERE project_id = ? AND sequence <= ?`, []any{p.ID, s}, FailCompactDelete},
 		} {
 			if opts.Drop && strings.HasPrefix(q.sql, "INSERT INTO events_archive") {
 				continue
@@ -114,8 +115,8 @@ func (l *Ledger) CompactWith(ctx context.Context, project string, opts CompactOp
 			if n, _ := res.RowsAffected(); q.sql[:6] == "DELETE" {
 				c.Archived = int(n)
 			}
-			if err := compactFailpoint(q.sql); err != nil {
-				return err
+			if err := q.point.Hit(); err != nil {
+				return fmt.Errorf("%w: %w", ErrStorage, err)
 			}
 		}
 		c.Sequence, c.Live = s, live-c.Archived
@@ -142,10 +143,6 @@ func (l *Ledger) CompactDue(threshold int) []string {
 	}
 	return due
 }
-
-// compactFailpoint lets a test fail compaction between its steps; nil in
-// production.
-var compactFailpoint = func(step string) error { return nil }
 
 func storage(err error) error { return fmt.Errorf("%w: %v", ErrStorage, err) }
 

@@ -2,8 +2,6 @@ package ledger_test
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -113,27 +111,24 @@ func TestCompaction(t *testing.T) {
 }
 
 // TestCompactionCrash: a compaction that fails between its steps (after
-// the snapshot, after the archive copy) keeps nothing: after a restart the
-// database is as before it, and verify passes.
+// the snapshot, after the archive copy, after the DELETE) keeps nothing:
+// after a restart the database is as before it, and verify passes.
 func TestCompactionCrash(t *testing.T) {
-	for _, step := range []string{"INSERT INTO snapshots", "INSERT INTO events_archive", "DELETE"} {
-		t.Run(step, func(t *testing.T) {
+	for _, point := range []ledger.Failpoint{ledger.FailSnapshot, ledger.FailCompactArchive, ledger.FailCompactDelete} {
+		t.Run(string(point), func(t *testing.T) {
 			ctx := context.Background()
 			path := dbPath(t)
 			l := open(t, path, ledger.Options{})
 			f := bigProject(t, l, 50)
 			db := rawDB(t, path)
 			before := rows(t, db)
-			crash := errors.New("crash")
-			undo := ledger.SetCompactFailpoint(func(s string) error {
-				if strings.HasPrefix(strings.TrimSpace(s), step) {
-					return crash
-				}
-				return nil
-			})
-			_, err := l.Compact(ctx, f.project, 10)
+			undo, err := ledger.SetFailpoints(string(point) + "=error")
+			require.NoError(t, err)
+			_, err = l.Compact(ctx, f.project, 10)
 			undo()
-			require.ErrorIs(t, err, crash)
+			require.ErrorIs(t, err, ledger.ErrFailpoint)
+			assert.ErrorIs(t, err, ledger.ErrStorage)
+			assert.Contains(t, err.Error(), string(point))
 			require.NoError(t, l.Close())
 
 			l = open(t, path, ledger.Options{})

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"scv/control"
+	"scv/ledger"
 )
 
 // restart_when_idle: the daemon checks the release installed at its own
@@ -381,6 +382,9 @@ func (d *Daemon) readyWithin() time.Duration {
 // readiness pipe as descriptor 4, and waits for its byte. It returns the
 // new process's pid; on failure the process is gone.
 func (d *Daemon) startSuccessor() (int, error) {
+	if err := ledger.FailRestartExec.Hit(); err != nil {
+		return 0, err
+	}
 	ul, ok := d.ln.(*net.UnixListener)
 	if !ok {
 		return 0, fmt.Errorf("cannot pass a %T on", d.ln)

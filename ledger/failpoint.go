@@ -1,0 +1,179 @@
+// # Failpoints
+//
+// A failpoint is a named place on the write path where a test can make
+// the process die, as a crash or a power cut would, or make the operation
+// fail there. They are set by the environment variable SCV_FAILPOINTS,
+// read once when the process starts, as comma-separated NAME=ACTION pairs:
+//
+//	SCV_FAILPOINTS=after-insert=crash
+//	SCV_FAILPOINTS=compact-archive=error,restart-exec=crash
+//
+// The action crash sends the process SIGKILL from inside (no deferred
+// call, no rollback, no reply: what a crash looks like to the database
+// and to clients); error makes the operation return an error naming the
+// failpoint, as a failed write would. An unknown name or action, or an
+// action a point does not take, panics at start: a misspelt failpoint must
+// not be silently ignored. Unset, each failpoint costs one nil check.
+//
+// The points, in the order a write passes them:
+//
+//   - after-begin: appendBatch, right after BEGIN IMMEDIATE, before
+//     anything is read or written (every write transaction: command
+//     batches and maintenance ops such as compaction);
+//   - after-insert: appendBatch, after the batch's INSERTs, before COMMIT
+//     (command batches);
+//   - after-commit: appendBatch, after COMMIT returned, before any request
+//     of the batch is answered, so the events are durable but no caller
+//     hears back (every write transaction; crash only, since an error
+//     there would deny a durable write);
+//   - snapshot: CompactWith, after the snapshot row is inserted, before
+//     the archive copy;
+//   - compact-archive: CompactWith, after the copy into events_archive,
+//     before the DELETE (not reached when compaction drops instead of
+//     archiving);
+//   - compact-delete: CompactWith, after the DELETE from events, before
+//     COMMIT;
+//   - restart-exec: cmd/scv's restart_when_idle, after the ledger was
+//     closed and the locks released, just before the new release is
+//     started.
+//
+// A crash at any point before COMMIT must leave the database exactly as
+// before the write, at after-commit exactly as after it, and at
+// restart-exec (the ledger already closed) as it was; the tests in
+// cmd/scv/failpoint_test.go check each point with the real binary.
+package ledger
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Failpoint is the name of a failpoint.
+type Failpoint string
+
+// The failpoints (see the package documentation). The names are the
+// contract with SCV_FAILPOINTS.
+const (
+	FailAfterBegin     Failpoint = "after-begin"
+	FailAfterInsert    Failpoint = "after-insert"
+	FailAfterCommit    Failpoint = "after-commit"
+	FailSnapshot       Failpoint = "snapshot"
+	FailCompactArchive Failpoint = "compact-archive"
+	FailCompactDelete  Failpoint = "compact-delete"
+	FailRestartExec    Failpoint = "restart-exec"
+)
+
+// FailpointsEnv is the environment variable the failpoints are read from.
+const FailpointsEnv = "SCV_FAILPOINTS"
+
+// failAction is what a set failpoint does.
+type failAction uint8
+
+const (
+	failNone  failAction = iota
+	failCrash            // SIGKILL the process
+	failError            // return an error
+)
+
+var failActions = map[string]failAction{"crash": failCrash, "error": failError}
+
+// failpointActions are the points and the actions each takes.
+var failpointActions = map[Failpoint][]failAction{
+	FailAfterBegin:     {failCrash, failError},
+	FailAfterInsert:    {failCrash, failError},
+	FailAfterCommit:    {failCrash},
+	FailSnapshot:       {failCrash, failError},
+	FailCompactArchive: {failCrash, failError},
+	FailCompactDelete:  {failCrash, failError},
+	FailRestartExec:    {failCrash, failError},
+}
+
+// ErrFailpoint is the error a failpoint set to error returns, wrapped
+// with the point's name.
+var ErrFailpoint = errors.New("injected failure at failpoint")
+
+// failpoints are the failpoints set; nil (the production case) when none.
+var failpoints atomic.Pointer[map[Failpoint]failAction]
+
+func init() {
+	m, err := parseFailpoints(os.Getenv(FailpointsEnv))
+	if err != nil {
+		panic(fmt.Sprintf("%s: %v", FailpointsEnv, err))
+	}
+	if m != nil {
+		failpoints.Store(&m)
+	}
+}
+
+// parseFailpoints reads a SCV_FAILPOINTS value; nil for none.
+func parseFailpoints(spec string) (map[Failpoint]failAction, error) {
+	if strings.TrimSpace(spec) == "" {
+		return nil, nil
+	}
+	m := map[Failpoint]failAction{}
+	for item := range strings.SplitSeq(spec, ",") {
+		name, act, ok := strings.Cut(strings.TrimSpace(item), "=")
+		if !ok || name == "" || act == "" {
+			return nil, fmt.Errorf("%q is not NAME=ACTION (in %q)", item, spec)
+		}
+		p := Failpoint(name)
+		allowed, known := failpointActions[p]
+		if !known {
+			return nil, fmt.Errorf("unknown failpoint %q (known: %s)", name, knownFailpoints())
+		}
+		a, ok := failActions[act]
+		if !ok {
+			return nil, fmt.Errorf("failpoint %s: unknown action %q (crash or error)", name, act)
+		}
+		if !slices.Contains(allowed, a) {
+			return nil, fmt.Errorf("failpoint %s takes crash only, not %q", name, act)
+		}
+		if _, dup := m[p]; dup {
+			return nil, fmt.Errorf("failpoint %s is set twice", name)
+		}
+		m[p] = a
+	}
+	return m, nil
+}
+
+// knownFailpoints lists the names in the order a write passes them.
+func knownFailpoints() string {
+	return strings.Join([]string{string(FailAfterBegin), string(FailAfterInsert), string(FailAfterCommit),
+		string(FailSnapshot), string(FailCompactArchive), string(FailCompactDelete), string(FailRestartExec)}, ", ")
+}
+
+// Hit passes the failpoint p: with nothing set for it, it returns nil;
+// set to crash, the process dies here; set to error, it returns an error
+// wrapping ErrFailpoint.
+func (p Failpoint) Hit() error {
+	m := failpoints.Load()
+	if m == nil {
+		return nil
+	}
+	switch (*m)[p] {
+	case failCrash:
+		// The one line a test can find in the daemon's log.
+		fmt.Fprintf(os.Stderr, "scv: failpoint %s: crash (SIGKILL)\n", p)
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		for {
+			time.Sleep(time.Hour) // the signal is on its way
+		}
+	case failError:
+		return fmt.Errorf("%w %s", ErrFailpoint, p)
+	}
+	return nil
+}
+
+// crashAt passes a failpoint that takes crash only (the parser refuses
+// error for it): it returns only when the point is not set.
+func crashAt(p Failpoint) {
+	if err := p.Hit(); err != nil {
+		panic(fmt.Sprintf("failpoint %s returned %v; it takes crash only", p, err))
+	}
+}
