@@ -24,6 +24,7 @@ const (
 	CodeStorage           = -32006
 	CodeUnimplemented     = -32007
 	CodeForbidden         = -32008
+	CodeStorageFull       = -32009
 )
 
 // Reasons: the stable word in every error's data.reason.
@@ -43,6 +44,7 @@ const (
 	ReasonStorage           = "storage"
 	ReasonUnimplemented     = "unimplemented"
 	ReasonForbidden         = "forbidden"
+	ReasonStorageFull       = "storage_full"
 )
 
 // Error is a JSON-RPC error object. The client returns it for every error
@@ -82,6 +84,9 @@ func errorFor(err error) *Error {
 		{reducer.ErrInvalidTransition, CodeInvalidTransition, ReasonInvalidTransition},
 		{reducer.ErrInvalidArgument, CodeInvalidParams, ReasonInvalidArgument},
 		{ledger.ErrClosed, CodeUnavailable, ReasonUnavailable},
+		// Before ErrStorage, which it wraps. Its message says the disk
+		// is full and that nothing of the request was kept.
+		{ledger.ErrStorageFull, CodeStorageFull, ReasonStorageFull},
 		{ledger.ErrStorage, CodeStorage, ReasonStorage},
 	} {
 		if errors.Is(err, m.target) {

@@ -233,7 +233,7 @@ func (l *Ledger) commit(batch []*request) {
 	out := make([]response, len(batch))
 	if err := l.appendBatch(batch, out); err != nil {
 		l.state.Rollback()
-		err = fmt.Errorf("%w: %v", ErrStorage, err)
+		err = l.storageError(err)
 		for i := range out {
 			out[i] = response{err: err}
 		}
@@ -276,6 +276,9 @@ func (l *Ledger) appendBatch(batch []*request, out []response) error {
 		return err
 	}
 	defer tx.Rollback()
+	if err := FailAfterBegin.Hit(); err != nil {
+		return err
+	}
 
 	// Decide against the state as it is inside this transaction: if
 	// another writer appended since we last looked, fold its events first.
@@ -295,7 +298,11 @@ func (l *Ledger) appendBatch(batch []*request, out []response) error {
 		if out[0].err = op(ctx, tx); out[0].err != nil {
 			return nil
 		}
-		return tx.Commit()
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		crashAt(FailAfterCommit)
+		return nil
 	}
 	lastSeq, lastTime := l.lastSeq, l.lastTime
 	now := max(l.clock().UnixMilli(), lastTime)
@@ -320,9 +327,13 @@ func (l *Ledger) appendBatch(batch []*request, out []response) error {
 		}
 		out[i].res.Events = evs
 	}
+	if err := FailAfterInsert.Hit(); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return err
 	}
+	crashAt(FailAfterCommit)
 	if lastSeq != l.lastSeq {
 		l.lastSeq, l.lastTime = lastSeq, now
 	}

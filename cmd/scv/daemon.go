@@ -167,6 +167,11 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 			d.release()
 		}
 	}()
+	// A database the daemon could not write, or one that is not SQLite's,
+	// is refused before the locks, so that it gets no lock file beside it.
+	if err := ledger.CheckFile(d.DBPath); err != nil {
+		return err
+	}
 	if err := d.lock(); err != nil {
 		return err
 	}
@@ -268,7 +273,7 @@ func (d *Daemon) listen() error {
 func (d *Daemon) openLedger(ctx context.Context) error {
 	l, err := ledger.Open(ctx, d.DBPath, ledger.Options{})
 	if err != nil {
-		return err
+		return openLedgerError(ctx, d.DBPath, err)
 	}
 	d.ledger = l
 	d.server.Service.Ledger = l
@@ -283,6 +288,23 @@ func (d *Daemon) openLedger(ctx context.Context) error {
 		d.questions.Ledger = l
 	}
 	return nil
+}
+
+// openLedgerError is the error of a ledger.Open of path that failed with
+// err, naming the database. Open stops at the first damaged page it reads,
+// with SQLite's bare words: if SQLite's quick_check finds the file
+// damaged, its findings are the error.
+func openLedgerError(ctx context.Context, path string, err error) error {
+	if errors.Is(err, ledger.ErrCorrupt) || errors.Is(err, ledger.ErrNotWritable) {
+		return err
+	}
+	if qerr := ledger.QuickCheck(ctx, path); errors.Is(qerr, ledger.ErrCorrupt) {
+		return qerr
+	}
+	if strings.Contains(err.Error(), path) {
+		return err
+	}
+	return fmt.Errorf("open ledger %s: %w", path, err)
 }
 
 // closeLedger closes the ledger, if open: it answers the commands already
@@ -462,6 +484,19 @@ func runDaemon(args []string, stderr io.Writer) error {
 	if err := d.ParseFlags(args, stderr); err != nil {
 		return err
 	}
+	// A write past the process's file size limit (RLIMIT_FSIZE) gets
+	// SIGXFSZ, whose default action kills the process (the Go runtime
+	// drops it when no one asked for it; this says so, and logs it).
+	// Caught, the write only fails (EFBIG), and its batch is refused
+	// with storage_full. Caught, not ignored: an ignored signal stays
+	// ignored across exec, in every process a delegation starts.
+	xfsz := make(chan os.Signal, 1)
+	signal.Notify(xfsz, syscall.SIGXFSZ)
+	defer func() {
+		signal.Stop(xfsz)
+		close(xfsz)
+	}()
+	go logFileSizeLimit(d.Logger, xfsz)
 	// Resolved now: a release installed later replaces the file, not
 	// this path (Go drops the " (deleted)" Linux then shows).
 	if exe, err := os.Executable(); err == nil {
@@ -501,4 +536,16 @@ func runDaemon(args []string, stderr io.Writer) error {
 	}
 	d.Logger.Info("daemon stopped")
 	return nil
+}
+
+// logFileSizeLimit logs the SIGXFSZ signals received on c, at most one a
+// minute, until c is closed.
+func logFileSizeLimit(log *slog.Logger, c <-chan os.Signal) {
+	var last time.Time
+	for range c {
+		if time.Since(last) >= time.Minute {
+			log.Warn("a write reached the file size limit (RLIMIT_FSIZE): writes are refused with storage_full until it is raised")
+			last = time.Now()
+		}
+	}
 }
