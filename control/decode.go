@@ -132,6 +132,29 @@ func unquote(lit []byte) (string, error) {
 	return s, err
 }
 
+// maxDepth is serde_json's recursion limit: it refuses a value nested 128
+// levels deep (the params object counting as the first), also inside a
+// field it would then ignore.
+const maxDepth = 128
+
+// checkDepth refuses raw (valid JSON) nested maxDepth levels or deeper.
+func checkDepth(raw []byte) error {
+	depth := 0
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '"':
+			i = skipString(raw, i) - 1
+		case '{', '[':
+			if depth++; depth >= maxDepth {
+				return errors.New("recursion limit exceeded")
+			}
+		case '}', ']':
+			depth--
+		}
+	}
+	return nil
+}
+
 // checkNumbers refuses numbers outside float64's range anywhere in raw
 // (valid JSON), as serde_json does ("number out of range").
 func checkNumbers(raw []byte) error {
@@ -172,6 +195,9 @@ func DecodeCommand(raw []byte) (Command, error) {
 // decodeValid is DecodeCommand for raw that is valid UTF-8 and JSON: the
 // server checks the whole request line once.
 func decodeValid(raw []byte) (Command, error) {
+	if err := checkDepth(raw); err != nil {
+		return nil, err
+	}
 	cmd, err := decodeCommand(raw)
 	if err != nil {
 		return nil, err

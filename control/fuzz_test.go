@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,13 +24,30 @@ import (
 	"scv/control"
 )
 
-// Seed inputs of both targets are committed under testdata/fuzz/<target>/
-// (go test fuzz v1); the wire examples are added as seeds too. Run a
-// target with
+// Seed inputs of the targets are committed under testdata/fuzz/<target>/
+// (go test fuzz v1); the wire examples, a valid example of every action
+// (control.SeedCommandParams) and the malformed and hostile cases of
+// dispatch_internal_test.go are added as seeds too. FuzzDispatch, beside
+// those lists, drives handleLine directly. Without -fuzz, `go test` runs
+// every target over its seeds and committed corpus as an ordinary test.
+// Run a target with
 //
-//	go test -run '^$' -fuzz FuzzDecodeCommand -fuzztime 30s ./control/
+//	go test -run '^$' -fuzz '^FuzzDecodeCommand$' -fuzztime 60s ./control/
 //
 // and commit what it finds under testdata/fuzz once the bug is fixed.
+
+// addSeeds adds every seed params object and malformed line, params
+// wrapped by wrap; lines (the envelope cases) only when withLines.
+func addSeeds(f *testing.F, wrap func(string) string, withLines bool) {
+	for _, p := range slices.Concat(control.SeedCommandParams, control.SeedMalformedParams, control.SeedHostileParams) {
+		f.Add([]byte(wrap(p)))
+	}
+	if withLines {
+		for _, l := range control.SeedMalformedLines {
+			f.Add([]byte(l))
+		}
+	}
+}
 
 func addWireSeeds(f *testing.F, wrap func([]byte) []byte) {
 	b, err := os.ReadFile(wireExamples)
@@ -46,6 +65,7 @@ func addWireSeeds(f *testing.F, wrap func([]byte) []byte) {
 // are a fixed point of decode and encode.
 func FuzzDecodeCommand(f *testing.F) {
 	addWireSeeds(f, func(b []byte) []byte { return b })
+	addSeeds(f, func(p string) string { return p }, false)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		cmd, err := control.DecodeCommand(in)
 		if err != nil {
@@ -127,6 +147,7 @@ var codeReasons = map[int][]string{
 	-32006: {"storage"},
 	-32007: {"unimplemented"},
 	-32008: {"forbidden"},
+	-32009: {"storage_full"},
 }
 
 // FuzzParseLine feeds arbitrary bytes as request lines to a real Server
@@ -138,6 +159,9 @@ func FuzzParseLine(f *testing.F) {
 	addWireSeeds(f, func(params []byte) []byte {
 		return []byte(request("1", string(params)))
 	})
+	addSeeds(f, func(p string) string { return request("1", p) }, true)
+	// Several lines in one input: a notification, then requests.
+	f.Add([]byte(request("", control.SeedCommandParams[0]) + "\n" + strings.Join(control.SeedMalformedLines[:5], "\n")))
 	d := startDaemon(f, nil)
 	ln := newPipeListener()
 	srv := &control.Server{Service: d.srv.Service}

@@ -13,8 +13,8 @@ import (
 )
 
 // TestListen: a socket folder Listen creates is 0700 and the socket 0600
-// (SPEC 1), a folder that exists keeps its mode (it may be /tmp), a stale
-// socket file is replaced, and a live daemon's socket is not stolen.
+// (SPEC 1), an existing folder open to others is refused (not chmodded), a
+// stale socket file is replaced, and a live daemon's socket is not stolen.
 func TestListen(t *testing.T) {
 	dir, err := os.MkdirTemp("", "scv")
 	require.NoError(t, err)
@@ -47,15 +47,15 @@ func TestListen(t *testing.T) {
 	require.NoError(t, err, "a stale socket is replaced")
 	ln.Close()
 
-	// An existing folder is the operator's.
+	// An existing folder open to others is refused, and keeps its mode:
+	// Listen does not chmod the operator's folder.
 	open := filepath.Join(dir, "open")
 	require.NoError(t, os.Mkdir(open, 0o755))
-	ln, err = control.Listen(filepath.Join(open, "d.sock"))
-	require.NoError(t, err)
-	ln.Close()
+	_, err = control.Listen(filepath.Join(open, "d.sock"))
+	assert.ErrorContains(t, err, open)
 	fi, err = os.Stat(open)
 	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o755), fi.Mode().Perm(), "an existing folder keeps its mode")
+	assert.Equal(t, os.FileMode(0o755), fi.Mode().Perm(), "a refused folder keeps its mode")
 }
 
 // TestDefaultSocketPath: SCV_SOCKET, else $XDG_RUNTIME_DIR/scv, else

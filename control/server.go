@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -24,11 +25,25 @@ const Method = "daemon.control"
 // MaxLine is the longest request line accepted, newline excluded.
 const MaxLine = 1 << 20
 
+// LineTimeout is how long the rest of a request line may take to arrive
+// once its first byte has (Server.LineTimeout overrides it). A client that
+// trickles a line, a byte every few seconds, is cut off when it runs out:
+// its connection is closed without a reply (there is no request to answer
+// yet, and a client that writes so slowly is not waiting for one), so it
+// holds a connection and a goroutine for LineTimeout at most, not until
+// it has sent MaxLine bytes. A connection idle between requests is never
+// cut: clients such as `scv chat` keep one open for as long as they run,
+// and the clock only starts with a line's first byte.
+const LineTimeout = 10 * time.Second
+
 // Server serves daemon.control over a Unix socket: newline-delimited
 // JSON-RPC 2.0, one request per line, replies in order.
 type Server struct {
 	Service *Service
 	Logger  *slog.Logger
+	// LineTimeout bounds the time from a request line's first byte to its
+	// newline; zero means the package's LineTimeout (10 s).
+	LineTimeout time.Duration
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -44,31 +59,131 @@ type Server struct {
 	changed   chan struct{} // closed and renewed whenever a connection ends or Serve parks
 }
 
-// Listen creates the socket at path (its folder 0700, the socket 0600),
-// replacing a stale socket file but refusing to steal one a live daemon
-// answers on.
+// Listen creates the socket at path and listens on it. The folder that
+// holds the socket is created 0700 if it is missing; the socket is created
+// 0600. Both are created under a umask that never lets them be wider, not
+// even for an instant: MkdirAll asks for 0700, which a umask can only
+// narrow, and the socket is bound under umask 0177 (bind creates the file
+// with 0777 &^ umask). The socket's mode is checked after bind, not
+// repaired with chmod, so that a wider mode is an error instead of a
+// window.
+//
+// Listen refuses, with an error naming the path:
+//   - a socket folder that is not a directory, is not owned by the
+//     daemon's effective uid, or has any group or other permission bit.
+//     Only the folder that holds the socket is checked, not its parents
+//     ($XDG_RUNTIME_DIR or ~/.local/state are the operator's). Such a
+//     folder is refused rather than repaired with chmod: someone else may
+//     already have put something in it, and changing the mode of an
+//     operator's folder is not the daemon's decision. The error names the
+//     folder, its mode and its owner.
+//   - a path a live daemon answers on: it is not stolen.
+//   - anything at path that is not a socket: a regular file, a folder, a
+//     symlink (even one to a socket), a FIFO, a device. It is never
+//     removed.
+//
+// A socket file nobody answers on, left behind by a daemon that crashed,
+// is removed and created anew. The checks and the removal are not atomic,
+// but only the folder's owner (us) and root can change the folder between
+// them.
 func Listen(path string) (net.Listener, error) {
-	// A folder we create is 0700; one that exists is the operator's and
-	// keeps its mode.
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-		c.Close()
-		return nil, errors.New("another daemon is listening on " + path)
+	if err := checkSocketDir(dir); err != nil {
+		return nil, err
 	}
-	_ = os.Remove(path)
-	old := syscall.Umask(0o177)
-	ln, err := net.Listen("unix", path)
-	syscall.Umask(old)
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, err
+	case fi.Mode().Type() != fs.ModeSocket:
+		return nil, fmt.Errorf("%s exists and is %s, not a socket: refusing to replace it", path, describeMode(fi.Mode()))
+	default:
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, errors.New("another daemon is listening on " + path)
+		}
+		// A stale socket: nobody answers on it.
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	ln, err := listenUmask(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	// Bound under umask 0177 the socket is 0600; anything else means
+	// someone changed the process umask meanwhile.
+	fi, err = os.Lstat(path)
+	if err == nil && (fi.Mode().Type() != fs.ModeSocket || fi.Mode().Perm() != 0o600) {
+		err = fmt.Errorf("socket %s was created with mode %s, want 0600", path, fi.Mode())
+	}
+	if err != nil {
 		ln.Close()
 		return nil, err
 	}
 	return ln, nil
+}
+
+// umaskMu serialises the umask window of listenUmask: the umask is the
+// process's, and two Listen calls at once would otherwise restore each
+// other's.
+var umaskMu sync.Mutex
+
+// listenUmask binds a Unix socket at path under umask 0177, so that it is
+// created 0600. The umask is process-wide: a file another goroutine
+// creates during the bind is created narrower than it asked, never wider.
+func listenUmask(path string) (net.Listener, error) {
+	umaskMu.Lock()
+	defer umaskMu.Unlock()
+	old := syscall.Umask(0o177)
+	defer syscall.Umask(old)
+	return net.Listen("unix", path)
+}
+
+// checkSocketDir refuses a socket folder that others could enter or write:
+// not a directory, not ours, or with any group or other bit.
+func checkSocketDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("socket folder %s is %s, not a directory", dir, describeMode(fi.Mode()))
+	}
+	uid := -1
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		uid = int(st.Uid)
+	}
+	if uid != os.Geteuid() {
+		return fmt.Errorf("socket folder %s (mode %#o) is owned by uid %d, not by the daemon's uid %d: refusing to use it", dir, fi.Mode().Perm(), uid, os.Geteuid())
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("socket folder %s has mode %#o, wider than 0700: refusing to use it (chmod 700 it, or choose another --socket)", dir, fi.Mode().Perm())
+	}
+	return nil
+}
+
+// describeMode names the kind of file a mode is, for errors.
+func describeMode(m fs.FileMode) string {
+	switch m.Type() {
+	case 0:
+		return "a regular file"
+	case fs.ModeDir:
+		return "a directory"
+	case fs.ModeSymlink:
+		return "a symbolic link"
+	case fs.ModeNamedPipe:
+		return "a named pipe"
+	case fs.ModeSocket:
+		return "a socket"
+	case fs.ModeDevice, fs.ModeDevice | fs.ModeCharDevice:
+		return "a device"
+	}
+	return "of type " + m.Type().String()
 }
 
 // Serve accepts connections until Shutdown. While the server is paused
@@ -317,14 +432,33 @@ func (s *Server) serveConn(c net.Conn) {
 	}
 	ctx := context.WithValue(context.Background(), peerKey{}, peer)
 	r := bufio.NewReaderSize(c, 64<<10)
+	timeout := s.LineTimeout
+	if timeout <= 0 {
+		timeout = LineTimeout
+	}
 	for {
+		// Between requests there is no deadline: wait for the first
+		// byte of the next line as long as the client likes (a line
+		// already buffered needs no read).
+		s.armRead(c, time.Time{})
+		if _, err := r.Peek(1); err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
+				log.Debug("read", "err", err)
+			}
+			return
+		}
+		// The line has begun: the rest must come within timeout.
+		s.armRead(c, time.Now().Add(timeout))
 		line, err := readLine(r)
 		if errors.Is(err, errTooLong) {
 			writeReply(w, errorReply(nil, newError(CodeInvalidRequest, ReasonTooLarge, "request line longer than %d bytes", MaxLine)))
 			return
 		}
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded) && !s.stopping():
+				log.Info("request line not complete in time; connection closed", "line_timeout", timeout)
+			case !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded):
 				log.Debug("read", "err", err)
 			}
 			return
@@ -341,17 +475,32 @@ func (s *Server) serveConn(c net.Conn) {
 				return
 			}
 		}
-		closing, paused := s.setBusy(c, false)
-		if closing {
+		if closing, _ := s.setBusy(c, false); closing {
 			return
 		}
-		if paused {
-			// Answer the lines already read (a client that pipelines),
-			// read nothing more from the socket: the next read ends
-			// the connection.
-			c.SetReadDeadline(time.Now())
-		}
+		// Paused: the lines already read (a client that pipelines) are
+		// answered; armRead sets a past deadline, so nothing more is read
+		// from the socket and the next read ends the connection.
 	}
+}
+
+// armRead sets c's read deadline to t, or to now when the server is
+// closing or paused, so that the read ends at once. Shutdown and Pause set
+// the same under s.mu, so a deadline armed here never undoes theirs.
+func (s *Server) armRead(c net.Conn, t time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing || s.paused {
+		t = time.Now()
+	}
+	c.SetReadDeadline(t)
+}
+
+// stopping reports whether the server is closing or paused.
+func (s *Server) stopping() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing || s.paused
 }
 
 var errTooLong = errors.New("line too long")
@@ -493,7 +642,8 @@ func parseRequest(line []byte) (req *parsedRequest, id json.RawMessage, e *Error
 			return nil, nil, newError(CodeInvalidRequest, ReasonInvalidRequest, "id must be a string, a number or null")
 		}
 	}
-	if version == nil || string(version.raw) != `"2.0"` {
+	var v string
+	if version == nil || decodeString(version.raw, &v) != nil || v != "2.0" {
 		return nil, id, newError(CodeInvalidRequest, ReasonInvalidRequest, `jsonrpc must be "2.0"`)
 	}
 	var name string

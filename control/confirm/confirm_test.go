@@ -579,7 +579,7 @@ func TestOverSocket(t *testing.T) {
 	defer cancel()
 	e := newEnv(t)
 	e.chats.listed = []string{"telegram:main"}
-	sock := filepath.Join(t.TempDir(), "d.sock")
+	sock := filepath.Join(t.TempDir(), "run", "d.sock") // t.TempDir is 0755: Listen makes run 0700
 	ln, err := control.Listen(sock)
 	require.NoError(t, err)
 	srv := &control.Server{Service: &control.Service{Ledger: e.l, Version: "1.0.0", PID: 4242, Questions: e.m}}
