@@ -1,0 +1,633 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"scv/control"
+	"scv/ledger"
+	"scv/reducer"
+)
+
+// Kill times: most kills land uniformly between killMin and killMax after
+// the restarted daemon first answered, while the clients write; one in
+// earlyOneIn lands within earlyMax of the restart instead, while the
+// daemon opens the database and recovers its write-ahead log.
+const (
+	killMin    = 50 * time.Millisecond
+	killMax    = 400 * time.Millisecond
+	earlyOneIn = 10
+	earlyMax   = 30 * time.Millisecond
+	// compactRetain is what each requested compaction keeps live.
+	compactRetain = 1000
+	// settleLimit guards the wait for every client to be answered after the
+	// last restart: a hang fails the check instead of stalling it.
+	settleLimit = time.Minute
+)
+
+// crashClient is one writing client of the crash check: it starts a run
+// of its task and records progress on it, one request after another,
+// reconnecting whenever the daemon goes away.
+type crashClient struct {
+	i       int
+	project string
+	log     clientLog
+	acks    atomic.Int64 // len(log.Acked), readable while it runs
+	failure string       // what stopped it early; "" if nothing did
+	drops   int          // requests that got no reply (the connection broke)
+	stopped atomic.Bool  // loop returned
+}
+
+// loop runs until stop is closed; a request in flight then is finished.
+func (c *crashClient) loop(sock string, stop <-chan struct{}) {
+	var cl *control.Client
+	defer func() {
+		if cl != nil {
+			cl.Close()
+		}
+		c.stopped.Store(true)
+	}()
+	unsure := false // a run start may have landed without its reply
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		if cl == nil {
+			var err error
+			if cl, err = control.Dial(context.Background(), sock); err != nil {
+				cl = nil
+				time.Sleep(5 * time.Millisecond)
+				continue
+			}
+		}
+		err := c.step(cl, unsure)
+		switch {
+		case err == nil:
+		case replied(err):
+			c.failure = err.Error() // no refusal is expected
+			return
+		case timedOut(err):
+			c.failure = fmt.Sprintf("no reply within %s: %v", callTimeout, err)
+			return
+		default: // the connection broke: the daemon is gone
+			cl.Close()
+			cl = nil
+			c.drops++
+			unsure = c.log.Run == ""
+		}
+	}
+}
+
+// step sends the client's next request: its run start until it knows its
+// run, then the next progress. When unsure, it first asks project_tasks
+// whether an earlier run start landed.
+func (c *crashClient) step(cl *control.Client, unsure bool) error {
+	if c.log.Run == "" && unsure {
+		run, err := runOf(cl, c.project, c.log.Task)
+		if err != nil || run != "" {
+			c.log.Run = run
+			return err
+		}
+	}
+	if c.log.Run == "" {
+		raw, err := call(cl, control.CmdProjectRunStart{Project: c.project, Task: c.log.Task, Agent: "scvrel"})
+		if err != nil {
+			return err
+		}
+		var st control.DaemonStatus
+		if err := json.Unmarshal(raw, &st); err != nil || st.Project == nil || st.Project.RunID == "" {
+			// A reply, but not the one expected: it stops the client as
+			// a refusal does.
+			return &control.Error{Message: fmt.Sprintf("project_run_start reply %s: %v", raw, err)}
+		}
+		c.log.Run, c.log.RunAcked = st.Project.RunID, true
+		return nil
+	}
+	c.log.Sent++
+	_, err := call(cl, control.CmdProjectRunProgress{Project: c.project, Run: c.log.Run, Progress: progressText(c.i, c.log.Sent)})
+	if err != nil {
+		return err
+	}
+	c.log.Acked = append(c.log.Acked, c.log.Sent)
+	c.acks.Add(1)
+	return nil
+}
+
+// crashRun is what the crash check observed while it ran.
+type crashRun struct {
+	project      string
+	kills, early int
+	restarts     []time.Duration // from start to first reply, per restart
+	compactions  int
+	live         map[string]json.RawMessage // action → the last daemon's reply, before its clean stop
+	clients      []*crashClient
+}
+
+// crashCheck is the crash check: see the package documentation and
+// docs/reliability.md.
+func crashCheck(ctx context.Context, e env) Result {
+	r := Result{Name: "crash"}
+	var p problems
+	db, sock := filepath.Join(e.dir, "ledger.db"), filepath.Join(e.dir, "d.sock")
+	run, err := e.crashLoad(ctx, db, sock, &p)
+	if err != nil {
+		p.addf("%v", err)
+		r.Figure = "could not run: " + err.Error()
+		r.Summary = "could not run"
+		r.Problems = p.all()
+		return r
+	}
+	e.logf("checking the database")
+	h, states := e.crashVerify(ctx, db, sock, run, &p)
+
+	lat := slices.Clone(run.restarts)
+	slices.Sort(lat)
+	restart := "no restart answered"
+	if len(lat) > 0 {
+		restart = fmt.Sprintf("restart to first reply p50 %d ms, max %d ms", lat[len(lat)/2].Milliseconds(), lat[len(lat)-1].Milliseconds())
+	}
+	r.Figure = fmt.Sprintf("%d SIGKILLs (%d within %d ms of a restart) under %d clients, %s of %s acknowledged progress events lost "+
+		"(%s unacknowledged ones landed, %s did not); %d compactions; %s events; %s; ",
+		run.kills, run.early, earlyMax.Milliseconds(), len(run.clients), commas(h.Lost), commas(h.Acked),
+		commas(h.Landed), commas(h.Doubt), run.compactions, commas(h.Events), restart)
+	if len(p.list) == 0 {
+		r.Figure += "sequences strictly increasing, none twice or out of order; state equals a fresh replay (" + states + "); verify and integrity_check ok"
+	} else {
+		r.Figure += "the history, the state or the file is not as promised (see the problems)"
+	}
+	r.Summary = fmt.Sprintf("%d kills, %d clients: %s of %s acknowledged lost", run.kills, len(run.clients), commas(h.Lost), commas(h.Acked))
+	r.Problems = p.all()
+	return r
+}
+
+// crashLoad runs the daemon under the clients and kills it e.cfg.Kills
+// times, restarting it on the same files each time. It ends with the
+// clients stopped and the last daemon stopped cleanly. It returns an
+// error only when it could not get as far as starting the clients; what
+// goes wrong after that is a problem, and the database is checked all
+// the same.
+func (e env) crashLoad(ctx context.Context, db, sock string, p *problems) (*crashRun, error) {
+	run := &crashRun{live: map[string]json.RawMessage{}}
+	d, err := startDaemon(e.bin, db, sock)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { d.kill() }() // on every path: a no-op once it stopped
+	if _, err := d.ready(ctx, time.Minute); err != nil {
+		return nil, err
+	}
+	project, tasks, err := setup(ctx, sock, "crash", e.dir, e.cfg.Clients)
+	if err != nil {
+		return nil, err
+	}
+	run.project = project
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, t := range tasks {
+		c := &crashClient{i: i, project: project, log: clientLog{Task: t}}
+		run.clients = append(run.clients, c)
+		wg.Go(func() { c.loop(sock, stop) })
+	}
+	var compactions int
+	var compactRefused string
+	if e.cfg.CompactEvery > 0 {
+		wg.Go(func() { compactions, compactRefused = compactor(sock, project, e.cfg.CompactEvery, stop) })
+	}
+	e.logf("%d clients writing; %d kills to go", len(tasks), e.cfg.Kills)
+
+	ready := false // the last daemon answered after the kills
+	if err := e.kill(ctx, db, sock, &d, run, p); err != nil {
+		p.addf("%v", err)
+	} else if took, err := d.ready(ctx, time.Minute); err != nil {
+		p.addf("last restart: %v", err)
+	} else {
+		ready = true
+		run.restarts = append(run.restarts, took)
+		e.settle(ctx, run, p)
+	}
+	close(stop)
+	wg.Wait()
+	run.compactions = compactions
+	if compactRefused != "" {
+		p.addf("ledger_compact refused: %s", compactRefused)
+	}
+	clientFailures(run.clients, p)
+	if !ready {
+		return run, ctx.Err()
+	}
+
+	// What the last daemon says before it stops, to compare with what a
+	// daemon restarted on the file and a replay say.
+	if cl, err := control.Dial(ctx, sock); err != nil {
+		p.addf("last daemon: %v", err)
+	} else {
+		for _, cmd := range []control.Command{control.CmdProjectTasks{Project: project}, control.CmdProjectStatus{Project: project}} {
+			raw, err := call(cl, cmd)
+			if err != nil {
+				p.addf("last daemon: %s: %v", cmd.Action(), err)
+				continue
+			}
+			run.live[cmd.Action()] = raw
+		}
+		cl.Close()
+	}
+	if err := d.stop(); err != nil {
+		p.addf("clean stop after the last restart: %v", err)
+	}
+	for _, f := range []string{db + "-wal", db + "-shm"} {
+		if _, err := os.Stat(f); err == nil {
+			p.addf("the clean stop left %s behind", filepath.Base(f))
+		}
+	}
+	return run, ctx.Err()
+}
+
+// clientFailures reports the clients that stopped early: one problem for
+// all, with the first client's reason, since they usually share it.
+func clientFailures(clients []*crashClient, p *problems) {
+	var failed []int
+	for i, c := range clients {
+		if c.failure != "" {
+			failed = append(failed, i)
+		}
+	}
+	if len(failed) > 0 {
+		c := clients[failed[0]]
+		p.addf("%d of %d clients stopped on an unexpected reply; client %d: %s", len(failed), len(clients), c.i, c.failure)
+	}
+}
+
+// kill kills the daemon *d e.cfg.Kills times and starts a new one on the
+// same files after each kill, leaving the last one in *d, started.
+func (e env) kill(ctx context.Context, db, sock string, d **daemon, run *crashRun, p *problems) error {
+	rng := rand.New(rand.NewPCG(e.cfg.Seed, 1))
+	sleep := func(dur time.Duration) error {
+		select {
+		case <-time.After(dur):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	fresh := false // *d was just started and has not answered yet
+	for k := 1; k <= e.cfg.Kills; k++ {
+		if fresh && rng.IntN(earlyOneIn) == 0 {
+			run.early++
+			if err := sleep(time.Duration(rng.Int64N(int64(earlyMax)))); err != nil {
+				return err
+			}
+		} else {
+			if fresh {
+				took, err := (*d).ready(ctx, time.Minute)
+				if err != nil {
+					return fmt.Errorf("restart %d: %w", k-1, err)
+				}
+				run.restarts = append(run.restarts, took)
+			}
+			if err := sleep(killMin + time.Duration(rng.Int64N(int64(killMax-killMin)))); err != nil {
+				return err
+			}
+		}
+		if !(*d).kill() {
+			p.addf("kill %d: the daemon had exited by itself: %v: %s", k, (*d).waitErr, (*d).logs.String())
+		}
+		run.kills++
+		if k%10 == 0 || k == e.cfg.Kills {
+			var acks int64
+			for _, c := range run.clients {
+				acks += c.acks.Load()
+			}
+			e.logf("%d kills, %s acknowledged", k, commas(acks))
+		}
+		next, err := startDaemon(e.bin, db, sock)
+		if err != nil {
+			return err
+		}
+		*d, fresh = next, true
+	}
+	return nil
+}
+
+// settle waits until every client has been answered once more since the
+// last restart (or has stopped, saying why): the daemon recovered for
+// everyone. settleLimit only guards against a hang.
+func (e env) settle(ctx context.Context, run *crashRun, p *problems) {
+	base := make([]int64, len(run.clients))
+	for i, c := range run.clients {
+		base[i] = c.acks.Load()
+	}
+	limit := time.Now().Add(settleLimit)
+	for i := 0; i < len(run.clients) && ctx.Err() == nil; {
+		c := run.clients[i]
+		switch {
+		case c.acks.Load() > base[i] || c.stopped.Load():
+			i++
+		case time.Now().After(limit):
+			p.addf("client %d was not answered within %s of the last restart", i, settleLimit)
+			i++
+		default:
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+}
+
+// compactor asks the daemon to compact the project every so often, so
+// that kills also land in compactions, until stop is closed. It returns
+// how many were answered, and the last refusal, if any.
+func compactor(sock, project string, every time.Duration, stop <-chan struct{}) (int, string) {
+	var cl *control.Client
+	defer func() {
+		if cl != nil {
+			cl.Close()
+		}
+	}()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	done, refused := 0, ""
+	retain := uint64(compactRetain)
+	for {
+		select {
+		case <-stop:
+			return done, refused
+		case <-t.C:
+		}
+		if cl == nil {
+			var err error
+			if cl, err = control.Dial(context.Background(), sock); err != nil {
+				cl = nil
+				continue
+			}
+		}
+		_, err := call(cl, control.CmdLedgerCompact{Project: project, Retain: &retain})
+		switch {
+		case err == nil:
+			done++
+		case replied(err):
+			refused = err.Error()
+		default:
+			cl.Close()
+			cl = nil
+		}
+	}
+}
+
+// crashVerify checks the database after the crash load; it returns the
+// history check's figures and which views of the state agreed.
+func (e env) crashVerify(ctx context.Context, db, sock string, run *crashRun, p *problems) (*historyCheck, string) {
+	logs := make([]clientLog, len(run.clients))
+	for i, c := range run.clients {
+		logs[i] = c.log
+	}
+	project := run.project
+	h := newHistoryCheck(project, logs, p)
+	replay, last, err := readHistory(ctx, db, project, h, p)
+	if err != nil {
+		// What cannot be read is lost: finish counts it.
+		p.addf("reading the database: %v", err)
+		h.finish()
+		return h, "not compared"
+	}
+
+	// The same state, four ways: the last daemon before it stopped, a
+	// daemon started on the file, `scv project … --at LAST --db FILE`
+	// (snapshot plus events, offline), and the replay of every event
+	// from the first (readHistory).
+	views := map[string]map[string]string{} // action → view → canonical project
+	add := func(action, view string, raw []byte) {
+		s, err := projectOf(raw)
+		if err != nil {
+			p.addf("%s from %s: %v: %.300s", action, view, err, raw)
+			return
+		}
+		if views[action] == nil {
+			views[action] = map[string]string{}
+		}
+		views[action][view] = s
+	}
+	for action, raw := range run.live {
+		add(action, "the last daemon", raw)
+	}
+	for action, raw := range replay {
+		add(action, "replay", raw)
+	}
+	for _, c := range []struct{ action, verb string }{{"project_tasks", "tasks"}, {"project_status", "status"}} {
+		out, err := scv(ctx, e.bin, "project", c.verb, project, "--at", fmt.Sprint(last), "--db", db, "--json")
+		if err != nil {
+			p.addf("scv project %s --at %d: %v", c.verb, last, err)
+			continue
+		}
+		add(c.action, "--at", out)
+	}
+	d, err := startDaemon(e.bin, db, sock)
+	if err == nil {
+		_, err = d.ready(ctx, time.Minute)
+	}
+	if err != nil {
+		p.addf("daemon on the file after the run: %v", err)
+	} else {
+		cl, err := control.Dial(ctx, sock)
+		if err == nil {
+			for _, cmd := range []control.Command{control.CmdProjectTasks{Project: project}, control.CmdProjectStatus{Project: project}} {
+				raw, err := call(cl, cmd)
+				if err != nil {
+					p.addf("restarted daemon: %s: %v", cmd.Action(), err)
+					continue
+				}
+				add(cmd.Action(), "a restarted daemon", raw)
+			}
+			cl.Close()
+		}
+		if err := d.stop(); err != nil {
+			p.addf("restarted daemon: %v", err)
+		}
+	}
+	if d != nil {
+		d.kill()
+	}
+	names := []string{"the last daemon", "a restarted daemon", "--at", "replay"}
+	for _, action := range []string{"project_tasks", "project_status"} {
+		want, ok := views[action]["replay"]
+		if !ok {
+			continue
+		}
+		for _, v := range names {
+			got, ok := views[action][v]
+			switch {
+			case !ok:
+				p.addf("%s: no reply from %s to compare", action, v)
+			case got != want:
+				p.addf("%s: %s differs from the replay: %s", action, v, firstDifference(got, want))
+			}
+		}
+	}
+
+	if out, err := scv(ctx, e.bin, "ledger", "verify", "--db", db); err != nil {
+		p.addf("scv ledger verify: %v", err)
+	} else if !bytes.Contains(out, []byte("integrity_check: ok")) {
+		p.addf("scv ledger verify exited 0 without integrity_check ok: %s", out)
+	}
+	return h, "the last daemon, a restarted daemon, --at and an in-process replay agree on project_tasks and project_status"
+}
+
+// readHistory reads every event of the database at path (archive and
+// live tail) in sequence order into h and finishes h, replays them from
+// the first through the reducer, and runs PRAGMA integrity_check. It
+// returns the replayed project's project_tasks and project_status
+// replies, as the daemon would encode them (none if the replay failed),
+// and the last sequence.
+func readHistory(ctx context.Context, path, project string, h *historyCheck, p *problems) (map[string]json.RawMessage, uint64, error) {
+	x, err := sqlx.Open("sqlite", ledger.DSN(path, true))
+	if err != nil {
+		return nil, 0, err
+	}
+	defer x.Close()
+	tx, err := x.BeginTxx(ctx, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer tx.Rollback()
+
+	var integrity []string
+	if err := tx.SelectContext(ctx, &integrity, `PRAGMA integrity_check`); err != nil {
+		return nil, 0, err
+	}
+	if len(integrity) != 1 || integrity[0] != "ok" {
+		p.addf("PRAGMA integrity_check: %v", integrity)
+	}
+	rows, err := tx.QueryxContext(ctx, `SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash FROM events
+		UNION ALL SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash FROM events_archive
+		ORDER BY sequence`)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	st := reducer.NewState()
+	var last uint64
+	broken := false
+	for rows.Next() {
+		var r ledger.Row
+		if err := rows.StructScan(&r); err != nil {
+			return nil, 0, err
+		}
+		h.add(r.Sequence, r.ProjectID, r.Kind, r.Data)
+		last = max(last, r.Sequence)
+		if broken {
+			continue
+		}
+		ev, err := r.Event()
+		if err == nil {
+			err = evolve(st, ev)
+		}
+		if err != nil {
+			p.addf("replay: sequence %d: %v", r.Sequence, err)
+			broken = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	var tail uint64
+	// No row until the first event is appended.
+	err = tx.GetContext(ctx, &tail, `SELECT seq FROM sqlite_sequence WHERE name = 'events'`)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, 0, err
+	}
+	if tail < last {
+		p.addf("sqlite_sequence for events is %d, below the last sequence %d: the next event would reuse a sequence", tail, last)
+	}
+	h.finish()
+	if broken {
+		return nil, last, nil
+	}
+	pr, ok := st.Project(project)
+	if !ok {
+		p.addf("replay: no project %s", project)
+		return nil, last, nil
+	}
+	out := map[string]json.RawMessage{}
+	for action, r := range map[string]control.ProjectResponse{
+		"project_tasks":  {Kind: control.KindTasks, ProjectID: pr.ID, Tasks: control.ProjectTasksOf(pr)},
+		"project_status": {Kind: control.KindStatus, Project: control.ProjectSummaryOf(pr)},
+	} {
+		b, err := json.Marshal(control.DaemonStatus{Project: &r})
+		if err != nil {
+			return nil, last, err
+		}
+		out[action] = b
+	}
+	return out, last, nil
+}
+
+// evolve folds e into s, turning the reducer's panic on a contradiction
+// into an error.
+func evolve(s *reducer.State, e reducer.Event) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("the reducer refused the event: %v", v)
+		}
+	}()
+	reducer.Evolve(s, e)
+	return nil
+}
+
+// projectOf returns the project member of a DaemonStatus (a reply's
+// result, or a line of `scv … --json`), canonically encoded: keys sorted,
+// so that two encodings of the same state compare equal.
+func projectOf(raw []byte) (string, error) {
+	var st struct {
+		Project json.RawMessage `json:"project"`
+	}
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return "", err
+	}
+	if st.Project == nil {
+		return "", errors.New("no project in the reply")
+	}
+	d := json.NewDecoder(bytes.NewReader(st.Project))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// firstDifference shows where two canonical encodings part.
+func firstDifference(got, want string) string {
+	i := 0
+	for i < len(got) && i < len(want) && got[i] == want[i] {
+		i++
+	}
+	from := max(0, i-80)
+	return fmt.Sprintf("at byte %d: …%.200s… against …%.200s…", i, got[from:], want[from:])
+}
+
+// scv runs the scv binary with args and returns its stdout; a non-zero
+// exit is an error carrying its stderr.
+func scv(ctx context.Context, bin string, args ...string) ([]byte, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.Bytes(), fmt.Errorf("%v: %s", err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return stdout.Bytes(), nil
+}

@@ -1,0 +1,354 @@
+// Command scvrel checks the scv daemon's reliability promises against the
+// real binary, real SQLite files, real sockets and real processes, and
+// prints one line per check with what it did and its figure, then a
+// summary table. It exits 1 if any check fails.
+//
+//	go run ./cmd/scvrel crash readers          # 10 SIGKILLs, readers for 5 s
+//	go run ./cmd/scvrel --long crash readers   # 200 SIGKILLs, readers for 60 s
+//
+// The checks:
+//
+//   - crash: 64 clients write to a running daemon while it is killed with
+//     SIGKILL again and again and restarted on the same files; afterwards
+//     every acknowledged write is in the database, once, in the order it
+//     was acknowledged, sequences strictly increase, the state a fresh
+//     replay derives equals the daemon's, and `scv ledger verify` and
+//     SQLite's integrity_check pass.
+//   - readers: reader processes (`scv ledger verify`, `scv project events`,
+//     `scv project tasks --at`) run in loops beside a daemon under write
+//     load; none may fail or see SQLITE_BUSY, and once they stop the
+//     write-ahead log is checkpointed back under a bound.
+//
+// What each check promises and the figures of a long run are in
+// docs/reliability.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+// Config is what one run checks and how hard.
+type Config struct {
+	// Checks are the checks to run, in order.
+	Checks []string
+	// Kills is the number of SIGKILLs of the crash check.
+	Kills int
+	// Clients is the number of writing clients of the crash check.
+	Clients int
+	// CompactEvery is how often the crash check asks the daemon to compact
+	// (ledger_compact), so that kills also land in compactions; 0: never.
+	CompactEvery time.Duration
+	// Writers is the number of writing clients of the readers check.
+	Writers int
+	// Readers is the number of reader processes of the readers check.
+	Readers int
+	// ReadFor is how long the readers run.
+	ReadFor time.Duration
+	// After is how long the writers go on alone once the readers stopped,
+	// before the write-ahead log is measured.
+	After time.Duration
+	// Seed seeds the kill times; 0 picks one (printed, to repeat a run).
+	Seed uint64
+	// Keep leaves the temporary folder in place.
+	Keep bool
+	// Daemon is a prebuilt scv binary; empty builds one.
+	Daemon string
+}
+
+// shortConfig is the default run: a minute or so on two cores.
+func shortConfig() Config {
+	return Config{
+		Kills:        10,
+		Clients:      64,
+		CompactEvery: 250 * time.Millisecond,
+		Writers:      16,
+		Readers:      8,
+		ReadFor:      5 * time.Second,
+		After:        2 * time.Second,
+	}
+}
+
+// long makes c the long run of `make reliability`.
+func (c *Config) long() {
+	c.Kills = 200
+	c.ReadFor = 60 * time.Second
+	c.After = 5 * time.Second
+}
+
+// checks are the known checks, in the order they run.
+var checks = []string{"crash", "readers"}
+
+// parseFlags reads the command line into a Config.
+func parseFlags(args []string, stderr io.Writer) (Config, error) {
+	c := shortConfig()
+	fs := flag.NewFlagSet("scvrel", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: scvrel [flags] CHECK...\nchecks: %s\n", strings.Join(checks, ", "))
+		fs.PrintDefaults()
+	}
+	long := fs.Bool("long", false, "the long run: 200 kills, readers for 60 s")
+	kills := fs.Int("kills", c.Kills, "crash: SIGKILLs of the daemon")
+	fs.IntVar(&c.Clients, "clients", c.Clients, "crash: concurrent writing clients")
+	fs.DurationVar(&c.CompactEvery, "compact-every", c.CompactEvery, "crash: ask for a compaction this often (0: never)")
+	fs.IntVar(&c.Writers, "writers", c.Writers, "readers: concurrent writing clients")
+	fs.IntVar(&c.Readers, "readers", c.Readers, "readers: reader processes")
+	readFor := fs.Duration("read-for", c.ReadFor, "readers: how long the readers run")
+	fs.Uint64Var(&c.Seed, "seed", 0, "seed of the kill times (0: random, printed)")
+	fs.BoolVar(&c.Keep, "keep", false, "keep the temporary folder (databases, daemon logs)")
+	fs.StringVar(&c.Daemon, "daemon", "", "use this scv `binary` instead of building ./cmd/scv")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if *long {
+		c.long()
+	}
+	// Flags given explicitly win over --long.
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "kills":
+			c.Kills = *kills
+		case "read-for":
+			c.ReadFor = *readFor
+		}
+	})
+	c.Checks = fs.Args()
+	if len(c.Checks) == 0 {
+		return c, fmt.Errorf("name at least one check: %s", strings.Join(checks, ", "))
+	}
+	for _, name := range c.Checks {
+		if !slices.Contains(checks, name) {
+			return c, fmt.Errorf("unknown check %q (known: %s)", name, strings.Join(checks, ", "))
+		}
+	}
+	if c.Kills < 1 || c.Clients < 1 || c.Writers < 1 || c.Readers < 1 || c.ReadFor <= 0 {
+		return c, errors.New("--kills, --clients, --writers, --readers and --read-for must be positive")
+	}
+	if c.Seed == 0 {
+		c.Seed = rand.Uint64()
+	}
+	return c, nil
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "scvrel:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	results, err := Run(ctx, cfg, os.Stdout, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scvrel:", err)
+		os.Exit(1)
+	}
+	for _, r := range results {
+		if !r.Pass() {
+			os.Exit(1)
+		}
+	}
+}
+
+// Result is the outcome of one check.
+type Result struct {
+	Name string
+	// Figure is the one line of what the check did and what it found.
+	Figure string
+	// Summary is the figure's gist, for the table.
+	Summary string
+	// Problems are what failed; none when the check passed.
+	Problems []string
+	Elapsed  time.Duration
+}
+
+// Pass reports whether the check found nothing wrong.
+func (r Result) Pass() bool { return len(r.Problems) == 0 }
+
+// Line is the check's line of output: its name, its figure, and its
+// first problem if it failed.
+func (r Result) Line() string {
+	if r.Pass() {
+		return r.Name + ": " + r.Figure
+	}
+	return fmt.Sprintf("%s: FAIL: %s (%d problems; the first: %s)", r.Name, r.Figure, len(r.Problems), r.Problems[0])
+}
+
+// problems collects what a check found wrong, keeping the first few of
+// each kind in full and counting the rest.
+type problems struct {
+	list    []string
+	dropped int
+}
+
+// maxProblems bounds a check's list; the first problems are what one
+// debugs from.
+const maxProblems = 50
+
+func (p *problems) addf(format string, args ...any) {
+	if len(p.list) >= maxProblems {
+		p.dropped++
+		return
+	}
+	p.list = append(p.list, fmt.Sprintf(format, args...))
+}
+
+func (p *problems) all() []string {
+	if p.dropped > 0 {
+		return append(slices.Clone(p.list), fmt.Sprintf("… and %d more", p.dropped))
+	}
+	return p.list
+}
+
+// env is what every check is given.
+type env struct {
+	cfg  Config
+	bin  string // the scv binary
+	dir  string // a folder of the check's own
+	logf func(format string, args ...any)
+}
+
+// Run builds the daemon (unless cfg.Daemon names one), runs the checks
+// cfg names, prints each check's line and then the summary table to out,
+// and progress to logw. An error is a failure to run at all (no binary,
+// interrupted); a check that ran and failed is a Result with problems.
+func Run(ctx context.Context, cfg Config, out, logw io.Writer) ([]Result, error) {
+	began := time.Now()
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(logw, "scvrel: %6.1fs  "+format+"\n", append([]any{time.Since(began).Seconds()}, args...)...)
+	}
+	dir, err := os.MkdirTemp("", "scvrel")
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Keep {
+		logf("keeping %s", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	bin := cfg.Daemon
+	if bin == "" {
+		bin = filepath.Join(dir, "scv")
+		logf("build daemon")
+		if err := buildDaemon(ctx, bin); err != nil {
+			return nil, err
+		}
+	}
+	logf("seed %d", cfg.Seed)
+	var results []Result
+	for _, name := range cfg.Checks {
+		sub := filepath.Join(dir, name)
+		if err := os.Mkdir(sub, 0o700); err != nil {
+			return nil, err
+		}
+		e := env{cfg: cfg, bin: bin, dir: sub, logf: func(format string, args ...any) { logf(name+": "+format, args...) }}
+		t := time.Now()
+		var r Result
+		switch name {
+		case "crash":
+			r = crashCheck(ctx, e)
+		case "readers":
+			r = readersCheck(ctx, e)
+		}
+		r.Elapsed = time.Since(t)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		fmt.Fprintln(out, r.Line())
+		for _, p := range r.Problems {
+			fmt.Fprintln(out, "  problem:", p)
+		}
+		results = append(results, r)
+	}
+	printTable(out, results, time.Since(began), cfg.Seed)
+	return results, nil
+}
+
+// printTable writes the summary of the run.
+func printTable(out io.Writer, results []Result, total time.Duration, seed uint64) {
+	fmt.Fprintln(out)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "CHECK\tRESULT\tTIME\tFIGURE")
+	failed := 0
+	for _, r := range results {
+		res := "PASS"
+		if !r.Pass() {
+			res = fmt.Sprintf("FAIL (%d)", len(r.Problems))
+			failed++
+		}
+		fmt.Fprintf(w, "%s\t%s\t%.1f s\t%s\n", r.Name, res, r.Elapsed.Seconds(), r.Summary)
+	}
+	w.Flush()
+	fmt.Fprintf(out, "\n%d of %d checks passed in %.1f s (seed %d)\n", len(results)-failed, len(results), total.Seconds(), seed)
+	fmt.Fprintf(out, "%d CPUs, %s, kernel %s; daemon built from the working tree at %s\n",
+		runtime.NumCPU(), runtime.Version(), kernel(), source())
+}
+
+// kernel is the running kernel's release.
+func kernel() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// source names the commit the daemon was built from and the tracked files
+// that differed from it (the run checks the working tree).
+func source() string {
+	commit := "?"
+	if out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
+		commit = strings.TrimSpace(string(out))
+	}
+	var mod []string
+	if out, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
+		for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+			if len(l) > 3 {
+				mod = append(mod, l[3:])
+			}
+		}
+	}
+	if len(mod) == 0 {
+		return commit
+	}
+	return fmt.Sprintf("%s (modified: %s)", commit, strings.Join(mod, ", "))
+}
+
+// commas writes n with thousands separators: 49,852.
+func commas[T int | int64 | uint64](n T) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// mib formats a size in bytes as MiB.
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
