@@ -34,3 +34,15 @@ func ParseFailpoints(spec string) (map[Failpoint]string, error) {
 	}
 	return out, nil
 }
+
+// Pragma reads a pragma on the writer connection (which=w) or a reader
+// connection (which=r).
+func (l *Ledger) Pragma(which, name string) (string, error) {
+	db := l.r
+	if which == "w" {
+		db = l.w
+	}
+	var v string
+	err := db.Get(&v, "PRAGMA "+name)
+	return v, err
+}

@@ -26,6 +26,9 @@ var pragmas = []string{
 	"journal_mode(WAL)",
 	"synchronous(FULL)",
 	"busy_timeout(5000)",
+	// After a checkpoint that resets the WAL, truncate the -wal file back
+	// to at most this size: readers that held a checkpoint off let it grow.
+	"journal_size_limit(67108864)",
 	"foreign_keys(ON)",
 }
 
