@@ -23,7 +23,10 @@
 // # Errors
 //
 // Besides the reducer's refusals, the ledger returns ErrClosed and
-// ErrStorage; no driver error leaves the package.
+// ErrStorage (ErrStorageFull, which wraps it, when the disk or the file
+// size limit ran out; ErrFailpoint under an injected failure); Open and
+// CheckFile also return ErrNotWritable and ErrCorrupt. No driver error
+// leaves the package.
 //
 // # Storage
 //
