@@ -73,7 +73,7 @@ type Config struct {
 // shortConfig is the default run: a minute or so on two cores.
 func shortConfig() Config {
 	return Config{
-		Kills:        10,
+		Kills:        15,
 		Clients:      64,
 		CompactEvery: 250 * time.Millisecond,
 		Writers:      16,

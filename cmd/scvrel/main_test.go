@@ -306,7 +306,7 @@ func TestParseFlags(t *testing.T) {
 	c, err := parseFlags([]string{"crash", "readers"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"crash", "readers"}, c.Checks)
-	assert.Equal(t, 10, c.Kills)
+	assert.Equal(t, 15, c.Kills)
 	assert.Equal(t, 64, c.Clients)
 	assert.Equal(t, 5*time.Second, c.ReadFor)
 	assert.NotZero(t, c.Seed)
