@@ -6,7 +6,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/oklog/ulid/v2"
 
@@ -142,7 +144,7 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 		}
 		return s.confirm(ctx, c)
 	case CmdProjectCreate:
-		ws, err := workspace(c.Workspace)
+		ws, err := CheckWorkspace(c.Workspace)
 		if err != nil {
 			return nil, err
 		}
@@ -356,11 +358,16 @@ func (s *Service) events(ctx context.Context, c CmdProjectEvents) (*DaemonStatus
 	return s.status(r), nil
 }
 
-// workspace checks that dir is an absolute path to an existing directory
-// and returns it cleaned.
-func workspace(dir string) (string, error) {
+// CheckWorkspace checks that dir is an absolute path to an existing
+// directory, with no control characters (a name that could rewrite the
+// owner's terminal is refused, not displayed), and returns it cleaned:
+// what is stored is what was checked.
+func CheckWorkspace(dir string) (string, error) {
 	if !filepath.IsAbs(dir) {
 		return "", newError(CodeInvalidParams, ReasonInvalidArgument, "workspace %q is not an absolute path", dir)
+	}
+	if strings.IndexFunc(dir, unicode.IsControl) >= 0 {
+		return "", newError(CodeInvalidParams, ReasonInvalidArgument, "workspace %q contains a control character", dir)
 	}
 	dir = filepath.Clean(dir)
 	fi, err := os.Stat(dir)

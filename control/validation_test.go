@@ -87,6 +87,8 @@ func TestReliabilityValidation(t *testing.T) {
 		{"workspace NUL inside", ws(q(d.workspace + "\x00/x")), -32602, arg},
 		{"workspace control characters", ws(q(d.workspace + "\x1b[31m")), -32602, arg},
 		{"workspace newline", ws(q(d.workspace + "\nx")), -32602, arg},
+		{"existing folder with an escape in its name", ws(q(mkdirAll(t, d.workspace, "\x1b[31mred"))), -32602, arg},
+		{"existing folder with a newline in its name", ws(q(mkdirAll(t, d.workspace, "two\nlines"))), -32602, arg},
 		{"workspace a regular file", ws(q(file)), -32602, arg},
 		{"workspace below a file", ws(q(file + "/x")), -32602, arg},
 		{"workspace dangling symlink", ws(q(dangling)), -32602, arg},
@@ -198,4 +200,13 @@ func TestReliabilityValidation(t *testing.T) {
 
 	t.Logf("RELIABILITY: validation: %d hostile workspaces, names, titles, agents, handles and references refused with their documented code, last sequence unchanged at %d; %d deliberate edge cases accepted and stored as documented (spaces, bidi/format characters, 200 characters of any width, `..` cleaned, symlinked folder kept)",
 		len(refused), before, len(accepted))
+}
+
+// mkdirAll makes the folder name in dir and returns its path: a workspace
+// that exists, so that only its name can be refused.
+func mkdirAll(t *testing.T, dir, name string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.MkdirAll(p, 0o755))
+	return p
 }

@@ -110,7 +110,7 @@ func (a FileAccount) settings() (Settings, error) {
 	s.Source = SourceFile
 	s.Enabled = a.Enabled == nil || *a.Enabled
 	if a.Workspace != "" {
-		ws, err := checkWorkspace(a.Workspace)
+		ws, err := control.CheckWorkspace(a.Workspace)
 		if err != nil {
 			return Settings{}, err
 		}

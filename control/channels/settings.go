@@ -2,7 +2,6 @@ package channels
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -100,7 +99,7 @@ func (s Settings) check(exists bool) error {
 	switch {
 	case s.Workspace == "":
 	case exists:
-		if _, err := checkWorkspace(s.Workspace); err != nil {
+		if _, err := control.CheckWorkspace(s.Workspace); err != nil {
 			return err
 		}
 	case !filepath.IsAbs(s.Workspace):
@@ -139,20 +138,6 @@ func checkKey(channel, account string) error {
 		}
 	}
 	return nil
-}
-
-// checkWorkspace checks that dir is an absolute path to an existing
-// directory and returns it cleaned, as project workspaces are.
-func checkWorkspace(dir string) (string, error) {
-	if !filepath.IsAbs(dir) {
-		return "", invalid("workspace %q is not an absolute path", dir)
-	}
-	dir = filepath.Clean(dir)
-	fi, err := os.Stat(dir)
-	if err != nil || !fi.IsDir() {
-		return "", invalid("workspace %q is not an existing directory", dir)
-	}
-	return dir, nil
 }
 
 func kindList() string {
@@ -198,7 +183,7 @@ func apply(s Settings, c control.CmdChannelSet) (Settings, error) {
 	if c.Workspace != nil {
 		s.Workspace = ""
 		if *c.Workspace != "" {
-			ws, err := checkWorkspace(*c.Workspace)
+			ws, err := control.CheckWorkspace(*c.Workspace)
 			if err != nil {
 				return Settings{}, err
 			}
