@@ -7,85 +7,22 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 
+	"scv/cmd/internal/daemonproc"
 	"scv/control"
 	"scv/reducer"
 )
 
-// buildDaemon compiles the scv binary (the same main package `make build`
-// compiles) to bin.
-func buildDaemon(ctx context.Context, bin string) error {
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "scv/cmd/scv").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("go build: %v: %s", err, out)
-	}
-	return nil
-}
-
-// daemon is one `scv daemon` process.
-type daemon struct {
-	cmd     *exec.Cmd
-	sock    string
-	started time.Time
-	logs    bytes.Buffer // read only after the process ended
-	exited  chan struct{}
-	waitErr error
-}
-
-func startDaemon(bin, db, sock string, extra ...string) (*daemon, error) {
-	d := &daemon{sock: sock, exited: make(chan struct{})}
-	args := append([]string{"daemon", "--db", db, "--socket", sock}, extra...)
-	d.cmd = exec.Command(bin, args...)
-	d.cmd.Stderr = &d.logs
-	d.started = time.Now()
-	if err := d.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() { d.waitErr = d.cmd.Wait(); close(d.exited) }()
-	return d, nil
-}
-
-// firstStatus polls `status` until the daemon answers and returns the time
-// since the process was started.
-func (d *daemon) firstStatus(ctx context.Context, limit time.Duration) (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	for {
-		select {
-		case <-d.exited:
-			return 0, fmt.Errorf("daemon exited: %v: %s", d.waitErr, d.logs.String())
-		case <-ctx.Done():
-			return 0, fmt.Errorf("no status reply within %s", limit)
-		default:
-		}
-		// The socket listens before the ledger replays: a connection made
-		// early waits in the backlog and is answered once serving starts.
-		c, err := control.Dial(ctx, d.sock)
-		if err != nil {
-			time.Sleep(2 * time.Millisecond)
-			continue
-		}
-		_, err = c.Call(ctx, control.CmdStatus{})
-		c.Close()
-		if err == nil {
-			return time.Since(d.started), nil
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-// vmHWM is the process's peak resident set size in KiB.
-func (d *daemon) vmHWM() (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid))
+// vmHWM is process pid's peak resident set size in KiB.
+func vmHWM(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
@@ -97,27 +34,6 @@ func (d *daemon) vmHWM() (int64, error) {
 		}
 	}
 	return 0, errors.New("no VmHWM in /proc status")
-}
-
-// stop sends SIGTERM and waits for a clean exit.
-func (d *daemon) stop() error {
-	select {
-	case <-d.exited:
-		return fmt.Errorf("daemon had exited: %v: %s", d.waitErr, d.logs.String())
-	default:
-	}
-	d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.exited:
-	case <-time.After(30 * time.Second):
-		d.cmd.Process.Kill()
-		<-d.exited
-		return errors.New("daemon did not stop within 30s of SIGTERM")
-	}
-	if d.waitErr != nil {
-		return fmt.Errorf("daemon: %v: %s", d.waitErr, d.logs.String())
-	}
-	return nil
 }
 
 // LevelResult is one load level: C clients, each with its own connection,
@@ -196,20 +112,20 @@ func statusParams(project string) []byte {
 // daemon up and idle.
 func endToEnd(ctx context.Context, cfg Config, bin, dir string, rep *Report, around func(stage string, clients int) error, logf func(string, ...any)) error {
 	db := filepath.Join(dir, "e2e.db")
-	d, err := startDaemon(bin, db, filepath.Join(dir, "e2e.sock"), "--stale-after", "1h")
+	d, err := daemonproc.Start(bin, db, filepath.Join(dir, "e2e.sock"), "--stale-after", "1h")
 	if err != nil {
 		return err
 	}
 	running := true
 	defer func() {
 		if running {
-			d.stop()
+			d.Stop()
 		}
 	}()
-	if _, err := d.firstStatus(ctx, time.Minute); err != nil {
+	if _, err := d.Ready(ctx, time.Minute); err != nil {
 		return err
 	}
-	admin, err := control.Dial(ctx, d.sock)
+	admin, err := control.Dial(ctx, d.Sock)
 	if err != nil {
 		return err
 	}
@@ -240,7 +156,7 @@ func endToEnd(ctx context.Context, cfg Config, bin, dir string, rep *Report, aro
 		}
 		logf("  %d client(s)", c)
 		last := i == len(cfg.Levels)-1
-		res, n, status, err := level(ctx, d.sock, project, c, cfg.Warmup, cfg.Duration, last)
+		res, n, status, err := level(ctx, d.Sock, project, c, cfg.Warmup, cfg.Duration, last)
 		if err != nil {
 			return fmt.Errorf("%d clients: %w", c, err)
 		}
@@ -253,11 +169,11 @@ func endToEnd(ctx context.Context, cfg Config, bin, dir string, rep *Report, aro
 			rep.Status.UnderLoad, rep.Status.Clients = status, c
 		}
 	}
-	if rep.RSS.VmHWMKiB, err = d.vmHWM(); err != nil {
+	if rep.RSS.VmHWMKiB, err = vmHWM(d.Cmd.Process.Pid); err != nil {
 		return err
 	}
 	running = false
-	if err := d.stop(); err != nil {
+	if err := d.Stop(); err != nil {
 		return err
 	}
 	stored, err := countKind(ctx, db, reducer.KindRunProgress)

@@ -14,6 +14,8 @@
 package main
 
 import (
+	"scv/cmd/internal/daemonproc"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -174,7 +176,7 @@ func Run(ctx context.Context, cfg Config, out, logw io.Writer) (*Report, error) 
 	bin := cfg.Daemon
 	if bin == "" {
 		bin = filepath.Join(dir, "scv")
-		if err := phase("build daemon", func() error { return buildDaemon(ctx, bin) }); err != nil {
+		if err := phase("build daemon", func() error { return daemonproc.Build(ctx, bin) }); err != nil {
 			return nil, err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/oklog/ulid/v2"
 
+	"scv/cmd/internal/daemonproc"
 	"scv/ledger"
 	"scv/reducer"
 )
@@ -82,18 +83,18 @@ func replay(ctx context.Context, cfg Config, bin, dir string, logf func(string, 
 	res.Ratio = res.OpenEventsPerSec / res.ScanEventsPerSec
 
 	runtime.GC()
-	d, err := startDaemon(bin, path, filepath.Join(dir, "replay.sock"), "--stale-after", "1h")
+	d, err := daemonproc.Start(bin, path, filepath.Join(dir, "replay.sock"), "--stale-after", "1h")
 	if err != nil {
 		return res, err
 	}
-	first, err := d.firstStatus(ctx, 2*time.Minute)
+	first, err := d.Ready(ctx, 2*time.Minute)
 	if err != nil {
-		d.stop()
+		d.Stop()
 		return res, err
 	}
 	res.FirstStatusSeconds = first.Seconds()
-	res.DaemonVmHWMKiB, err = d.vmHWM()
-	if stopErr := d.stop(); err == nil {
+	res.DaemonVmHWMKiB, err = vmHWM(d.Cmd.Process.Pid)
+	if stopErr := d.Stop(); err == nil {
 		err = stopErr
 	}
 	if err != nil {
@@ -120,17 +121,17 @@ func replay(ctx context.Context, cfg Config, bin, dir string, logf func(string, 
 	res.CompactSeconds = time.Since(t).Seconds()
 	logf("  compacted %d projects in %.1f s, %d events left live", len(g.projects), res.CompactSeconds, res.LiveAfterCompaction)
 	runtime.GC()
-	d, err = startDaemon(bin, path, filepath.Join(dir, "replay.sock"), "--stale-after", "1h")
+	d, err = daemonproc.Start(bin, path, filepath.Join(dir, "replay.sock"), "--stale-after", "1h")
 	if err != nil {
 		return res, err
 	}
-	first, err = d.firstStatus(ctx, 2*time.Minute)
+	first, err = d.Ready(ctx, 2*time.Minute)
 	if err != nil {
-		d.stop()
+		d.Stop()
 		return res, err
 	}
 	res.SnapshotFirstStatusSeconds = first.Seconds()
-	return res, d.stop()
+	return res, d.Stop()
 }
 
 // scanDecode is the baseline: read every event in order as ledger.Open

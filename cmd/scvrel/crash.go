@@ -18,6 +18,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"scv/cmd/internal/daemonproc"
 	"scv/control"
 	"scv/ledger"
 	"scv/reducer"
@@ -184,12 +185,12 @@ func crashCheck(ctx context.Context, e env) Result {
 // the same.
 func (e env) crashLoad(ctx context.Context, db, sock string, p *problems) (*crashRun, error) {
 	run := &crashRun{live: map[string]json.RawMessage{}}
-	d, err := startDaemon(e.bin, db, sock)
+	d, err := daemonproc.Start(e.bin, db, sock, daemonArgs...)
 	if err != nil {
 		return nil, err
 	}
-	defer func() { d.kill() }() // on every path: a no-op once it stopped
-	if _, err := d.ready(ctx, time.Minute); err != nil {
+	defer func() { d.Kill() }() // on every path: a no-op once it stopped
+	if _, err := d.Ready(ctx, time.Minute); err != nil {
 		return nil, err
 	}
 	project, tasks, err := setup(ctx, sock, "crash", e.dir, e.cfg.Clients)
@@ -215,7 +216,7 @@ func (e env) crashLoad(ctx context.Context, db, sock string, p *problems) (*cras
 	ready := false // the last daemon answered after the kills
 	if err := e.kill(ctx, db, sock, &d, run, p); err != nil {
 		p.addf("%v", err)
-	} else if took, err := d.ready(ctx, time.Minute); err != nil {
+	} else if took, err := d.Ready(ctx, time.Minute); err != nil {
 		p.addf("last restart: %v", err)
 	} else {
 		ready = true
@@ -248,7 +249,7 @@ func (e env) crashLoad(ctx context.Context, db, sock string, p *problems) (*cras
 		}
 		cl.Close()
 	}
-	if err := d.stop(); err != nil {
+	if err := d.Stop(); err != nil {
 		p.addf("clean stop after the last restart: %v", err)
 	}
 	for _, f := range []string{db + "-wal", db + "-shm"} {
@@ -276,7 +277,7 @@ func clientFailures(clients []*crashClient, p *problems) {
 
 // kill kills the daemon *d e.cfg.Kills times and starts a new one on the
 // same files after each kill, leaving the last one in *d, started.
-func (e env) kill(ctx context.Context, db, sock string, d **daemon, run *crashRun, p *problems) error {
+func (e env) kill(ctx context.Context, db, sock string, d **daemonproc.Daemon, run *crashRun, p *problems) error {
 	rng := rand.New(rand.NewPCG(e.cfg.Seed, 1))
 	sleep := func(dur time.Duration) error {
 		select {
@@ -295,7 +296,7 @@ func (e env) kill(ctx context.Context, db, sock string, d **daemon, run *crashRu
 			}
 		} else {
 			if fresh {
-				took, err := (*d).ready(ctx, time.Minute)
+				took, err := (*d).Ready(ctx, time.Minute)
 				if err != nil {
 					return fmt.Errorf("restart %d: %w", k-1, err)
 				}
@@ -305,8 +306,8 @@ func (e env) kill(ctx context.Context, db, sock string, d **daemon, run *crashRu
 				return err
 			}
 		}
-		if !(*d).kill() {
-			p.addf("kill %d: the daemon had exited by itself: %v: %s", k, (*d).waitErr, (*d).logs.String())
+		if !(*d).Kill() {
+			p.addf("kill %d: the daemon had exited by itself: %v", k, (*d).Err())
 		}
 		run.kills++
 		if k%10 == 0 || k == e.cfg.Kills {
@@ -316,7 +317,7 @@ func (e env) kill(ctx context.Context, db, sock string, d **daemon, run *crashRu
 			}
 			e.logf("%d kills, %s acknowledged", k, commas(acks))
 		}
-		next, err := startDaemon(e.bin, db, sock)
+		next, err := daemonproc.Start(e.bin, db, sock, daemonArgs...)
 		if err != nil {
 			return err
 		}
@@ -435,9 +436,9 @@ func (e env) crashVerify(ctx context.Context, db, sock string, run *crashRun, p 
 		}
 		add(c.action, "--at", out)
 	}
-	d, err := startDaemon(e.bin, db, sock)
+	d, err := daemonproc.Start(e.bin, db, sock, daemonArgs...)
 	if err == nil {
-		_, err = d.ready(ctx, time.Minute)
+		_, err = d.Ready(ctx, time.Minute)
 	}
 	if err != nil {
 		p.addf("daemon on the file after the run: %v", err)
@@ -454,12 +455,12 @@ func (e env) crashVerify(ctx context.Context, db, sock string, run *crashRun, p 
 			}
 			cl.Close()
 		}
-		if err := d.stop(); err != nil {
+		if err := d.Stop(); err != nil {
 			p.addf("restarted daemon: %v", err)
 		}
 	}
 	if d != nil {
-		d.kill()
+		d.Kill()
 	}
 	names := []string{"the last daemon", "a restarted daemon", "--at", "replay"}
 	for _, action := range []string{"project_tasks", "project_status"} {

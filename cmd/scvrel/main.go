@@ -24,6 +24,8 @@
 package main
 
 import (
+	"scv/cmd/internal/daemonproc"
+
 	"context"
 	"errors"
 	"flag"
@@ -248,7 +250,7 @@ func Run(ctx context.Context, cfg Config, out, logw io.Writer) ([]Result, error)
 	if bin == "" {
 		bin = filepath.Join(dir, "scv")
 		logf("build daemon")
-		if err := buildDaemon(ctx, bin); err != nil {
+		if err := daemonproc.Build(ctx, bin); err != nil {
 			return nil, err
 		}
 	}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"scv/cmd/internal/daemonproc"
+
 	"context"
 	"io"
 	"math/rand/v2"
@@ -33,7 +35,7 @@ func scvBinary(t *testing.T) string {
 			return
 		}
 		builtBin = filepath.Join(dir, "scv")
-		buildErr = buildDaemon(context.Background(), builtBin)
+		buildErr = daemonproc.Build(context.Background(), builtBin)
 	})
 	require.NoError(t, buildErr)
 	return builtBin

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"scv/cmd/internal/daemonproc"
 	"scv/control"
 )
 
@@ -69,12 +70,12 @@ func readersCheck(ctx context.Context, e env) Result {
 func (e env) readers(ctx context.Context, p *problems) (fig, sum string, err error) {
 	db, sock := filepath.Join(e.dir, "ledger.db"), filepath.Join(e.dir, "d.sock")
 	wal := db + "-wal"
-	d, err := startDaemon(e.bin, db, sock)
+	d, err := daemonproc.Start(e.bin, db, sock, daemonArgs...)
 	if err != nil {
 		return "", "", err
 	}
-	defer func() { d.kill() }()
-	if _, err := d.ready(ctx, time.Minute); err != nil {
+	defer func() { d.Kill() }()
+	if _, err := d.Ready(ctx, time.Minute); err != nil {
 		return "", "", err
 	}
 	project, tasks, err := setup(ctx, sock, "readers", e.dir, e.cfg.Writers)
@@ -214,7 +215,7 @@ func (e env) readers(ctx context.Context, p *problems) (fig, sum string, err err
 			p.addf("writer %d: %d requests got no reply from a daemon that was never killed", i, c.drops)
 		}
 	}
-	if err := d.stop(); err != nil {
+	if err := d.Stop(); err != nil {
 		p.addf("clean stop: %v", err)
 	}
 	if _, err := os.Stat(wal); err == nil {

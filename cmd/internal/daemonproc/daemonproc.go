@@ -1,0 +1,124 @@
+// Package daemonproc runs the real `scv daemon` binary for the harnesses
+// (cmd/scvbench, cmd/scvrel): it builds it, starts it on a database and a
+// socket, waits until it answers, and stops or kills it.
+package daemonproc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"scv/control"
+)
+
+// Build compiles the scv binary (the main package `make build` compiles)
+// to bin, without the race detector whatever the harness runs under.
+func Build(ctx context.Context, bin string) error {
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "scv/cmd/scv").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go build: %v: %s", err, out)
+	}
+	return nil
+}
+
+// Daemon is one `scv daemon` process.
+type Daemon struct {
+	Cmd     *exec.Cmd
+	Sock    string
+	Started time.Time
+	logs    bytes.Buffer // read only after the process ended
+	exited  chan struct{}
+	waitErr error
+}
+
+// Start starts `scv daemon --db DB --socket SOCK EXTRA...` and returns at
+// once; Ready waits for it to answer. Should the harness die, the kernel
+// kills the daemon with it.
+func Start(bin, db, sock string, extra ...string) (*Daemon, error) {
+	d := &Daemon{Sock: sock, exited: make(chan struct{})}
+	d.Cmd = exec.Command(bin, append([]string{"daemon", "--db", db, "--socket", sock}, extra...)...)
+	d.Cmd.Stderr = &d.logs
+	d.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	d.Started = time.Now()
+	if err := d.Cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { d.waitErr = d.Cmd.Wait(); close(d.exited) }()
+	return d, nil
+}
+
+// Err is how the process ended, with its log; nil while it runs or after
+// a clean exit.
+func (d *Daemon) Err() error {
+	if d.waitErr == nil {
+		return nil
+	}
+	return fmt.Errorf("daemon: %v: %s", d.waitErr, d.logs.String())
+}
+
+// Running reports whether the process has not exited.
+func (d *Daemon) Running() bool {
+	select {
+	case <-d.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// Ready polls `status` until the daemon answers and returns the time since
+// the process was started. limit only guards against a hang.
+func (d *Daemon) Ready(ctx context.Context, limit time.Duration) (time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		select {
+		case <-d.exited:
+			return 0, fmt.Errorf("daemon exited: %v: %s", d.waitErr, d.logs.String())
+		case <-ctx.Done():
+			return 0, fmt.Errorf("no status reply within %s", limit)
+		default:
+		}
+		// The socket listens before the ledger replays: a connection made
+		// early waits in the backlog and is answered once serving starts.
+		c, err := control.Dial(ctx, d.Sock)
+		if err != nil {
+			time.Sleep(2 * time.Millisecond)
+			continue
+		}
+		_, err = c.Call(ctx, control.CmdStatus{})
+		c.Close()
+		if err == nil {
+			return time.Since(d.Started), nil
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Kill sends SIGKILL and waits until the process is reaped. It reports
+// whether the daemon was still running when it was killed.
+func (d *Daemon) Kill() bool {
+	alive := d.Running()
+	d.Cmd.Process.Signal(syscall.SIGKILL)
+	<-d.exited
+	return alive
+}
+
+// Stop sends SIGTERM and waits for a clean exit (status 0).
+func (d *Daemon) Stop() error {
+	if !d.Running() {
+		return fmt.Errorf("daemon had exited: %v: %s", d.waitErr, d.logs.String())
+	}
+	d.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+	case <-time.After(30 * time.Second):
+		d.Kill()
+		return errors.New("daemon did not stop within 30s of SIGTERM")
+	}
+	return d.Err()
+}
