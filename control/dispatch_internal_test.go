@@ -199,7 +199,12 @@ func readEnvelope(line []byte) (envelope, error) {
 // str is raw as a JSON string, if it is one without lone surrogates.
 func str(raw json.RawMessage) (string, bool) {
 	var s string
-	if raw == nil || json.Unmarshal(raw, &s) != nil || checkSurrogates(raw) != nil {
+	// json.Unmarshal takes null into a string without complaint: a JSON
+	// string must start with a quote.
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '"' {
+		return "", false
+	}
+	if json.Unmarshal(raw, &s) != nil || checkSurrogates(raw) != nil {
 		return "", false
 	}
 	return s, true
