@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -119,9 +120,12 @@ func TestDelegateOrphanReaped(t *testing.T) {
 	assert.NotEqual(t, pids[0], gc.PGID, "the grandchild left the group")
 
 	// SCV_PARENT and the tag reach the grandchild.
-	env, err := os.ReadFile("/proc/" + strconv.Itoa(pids[2]) + "/environ")
-	require.NoError(t, err)
-	assert.Contains(t, string(env), "\x00"+proc.ParentEnv+"="+e.Handle+"\x00")
+	// (Read again while an exec has it empty for a moment.)
+	var env []byte
+	assert.Eventually(t, func() bool {
+		env, _ = os.ReadFile("/proc/" + strconv.Itoa(pids[2]) + "/environ")
+		return bytes.Contains(env, []byte("\x00"+proc.ParentEnv+"="+e.Handle+"\x00"))
+	}, 10*time.Second, time.Millisecond, "SCV_PARENT reaches the grandchild: %q", env)
 
 	killedAt := time.Now()
 	require.NoError(t, owner.Process.Kill())

@@ -45,8 +45,13 @@ func TestStartTagsAndGroup(t *testing.T) {
 	assert.Equal(t, sid, info.SID, "same session")
 	assert.Equal(t, "sleep", info.Comm)
 
-	environ, err := os.ReadFile(filepath.Join("/proc", itoa(p.Pid), "environ"))
-	require.NoError(t, err)
+	// /proc/PID/environ reads empty for a moment while exec sets up the
+	// new image (its name is already the new one by then).
+	var environ []byte
+	require.Eventually(t, func() bool {
+		environ, err = os.ReadFile(filepath.Join("/proc", itoa(p.Pid), "environ"))
+		return err == nil && len(environ) > 0
+	}, 10*time.Second, time.Millisecond, "environ readable")
 	vars := strings.Split(strings.TrimSuffix(string(environ), "\x00"), "\x00")
 	slices.Sort(vars)
 	assert.Equal(t, []string{
