@@ -651,11 +651,11 @@ echo $$ > %s
 
 // restartableDaemon runs a Daemon in-process whose own executable is exe,
 // with active standing in for the delegation registry.
-func restartableDaemon(t *testing.T, dir, exe string, active func(string) bool) (*Daemon, *syncBuffer) {
+func restartableDaemon(t *testing.T, dir, exe string, ready time.Duration, active func(string) bool) (*Daemon, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
 	d := &Daemon{DBPath: filepath.Join(dir, "l.db"), SocketPath: filepath.Join(dir, "d.sock"), Executable: exe,
-		Logger: slog.New(slog.NewTextHandler(logs, nil)), readyTimeout: 500 * time.Millisecond}
+		Logger: slog.New(slog.NewTextHandler(logs, nil)), readyTimeout: ready}
 	require.NoError(t, d.Open(context.Background()))
 	// Before Serve: nothing reads them yet.
 	d.restarter.active = active
@@ -698,7 +698,9 @@ func TestRestartWaitsForDelegation(t *testing.T) {
 	var mu sync.Mutex
 	active := map[string]bool{}
 	setActive := func(h string, on bool) { mu.Lock(); defer mu.Unlock(); active[h] = on }
-	d, logs := restartableDaemon(t, dir, exe, func(h string) bool { mu.Lock(); defer mu.Unlock(); return active[h] })
+	// The release here ends at once: a long readiness timeout keeps a
+	// loaded machine from killing it before it wrote its marker.
+	d, logs := restartableDaemon(t, dir, exe, time.Minute, func(h string) bool { mu.Lock(); defer mu.Unlock(); return active[h] })
 	ran := func() bool { _, err := os.Stat(marker); return err == nil }
 
 	setActive("DELEG", true)
@@ -756,7 +758,7 @@ func TestRestartWaitsForDelegation(t *testing.T) {
 func TestRestartNotReady(t *testing.T) {
 	dir := shortDir(t)
 	exe, marker := restartScript(t, dir, "2.0.0-slow", "exec sleep 60")
-	d, logs := restartableDaemon(t, dir, exe, func(string) bool { return false })
+	d, logs := restartableDaemon(t, dir, exe, 500*time.Millisecond, func(string) bool { return false })
 	inCall(t, d, control.CmdProjectCreate{Name: "acme", Workspace: dir})
 
 	inCall(t, d, control.CmdRestartWhenIdle{MaxWaitSeconds: ptr(uint64(0))})
