@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.0.
 LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/scv
 
-.PHONY: all build run test bench reliability verify clean
+.PHONY: all build run test fuzz bench reliability verify clean
 
 all: build
 
@@ -16,32 +16,40 @@ build:
 run: build
 	./$(BIN) daemon
 
-## test: vet and run every test with the race detector
+## test: vet, run every test with the race detector, then fuzz each target for FUZZTIME_SHORT
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_SHORT)
 
 ## bench: measure the daemon against same-run baselines (docs/performance.md)
 bench:
 	$(GO) run ./cmd/scvbench -o bin/bench.json
 
-# The fuzz targets of ./control that `make reliability` runs, each for
-# FUZZTIME. `go test -fuzz` passes when no target matches, so the recipe
-# first checks that each one exists.
-FUZZ_TARGETS := FuzzDecodeCommand FuzzParseLine FuzzDispatch
-FUZZTIME     ?= 10m
+# The fuzz targets of ./control: `make fuzz` runs each for FUZZTIME (10
+# minutes in `make reliability`, FUZZTIME_SHORT in `make test`), after its
+# seeds and control/testdata/fuzz. `go test -fuzz` passes when no target
+# matches, so the recipe first checks that each one exists.
+FUZZ_TARGETS   := FuzzDecodeCommand FuzzParseLine FuzzDispatch
+FUZZTIME       ?= 10m
+FUZZTIME_SHORT ?= 10s
 
-## reliability: the long reliability checks (docs/reliability.md): scvrel crash and readers, every TestReliability* test with SCV_LONG=1 (full log in bin/reliability.log), then each of FUZZ_TARGETS for FUZZTIME
+## fuzz: fuzz each of FUZZ_TARGETS for FUZZTIME
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		$(GO) test -list "^$$t\$$" ./control | grep -x "$$t" >/dev/null || { echo "no fuzz target $$t in ./control"; exit 1; }; \
+		echo "fuzz $$t for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./control || exit 1; \
+	done
+
+## reliability: the long reliability checks (docs/reliability.md): scvrel crash and readers, every TestReliability* test with SCV_LONG=1 (full log in bin/reliability.log), then make fuzz (each target for FUZZTIME)
 reliability: SHELL := /bin/bash
 reliability: .SHELLFLAGS := -o pipefail -ec
 reliability:
 	$(GO) run ./cmd/scvrel --long crash readers
 	mkdir -p bin
 	SCV_LONG=1 $(GO) test -count=1 -v -run '^TestReliability' ./... 2>&1 | tee bin/reliability.log | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|RELIABILITY:'
-	for t in $(FUZZ_TARGETS); do \
-		$(GO) test -list "^$$t\$$" ./control | grep -x "$$t" >/dev/null || { echo "no fuzz target $$t in ./control"; exit 1; }; \
-		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./control; \
-	done
+	$(MAKE) --no-print-directory fuzz
 
 ## verify: check formatting and that go.mod is tidy
 verify:
