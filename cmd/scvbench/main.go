@@ -158,7 +158,7 @@ func Run(ctx context.Context, cfg Config, out, logw io.Writer) (*Report, error) 
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	rep := &Report{Machine: machine(), Source: source(), Config: cfg.report()}
+	rep := &Report{Machine: machine(), Source: daemonproc.BuiltFrom(), Config: cfg.report()}
 	phase := func(name string, f func() error) error {
 		if err := ctx.Err(); err != nil {
 			return err

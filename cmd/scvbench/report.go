@@ -4,20 +4,21 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"scv/cmd/internal/daemonproc"
 )
 
 // Report is everything one run measured; it is written as JSON.
 type Report struct {
-	Machine Machine      `json:"machine"`
-	Source  Source       `json:"source"`
-	Config  ConfigReport `json:"config"`
-	Fsync   FsyncResult  `json:"fsync"`
+	Machine Machine           `json:"machine"`
+	Source  daemonproc.Source `json:"source"`
+	Config  ConfigReport      `json:"config"`
+	Fsync   FsyncResult       `json:"fsync"`
 	Raw     struct {
 		Group  RawGroupResult  `json:"group"`
 		Single RawSingleResult `json:"single"`
@@ -44,29 +45,6 @@ type Machine struct {
 	Kernel    string `json:"kernel"`
 	MemTotal  string `json:"mem_total"`
 	When      string `json:"when"`
-}
-
-// Source is the code the daemon was built from: the commit, and the
-// tracked files that differed from it (the run measures the working tree).
-type Source struct {
-	Commit   string   `json:"commit"`
-	Modified []string `json:"modified"`
-}
-
-func source() Source {
-	var s Source
-	if out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
-		s.Commit = strings.TrimSpace(string(out))
-	}
-	s.Modified = []string{}
-	if out, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
-		for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-			if len(l) > 3 {
-				s.Modified = append(s.Modified, l[3:])
-			}
-		}
-	}
-	return s
 }
 
 // ConfigReport is the part of Config worth recording.
@@ -323,10 +301,7 @@ func round(x float64) float64 {
 }
 
 func machine() Machine {
-	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), When: time.Now().UTC().Format(time.RFC3339)}
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		m.Kernel = strings.TrimSpace(string(b))
-	}
+	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), Kernel: daemonproc.Kernel(), When: time.Now().UTC().Format(time.RFC3339)}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {

@@ -33,7 +33,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"runtime"
@@ -301,37 +300,7 @@ func printTable(out io.Writer, results []Result, total time.Duration, seed uint6
 	w.Flush()
 	fmt.Fprintf(out, "\n%d of %d checks passed in %.1f s (seed %d)\n", len(results)-failed, len(results), total.Seconds(), seed)
 	fmt.Fprintf(out, "%d CPUs, %s, kernel %s; daemon built from the working tree at %s\n",
-		runtime.NumCPU(), runtime.Version(), kernel(), source())
-}
-
-// kernel is the running kernel's release.
-func kernel() string {
-	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
-	if err != nil {
-		return "?"
-	}
-	return strings.TrimSpace(string(b))
-}
-
-// source names the commit the daemon was built from and the tracked files
-// that differed from it (the run checks the working tree).
-func source() string {
-	commit := "?"
-	if out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output(); err == nil {
-		commit = strings.TrimSpace(string(out))
-	}
-	var mod []string
-	if out, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
-		for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-			if len(l) > 3 {
-				mod = append(mod, l[3:])
-			}
-		}
-	}
-	if len(mod) == 0 {
-		return commit
-	}
-	return fmt.Sprintf("%s (modified: %s)", commit, strings.Join(mod, ", "))
+		runtime.NumCPU(), runtime.Version(), daemonproc.Kernel(), daemonproc.BuiltFrom())
 }
 
 // commas writes n with thousands separators: 49,852.

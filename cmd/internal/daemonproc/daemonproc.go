@@ -1,6 +1,7 @@
 // Package daemonproc runs the real `scv daemon` binary for the harnesses
 // (cmd/scvbench, cmd/scvrel): it builds it, starts it on a database and a
-// socket, waits until it answers, and stops or kills it.
+// socket, waits until it answers, and stops or kills it; and it says what
+// the binary was built from, for their reports.
 package daemonproc
 
 import (
