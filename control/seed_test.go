@@ -70,6 +70,35 @@ type buildError struct {
 
 func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
 
+// seedVerdict is what the seed client's decode said of one input line.
+type seedVerdict struct {
+	name string // the line's name, its first field
+	ok   bool   // serde accepted it
+	out  string // serde's encoding of what it read, or its error
+}
+
+// seedDecode feeds lines ("NAME\tKIND\tJSON") to the seed client's decode
+// and returns its verdict on each, in order.
+func seedDecode(t *testing.T, bin string, lines []string) []seedVerdict {
+	t.Helper()
+	cmd := exec.Command(bin, "decode")
+	cmd.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	require.Len(t, got, len(lines))
+	verdicts := make([]seedVerdict, len(lines))
+	for i, l := range got {
+		v := strings.SplitN(l, "\t", 3)
+		require.Len(t, v, 3, l)
+		name, _, _ := strings.Cut(lines[i], "\t")
+		require.Equal(t, name, v[0], "the verdicts come back in order")
+		require.Contains(t, []string{"ok", "err"}, v[1], l)
+		verdicts[i] = seedVerdict{name: v[0], ok: v[1] == "ok", out: v[2]}
+	}
+	return verdicts
+}
+
 // TestSeedDecodeAgreement feeds the same params to serde and to
 // DecodeCommand: each must accept exactly what the other accepts, and an
 // accepted command must re-encode to serde's bytes.
@@ -77,37 +106,25 @@ func TestSeedDecodeAgreement(t *testing.T) {
 	bin := seedClient(t)
 	corpus, err := os.ReadFile("testdata/serde-corpus.tsv")
 	require.NoError(t, err)
-	var input bytes.Buffer
 	var lines []string
 	for _, l := range strings.Split(string(corpus), "\n") {
 		if l == "" || strings.HasPrefix(l, "#") {
 			continue
 		}
 		lines = append(lines, l)
-		input.WriteString(l + "\n")
 	}
-	cmd := exec.Command(bin, "decode")
-	cmd.Stdin = &input
-	out, err := cmd.Output()
-	require.NoError(t, err)
-	verdicts := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-	require.Len(t, verdicts, len(lines))
-	for i, l := range lines {
-		name, _, _ := strings.Cut(l, "\t")
-		raw := l[strings.LastIndex(l, "\t")+1:]
-		v := strings.SplitN(verdicts[i], "\t", 3)
-		require.Len(t, v, 3, verdicts[i])
-		require.Equal(t, name, v[0])
-		t.Run(name, func(t *testing.T) {
+	for i, v := range seedDecode(t, bin, lines) {
+		raw := lines[i][strings.LastIndex(lines[i], "\t")+1:]
+		t.Run(v.name, func(t *testing.T) {
 			cmd, err := control.DecodeCommand([]byte(raw))
-			if v[1] == "err" {
-				assert.Error(t, err, "serde refuses: %s", v[2])
+			if !v.ok {
+				assert.Error(t, err, "serde refuses: %s", v.out)
 				return
 			}
-			require.NoError(t, err, "serde accepts: %s", v[2])
+			require.NoError(t, err, "serde accepts: %s", v.out)
 			enc, err := control.EncodeCommand(cmd)
 			require.NoError(t, err)
-			assert.Equal(t, v[2], string(enc), "re-encoding differs from serde's")
+			assert.Equal(t, v.out, string(enc), "re-encoding differs from serde's")
 		})
 	}
 }

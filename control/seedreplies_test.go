@@ -3,7 +3,6 @@ package control_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,19 +38,10 @@ func TestSeedParsesDelegationReplies(t *testing.T) {
 	reply("kill", control.CmdDelegationKill{Handle: &h})
 	reply("kill orphans", control.CmdDelegationKill{Orphans: true})
 
-	cmd := exec.Command(bin, "decode")
-	cmd.Stdin = strings.NewReader(input.String())
-	out, err := cmd.Output()
-	require.NoError(t, err)
 	sent := strings.Split(strings.TrimSuffix(input.String(), "\n"), "\n")
-	got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-	require.Len(t, got, len(sent))
-	for i, line := range sent {
-		name, _, _ := strings.Cut(line, "\t")
-		v := strings.SplitN(got[i], "\t", 3)
-		require.Len(t, v, 3, got[i])
-		assert.Equal(t, "ok", v[1], "%s: serde refused: %s", name, v[2])
-		assert.Equal(t, line[strings.LastIndex(line, "\t")+1:], v[2], "%s: serde writes it otherwise", name)
+	for i, v := range seedDecode(t, bin, sent) {
+		assert.True(t, v.ok, "%s: serde refused: %s", v.name, v.out)
+		assert.Equal(t, sent[i][strings.LastIndex(sent[i], "\t")+1:], v.out, "%s: serde writes it otherwise", v.name)
 	}
 	assert.Contains(t, input.String(), `"entries":[{"handle":"`+h+`"`)
 	assert.Contains(t, input.String(), `"killed":["`+h+`"]`)
@@ -90,20 +80,11 @@ func TestSeedParsesChannelAndQuestionReplies(t *testing.T) {
 	reply("confirm_ask", true, control.CmdConfirmAsk{Question: "ship it?"})
 	reply("confirm_list", false, control.CmdConfirmList{})
 
-	cmd := exec.Command(bin, "decode")
-	cmd.Stdin = strings.NewReader(input.String())
-	out, err := cmd.Output()
-	require.NoError(t, err)
 	sent := strings.Split(strings.TrimSuffix(input.String(), "\n"), "\n")
-	got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-	require.Len(t, got, len(sent))
-	for i, line := range sent {
-		name, _, _ := strings.Cut(line, "\t")
-		v := strings.SplitN(got[i], "\t", 3)
-		require.Len(t, v, 3, got[i])
-		assert.Equal(t, "ok", v[1], "%s: serde refused: %s", name, v[2])
-		if exact[name] {
-			assert.Equal(t, line[strings.LastIndex(line, "\t")+1:], v[2], "%s: serde writes it otherwise", name)
+	for i, v := range seedDecode(t, bin, sent) {
+		assert.True(t, v.ok, "%s: serde refused: %s", v.name, v.out)
+		if exact[v.name] {
+			assert.Equal(t, sent[i][strings.LastIndex(sent[i], "\t")+1:], v.out, "%s: serde writes it otherwise", v.name)
 		}
 	}
 	assert.Contains(t, input.String(), `"id":"local:owner"`)
