@@ -47,7 +47,7 @@ func TestReliabilityFailpoints(t *testing.T) {
 	// events), written by a daemon without failpoints and stopped cleanly.
 	baseDir := shortDir(t)
 	base := filepath.Join(baseDir, "l.db")
-	d := startFPDaemon(t, bin, base, filepath.Join(baseDir, "d.sock"), "")
+	d := startTestDaemon(t, bin, base, filepath.Join(baseDir, "d.sock"), "")
 	d.must(t, control.CmdProjectCreate{Name: "acme", Workspace: baseDir})
 	task := d.must(t, control.CmdProjectTaskAdd{Project: "acme", Title: "first", DependsOn: []string{}}).Project.TaskID
 	d.must(t, control.CmdProjectTaskAdd{Project: "acme", Title: "second", DependsOn: []string{task}})
@@ -63,7 +63,7 @@ func TestReliabilityFailpoints(t *testing.T) {
 	// a copy, through a daemon without failpoints.
 	dir := shortDir(t)
 	fpCopyDB(t, base, filepath.Join(dir, "l.db"))
-	d = startFPDaemon(t, bin, filepath.Join(dir, "l.db"), filepath.Join(dir, "d.sock"), "")
+	d = startTestDaemon(t, bin, filepath.Join(dir, "l.db"), filepath.Join(dir, "d.sock"), "")
 	d.must(t, compact)
 	compacted := fpRead(t, d.sock)
 	d.stop(t)
@@ -91,7 +91,7 @@ func TestReliabilityFailpoints(t *testing.T) {
 			dir := shortDir(t)
 			db, sock := filepath.Join(dir, "l.db"), filepath.Join(dir, "d.sock")
 			fpCopyDB(t, base, db)
-			d := startFPDaemon(t, bin, db, sock, string(tc.point)+"=crash")
+			d := startTestDaemon(t, bin, db, sock, string(tc.point)+"=crash")
 			require.Equal(t, before, fpRead(t, sock), "the copy serves the base state")
 
 			_, err := d.call(tc.write)
@@ -109,7 +109,7 @@ func TestReliabilityFailpoints(t *testing.T) {
 				assert.Equal(t, compactedVerify, verified)
 			}
 
-			d = startFPDaemon(t, bin, db, sock, "")
+			d = startTestDaemon(t, bin, db, sock, "")
 			got := fpRead(t, sock)
 			switch {
 			case !tc.after:
@@ -144,7 +144,7 @@ func TestReliabilityFailpoints(t *testing.T) {
 			dir := shortDir(t)
 			db := filepath.Join(dir, "l.db")
 			fpCopyDB(t, base, db)
-			d := startFPDaemon(t, bin, db, filepath.Join(dir, "d.sock"), string(tc.point)+"=crash")
+			d := startTestDaemon(t, bin, db, filepath.Join(dir, "d.sock"), string(tc.point)+"=crash")
 			_, err := d.call(tc.write)
 			require.Error(t, err)
 			d.assertKilled(t, tc.point)
@@ -154,13 +154,12 @@ func TestReliabilityFailpoints(t *testing.T) {
 
 	// restart-exec: the daemon, started from a path a second release is
 	// then installed over, is asked to restart into it.
-	restartInto := func(t *testing.T, spec string) (*binDaemon, *control.DaemonStatus) {
+	restartInto := func(t *testing.T, spec string) (*testDaemon, *control.DaemonStatus) {
 		dir := shortDir(t)
 		exe := filepath.Join(dir, "bin", "scv")
 		install(t, bin, exe)
 		fpCopyDB(t, base, filepath.Join(dir, "l.db"))
-		t.Setenv(ledger.FailpointsEnv, spec) // startBinDaemon's process inherits it
-		d := startBinDaemon(t, dir, exe)
+		d := startTestDaemon(t, exe, filepath.Join(dir, "l.db"), filepath.Join(dir, "d.sock"), spec)
 		require.Equal(t, before, fpRead(t, d.sock))
 		install(t, newBin, exe)
 		st := d.must(t, control.CmdRestartWhenIdle{Version: ptr("2.0.0-new")})
@@ -196,7 +195,7 @@ func TestReliabilityFailpoints(t *testing.T) {
 		// manager would start) on it serves the same state.
 		assert.Equal(t, baseVerify, fpVerify(t, bin, d.db))
 		assert.Equal(t, baseDump, fpDump(t, d.db))
-		fresh := startFPDaemon(t, d.bin, d.db, d.sock, "")
+		fresh := startTestDaemon(t, d.bin, d.db, d.sock, "")
 		assert.Equal(t, "2.0.0-new", fresh.must(t, control.CmdStatus{}).Version)
 		assert.Equal(t, before, fpRead(t, d.sock), "exactly before")
 		fresh.stop(t)
@@ -211,125 +210,6 @@ func TestReliabilityFailpoints(t *testing.T) {
 	if !t.Failed() {
 		t.Logf("RELIABILITY: failpoints: %d points, each left the ledger exactly before or exactly after", len(passed))
 	}
-}
-
-// fpDaemon is `scv daemon` run from the test, with SCV_FAILPOINTS as
-// given, logging to a file.
-type fpDaemon struct {
-	sock, logPath string
-	cmd           *exec.Cmd
-	exited        chan struct{} // closed once Wait returned; then err is set
-	err           error
-}
-
-// startFPDaemon starts bin as a daemon on db and sock with failpoints
-// ("": none, whatever the test's environment says) and waits until it
-// answers.
-func startFPDaemon(t *testing.T, bin, db, sock, failpoints string) *fpDaemon {
-	t.Helper()
-	d := &fpDaemon{sock: sock, logPath: db + ".log", exited: make(chan struct{})}
-	logf, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	require.NoError(t, err)
-	defer logf.Close()
-	d.cmd = exec.Command(bin, "daemon", "--db", db, "--socket", sock)
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	d.cmd.Env = fpEnv(failpoints)
-	require.NoError(t, d.cmd.Start())
-	go func() { d.err = d.cmd.Wait(); close(d.exited) }()
-	t.Cleanup(func() {
-		select {
-		case <-d.exited:
-		default:
-			d.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-d.exited:
-			case <-time.After(10 * time.Second):
-				d.cmd.Process.Kill()
-				<-d.exited
-			}
-		}
-		if t.Failed() {
-			t.Logf("daemon log %s:\n%s", d.logPath, d.logs())
-		}
-	})
-	require.Eventually(t, func() bool {
-		select {
-		case <-d.exited:
-			return true // reported below
-		default:
-		}
-		_, err := d.call(control.CmdStatus{})
-		return err == nil
-	}, 20*time.Second, 20*time.Millisecond, "daemon did not listen: %s", d.logs())
-	select {
-	case <-d.exited:
-		t.Fatalf("the daemon ended at start (%v): %s", d.err, d.logs())
-	default:
-	}
-	return d
-}
-
-// fpEnv is the test's environment with SCV_FAILPOINTS set to failpoints
-// only.
-func fpEnv(failpoints string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, ledger.FailpointsEnv+"=") {
-			env = append(env, kv)
-		}
-	}
-	if failpoints != "" {
-		env = append(env, ledger.FailpointsEnv+"="+failpoints)
-	}
-	return env
-}
-
-func (d *fpDaemon) logs() string {
-	b, _ := os.ReadFile(d.logPath)
-	return string(b)
-}
-
-// call sends one command on a connection of its own.
-func (d *fpDaemon) call(cmd control.Command) (*control.DaemonStatus, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := control.Dial(ctx, d.sock)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	return c.Call(ctx, cmd)
-}
-
-func (d *fpDaemon) must(t *testing.T, cmd control.Command) *control.DaemonStatus {
-	t.Helper()
-	st, err := d.call(cmd)
-	require.NoError(t, err, "%s", cmd.Action())
-	return st
-}
-
-// stop ends the daemon with SIGTERM; it must exit 0.
-func (d *fpDaemon) stop(t *testing.T) {
-	t.Helper()
-	require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case <-d.exited:
-		require.NoError(t, d.err, "%s", d.logs())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the daemon ignored SIGTERM: %s", d.logs())
-	}
-}
-
-// assertKilled checks that the daemon ended by SIGKILL at point.
-func (d *fpDaemon) assertKilled(t *testing.T, point ledger.Failpoint) {
-	t.Helper()
-	select {
-	case <-d.exited:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the daemon did not die at %s: %s", point, d.logs())
-	}
-	assertSIGKILL(t, d.err, d.logs())
-	assert.Contains(t, d.logs(), "scv: failpoint "+string(point)+": crash (SIGKILL)", "it died at the point")
 }
 
 // assertSIGKILL checks that err is the exit of a process SIGKILL ended.

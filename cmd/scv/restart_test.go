@@ -68,107 +68,6 @@ func writeScript(t *testing.T, path, body string) {
 	require.NoError(t, os.Rename(path+".new", path))
 }
 
-// binDaemon is `scv daemon` run from dir/bin/scv, logging to a file (a
-// pipe would keep the old daemon's Wait waiting for the new daemon, which
-// inherits it).
-type binDaemon struct {
-	dir, bin, sock, db, logPath string
-	cmd                         *exec.Cmd
-	exited                      chan error // the first daemon's exit
-	mu                          sync.Mutex
-	pids                        []int // later daemons, seen in status
-}
-
-func startBinDaemon(t *testing.T, dir, bin string, args ...string) *binDaemon {
-	t.Helper()
-	d := &binDaemon{dir: dir, bin: bin, sock: filepath.Join(dir, "d.sock"), db: filepath.Join(dir, "l.db"),
-		logPath: filepath.Join(dir, "daemon.log"), exited: make(chan error, 1)}
-	logf, err := os.Create(d.logPath)
-	require.NoError(t, err)
-	defer logf.Close()
-	d.cmd = exec.Command(bin, append([]string{"daemon", "--db", d.db, "--socket", d.sock}, args...)...)
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	require.NoError(t, d.cmd.Start())
-	go func() { d.exited <- d.cmd.Wait() }()
-	t.Cleanup(func() {
-		d.mu.Lock()
-		pids := d.pids
-		d.mu.Unlock()
-		for _, pid := range pids {
-			stopPid(t, pid)
-		}
-		d.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-d.exited:
-		case <-time.After(10 * time.Second):
-			d.cmd.Process.Kill()
-			<-d.exited
-		}
-		if t.Failed() {
-			t.Logf("daemon log:\n%s", d.logs())
-		}
-	})
-	require.Eventually(t, func() bool {
-		_, err := d.call(control.CmdStatus{})
-		return err == nil
-	}, 20*time.Second, 20*time.Millisecond, "daemon did not listen: %s", d.logs())
-	return d
-}
-
-func (d *binDaemon) logs() string {
-	b, _ := os.ReadFile(d.logPath)
-	return string(b)
-}
-
-// call sends one command on a connection of its own.
-func (d *binDaemon) call(cmd control.Command) (*control.DaemonStatus, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := control.Dial(ctx, d.sock)
-	if err != nil {
-		return nil, err
-	}
-	defer c.Close()
-	st, err := c.Call(ctx, cmd)
-	if err == nil && st.PID != uint32(d.cmd.Process.Pid) {
-		d.mu.Lock()
-		if !containsPID(d.pids, int(st.PID)) {
-			d.pids = append(d.pids, int(st.PID))
-		}
-		d.mu.Unlock()
-	}
-	return st, err
-}
-
-func containsPID(pids []int, pid int) bool {
-	for _, p := range pids {
-		if p == pid {
-			return true
-		}
-	}
-	return false
-}
-
-func (d *binDaemon) must(t *testing.T, cmd control.Command) *control.DaemonStatus {
-	t.Helper()
-	st, err := d.call(cmd)
-	require.NoError(t, err, "%s", cmd.Action())
-	return st
-}
-
-// waitExit waits for the first daemon to end and returns its exit error.
-func (d *binDaemon) waitExit(t *testing.T) error {
-	t.Helper()
-	select {
-	case err := <-d.exited:
-		d.exited <- err // for cleanup
-		return err
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the old daemon did not exit: %s", d.logs())
-		return nil
-	}
-}
-
 func ptr[T any](v T) *T { return &v }
 
 // TestRestartWhenIdle runs the real binaries: a daemon started from
@@ -184,11 +83,11 @@ func TestRestartWhenIdle(t *testing.T) {
 	oldBin := buildScv(t, filepath.Join(builds, "old"), "1.0.0-old")
 	newBin := buildScv(t, filepath.Join(builds, "new"), "2.0.0-new")
 
-	start := func(t *testing.T, args ...string) *binDaemon {
+	start := func(t *testing.T, args ...string) *testDaemon {
 		dir := shortDir(t)
 		bin := filepath.Join(dir, "bin", "scv")
 		install(t, oldBin, bin)
-		return startBinDaemon(t, dir, bin, args...)
+		return startTestDaemon(t, bin, filepath.Join(dir, "l.db"), filepath.Join(dir, "d.sock"), "", args...)
 	}
 
 	// The upgrade: the old daemon hands over and exits 0; the new one
