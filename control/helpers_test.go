@@ -59,6 +59,13 @@ type daemon struct {
 // system clock). Everything is torn down in t.Cleanup.
 func startDaemon(t testing.TB, clock func() time.Time) *daemon {
 	t.Helper()
+	return startDaemonWith(t, clock, nil)
+}
+
+// startDaemonWith is startDaemon with configure (if not nil) applied to
+// the server before it serves.
+func startDaemonWith(t testing.TB, clock func() time.Time, configure func(*control.Server)) *daemon {
+	t.Helper()
 	// t.TempDir() can be too long for sun_path (108 bytes): keep it short.
 	dir, err := os.MkdirTemp("", "scv")
 	require.NoError(t, err)
@@ -80,6 +87,9 @@ func startDaemon(t testing.TB, clock func() time.Time) *daemon {
 	dels := &control.Delegations{Ledger: l, Grace: 500 * time.Millisecond}
 	require.NoError(t, dels.Load(ctx))
 	srv := &control.Server{Service: &control.Service{Ledger: l, Version: "test", PID: 1, Clock: clock, Delegations: dels}}
+	if configure != nil {
+		configure(srv)
+	}
 	serve(t, srv, ln, l)
 	return &daemon{dir: dir, sock: sock, workspace: ws, ledger: l, srv: srv}
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -40,22 +39,7 @@ func lastSequence(t testing.TB, d *daemon) uint64 {
 // startDaemonLineTimeout is startDaemon with the server's LineTimeout set.
 func startDaemonLineTimeout(t *testing.T, timeout time.Duration) *daemon {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "scv")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	l, err := ledger.Open(context.Background(), filepath.Join(dir, "ledger.db"), ledger.Options{})
-	require.NoError(t, err)
-	sock := filepath.Join(dir, "run", "d.sock")
-	ln, err := control.Listen(sock)
-	if err != nil {
-		l.Close()
-	}
-	require.NoError(t, err)
-	ws := filepath.Join(dir, "acme")
-	require.NoError(t, os.Mkdir(ws, 0o755))
-	srv := &control.Server{Service: &control.Service{Ledger: l, Version: "test", PID: 1}, LineTimeout: timeout}
-	serve(t, srv, ln, l)
-	return &daemon{dir: dir, sock: sock, workspace: ws, ledger: l, srv: srv}
+	return startDaemonWith(t, nil, func(srv *control.Server) { srv.LineTimeout = timeout })
 }
 
 // closedByPeer reports whether err is how a read sees a connection the
