@@ -37,11 +37,7 @@ func TestReliabilityFailpoints(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary twice and runs it some twenty times")
 	}
-	builds := shortDir(t)
-	require.NoError(t, os.MkdirAll(filepath.Join(builds, "old"), 0o755))
-	require.NoError(t, os.MkdirAll(filepath.Join(builds, "new"), 0o755))
-	bin := buildScv(t, filepath.Join(builds, "old"), "1.0.0-old")
-	newBin := buildScv(t, filepath.Join(builds, "new"), "2.0.0-new")
+	bin, newBin := buildOldNew(t)
 
 	// The database every case starts from: a project with two tasks (three
 	// events), written by a daemon without failpoints and stopped cleanly.

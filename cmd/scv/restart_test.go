@@ -70,6 +70,16 @@ func writeScript(t *testing.T, path, body string) {
 
 func ptr[T any](v T) *T { return &v }
 
+// buildOldNew builds two releases of scv for a restart: 1.0.0-old and
+// 2.0.0-new.
+func buildOldNew(t *testing.T) (oldBin, newBin string) {
+	t.Helper()
+	builds := shortDir(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(builds, "old"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(builds, "new"), 0o755))
+	return buildScv(t, filepath.Join(builds, "old"), "1.0.0-old"), buildScv(t, filepath.Join(builds, "new"), "2.0.0-new")
+}
+
 // TestRestartWhenIdle runs the real binaries: a daemon started from
 // dir/bin/scv (1.0.0-old) restarts into the release installed over that
 // path, keeping its socket and its database.
@@ -77,11 +87,7 @@ func TestRestartWhenIdle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary twice")
 	}
-	builds := shortDir(t)
-	require.NoError(t, os.MkdirAll(filepath.Join(builds, "old"), 0o755))
-	require.NoError(t, os.MkdirAll(filepath.Join(builds, "new"), 0o755))
-	oldBin := buildScv(t, filepath.Join(builds, "old"), "1.0.0-old")
-	newBin := buildScv(t, filepath.Join(builds, "new"), "2.0.0-new")
+	oldBin, newBin := buildOldNew(t)
 
 	start := func(t *testing.T, args ...string) *testDaemon {
 		dir := shortDir(t)
