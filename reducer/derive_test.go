@@ -1,9 +1,12 @@
 package reducer_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"scv/reducer"
 )
@@ -96,14 +99,14 @@ func TestEvidence(t *testing.T) {
 	assert.Equal(t, []string{
 		"1/5 tasks done",
 		"6 runs: 1 running, 1 succeeded, 2 failed, 1 cancelled, 1 stale",
-		"task b (beta) cannot progress: it failed after 2 attempts, its retry budget spent (2 retries of 1 allowed) [event 12]",
-		"task c (gamma) cannot progress: its run went silent (stale owner); it can be started again [event 14]",
+		"task b (beta) cannot progress: it failed after 2 attempts: its last run finished failed, and its retry budget of 1 retry is spent [event 12]",
+		"task c (gamma) cannot progress: its run went silent and was marked stale; it can be started again [event 14]",
 		"task d (delta) cannot progress: it is blocked on an external condition [event 15]",
 	}, reducer.Evidence(l.project()))
 
 	// Root causes through dependencies: f waits on the failed b, g on f;
 	// h waits on the running e and can progress; i was given up by the
-	// owner; j waits on the blocked d.
+	// owner; j waits on the blocked d; k waits on g and j, so on b and d.
 	l.do(
 		reducer.AddTask{Project: projID, TaskID: "f", Title: "phi", DependsOn: []string{"a", "b"}},
 		reducer.AddTask{Project: projID, TaskID: "g", Title: "chi", DependsOn: []string{"f"}},
@@ -111,23 +114,148 @@ func TestEvidence(t *testing.T) {
 		reducer.AddTask{Project: projID, TaskID: "i", Title: "iota"},
 		upd("i", failed),
 		reducer.AddTask{Project: projID, TaskID: "j", Title: "kappa", DependsOn: []string{"d"}},
+		reducer.AddTask{Project: projID, TaskID: "k", Title: "lambda", DependsOn: []string{"h", "g", "j"}},
 	)
 	notes := reducer.Evidence(l.project())
 	assert.Equal(t, []string{
-		"task f (phi) cannot progress: it waits on b (beta), and that failed after 2 attempts, its retry budget spent (2 retries of 1 allowed) [event 12]",
-		"task g (chi) cannot progress: it waits on f (phi), and that waits on b (beta), and that failed after 2 attempts, its retry budget spent (2 retries of 1 allowed) [event 12]",
+		"task f (phi) cannot progress: it waits on b (beta), which failed [event 12]",
+		"task g (chi) cannot progress: it waits on b (beta), which failed [event 12], through f (phi)",
 		"task i (iota) cannot progress: the owner marked it failed [event 23]",
-		"task j (kappa) cannot progress: it waits on d (delta), and that is blocked on an external condition [event 15]",
+		"task j (kappa) cannot progress: it waits on d (delta), which is blocked [event 15]",
+		"task k (lambda) cannot progress: it waits on b (beta), which failed [event 12], through g (chi); on d (delta), which is blocked [event 15], through j (kappa)",
 	}, notes[5:])
 }
 
-// TestEvidenceSingular pins the singular forms.
+// TestEvidenceSingular pins the singular forms, and says when a failure
+// was a run that went silent rather than one that finished failed.
 func TestEvidenceSingular(t *testing.T) {
 	l := newLedger(t)
 	l.do(baseProject, reducer.AddTask{Project: projID, TaskID: "a", Title: "alpha"}, start("a", "r1"), finish("r1", runFailed))
 	assert.Equal(t, []string{
 		"0/1 tasks done",
 		"1 run: 0 running, 0 succeeded, 1 failed, 0 cancelled, 0 stale",
-		"task a (alpha) cannot progress: it failed after 1 attempt, its retry budget spent (1 retries of 0 allowed) [event 4]",
+		"task a (alpha) cannot progress: it failed after 1 attempt: its last run finished failed, and no retry was allowed [event 4]",
 	}, reducer.Evidence(l.project()))
+
+	l = newLedger(t)
+	l.do(baseProject, reducer.AddTask{Project: projID, TaskID: "a", Title: "alpha", MaxRetries: 2},
+		start("a", "r1"), markStale(), start("a", "r2"), finish("r2", runFailed), start("a", "r3"), markStale())
+	assert.Equal(t, []string{
+		"0/1 tasks done",
+		"3 runs: 0 running, 0 succeeded, 1 failed, 0 cancelled, 2 stale",
+		"task a (alpha) cannot progress: it failed after 3 attempts: its last run went silent and was marked stale, and its retry budget of 2 retries is spent [event 8]",
+	}, reducer.Evidence(l.project()))
+}
+
+// TestEvidenceNamesEveryCause: a task held by several root causes names
+// each (up to MaxCausesNamed) with the dependency it waits through, then
+// counts the rest; the same cause reached through two branches is one.
+func TestEvidenceNamesEveryCause(t *testing.T) {
+	l := newLedger(t)
+	l.do(baseProject)
+	var deps []string
+	for i := range 5 {
+		id := fmt.Sprintf("x%d", i)
+		l.do(reducer.AddTask{Project: projID, TaskID: id, Title: "root " + id}, upd(id, failed))
+		deps = append(deps, id)
+	}
+	// Two branches over the same root: one cause, not two.
+	l.do(add("m", 0, "x0"), add("n", 0, "x0"), add("top2", 0, "m", "n"))
+	l.do(add("both", 0, "x1", "x0"), add("all", 0, deps...))
+	notes := reducer.Evidence(l.project())
+	assert.Equal(t, []string{
+		"task m (task m) cannot progress: it waits on x0 (root x0), which failed [event 3]",
+		"task n (task n) cannot progress: it waits on x0 (root x0), which failed [event 3]",
+		"task top2 (task top2) cannot progress: it waits on x0 (root x0), which failed [event 3], through m (task m)",
+		"task both (task both) cannot progress: it waits on x0 (root x0), which failed [event 3]; on x1 (root x1), which failed [event 5]",
+		"task all (task all) cannot progress: it waits on x0 (root x0), which failed [event 3]; on x1 (root x1), which failed [event 5]; on x2 (root x2), which failed [event 7]; and on 2 more tasks that cannot progress",
+	}, notes[6:])
+}
+
+// chain adds n tasks t0 … t(n-1), each depending on the one before, and
+// fails t0.
+func chain(l *ledger, n int) {
+	l.do(reducer.AddTask{Project: projID, TaskID: "t0", Title: "first"}, upd("t0", failed))
+	for i := 1; i < n; i++ {
+		l.do(reducer.AddTask{Project: projID, TaskID: fmt.Sprintf("t%d", i), Title: fmt.Sprintf("step %d", i), DependsOn: []string{fmt.Sprintf("t%d", i-1)}})
+	}
+}
+
+// diamonds adds layers of diamonds over a bottom task "b0": each layer is
+// two tasks depending on the layer's base and a top depending on both,
+// which is the next layer's base.
+func diamonds(l *ledger, layers int) {
+	l.do(reducer.AddTask{Project: projID, TaskID: "b0", Title: "bottom"})
+	base := "b0"
+	for i := range layers {
+		left, right, top := fmt.Sprintf("l%d", i), fmt.Sprintf("r%d", i), fmt.Sprintf("b%d", i+1)
+		l.do(add(left, 0, base), add(right, 0, base), add(top, 0, left, right))
+		base = top
+	}
+}
+
+// TestEvidenceBounded: on a chain of 5,000 tasks behind a failed first
+// task, every other task names that root cause and the task before it,
+// in a note of bounded size (no path to the root), and on a deep DAG of
+// diamonds every task names its one root once.
+func TestEvidenceBounded(t *testing.T) {
+	l := newLedger(t)
+	l.do(baseProject)
+	const n = 5000
+	chain(l, n)
+	notes := reducer.Evidence(l.project())
+	require.Len(t, notes, 1+n, "the count, then a note per task")
+	size := 0
+	for i, note := range notes[2:] {
+		size += len(note)
+		want := fmt.Sprintf("task t%d (step %d) cannot progress: it waits on t0 (first), which failed [event 3]", i+1, i+1)
+		if i > 0 {
+			want += fmt.Sprintf(", through t%d (step %d)", i, i)
+		}
+		require.Equal(t, want, note)
+	}
+	assert.Less(t, size/(n-1), 120, "bytes per held task")
+
+	l = newLedger(t)
+	l.do(baseProject)
+	diamonds(l, 40)
+	l.do(start("b0", "run"))
+	assert.Equal(t, []string{"0/121 tasks done", "1 run: 1 running, 0 succeeded, 0 failed, 0 cancelled, 0 stale"},
+		reducer.Evidence(l.project()), "nothing is stuck while the bottom task runs")
+	l.do(finish("run", runFailed))
+	notes = reducer.Evidence(l.project())
+	require.Len(t, notes, 2+121)
+	for _, note := range notes[3:] {
+		assert.Contains(t, note, "it waits on b0 (bottom), which failed")
+		assert.Equal(t, 1, strings.Count(note, "b0 (bottom)"), note)
+	}
+}
+
+// BenchmarkEvidence measures the report's evidence on a 5,000-task chain
+// behind a failed first task and on a 40-layer DAG of diamonds whose
+// bottom task runs: its time, and its size in bytes.
+func BenchmarkEvidence(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		build func(l *ledger)
+	}{
+		{"chain5000", func(l *ledger) { chain(l, 5000) }},
+		{"diamonds40", func(l *ledger) { diamonds(l, 40); l.do(start("b0", "run")) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			l := newLedger(b)
+			l.do(baseProject)
+			bc.build(l)
+			p := l.project()
+			b.ResetTimer()
+			size := 0
+			for range b.N {
+				size = 0
+				for _, n := range reducer.Evidence(p) {
+					size += len(n)
+				}
+			}
+			b.ReportMetric(float64(size), "bytes")
+		})
+	}
 }
