@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 
+	"scv/ledger/driver"
 	"scv/reducer"
 )
 
@@ -84,66 +85,52 @@ type bundleLine struct {
 // Export writes one project's whole history (archive and live tail) and
 // its snapshots to w as a self-verifying bundle, JSON Lines: one "event"
 // line per event in sequence order, one "snapshot" line per snapshot, and
-// a final "manifest" line. It reads the database at dbPath without
-// changing it, in one read transaction, with or without a daemon running.
-// VerifyBundle checks a bundle without the database.
-func Export(ctx context.Context, dbPath, project string, w io.Writer) (Manifest, error) {
+// a final "manifest" line. It reads one committed state of drv without
+// changing it, with or without a daemon running. VerifyBundle checks a
+// bundle without the database.
+func Export(ctx context.Context, drv driver.Driver, project string, w io.Writer) (Manifest, error) {
 	m := Manifest{Format: BundleFormat}
-	tx, done, err := readFile(ctx, dbPath)
-	if err != nil {
-		return m, fmt.Errorf("export: %w", err)
-	}
-	defer done()
-
-	if m.ProjectID, m.Name, err = resolveProject(ctx, tx, project); err != nil {
-		return m, fmt.Errorf("export: %w", err)
-	}
-
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
-	rows, err := tx.QueryxContext(ctx, `SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash
-		FROM `+allRows+` WHERE project_id = ? ORDER BY sequence`, m.ProjectID)
+	err := drv.Read(ctx, func(r driver.Reader) error {
+		f, ok, err := r.Find(ctx, project)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: project %q", reducer.ErrNotFound, project)
+		}
+		m.ProjectID, m.Name = f.ID, f.Name
+		var head []byte
+		if err := r.History(ctx, m.ProjectID, 0, maxSeq, func(e driver.Event) error {
+			if m.Events == 0 {
+				m.FirstSequence = e.Sequence
+			}
+			m.Events++
+			m.LastSequence, head = e.Sequence, e.Hash
+			return enc.Encode(bundleEvent{Type: "event", Sequence: e.Sequence, ProjectID: e.ProjectID, Kind: e.Kind,
+				Timestamp: e.Timestamp, TimestampMs: e.TimestampMs, Data: e.Data, Hash: hex.EncodeToString(e.Hash)})
+		}); err != nil {
+			return err
+		}
+		m.ChainHead = hex.EncodeToString(head)
+		snaps, err := r.Snapshots(ctx, m.ProjectID)
+		if err != nil {
+			return err
+		}
+		for _, sn := range snaps {
+			m.Snapshots++
+			if err := enc.Encode(bundleSnapshot{Type: "snapshot", Sequence: sn.Sequence, Version: sn.Version, State: string(sn.State),
+				ChainHead: hex.EncodeToString(sn.ChainHead), StateHash: hex.EncodeToString(sn.StateHash)}); err != nil {
+				return err
+			}
+		}
+		return enc.Encode(bundleManifest{Type: "manifest", Manifest: m})
+	})
+	if err == nil {
+		err = bw.Flush()
+	}
 	if err != nil {
-		return m, fmt.Errorf("export: %w", err)
-	}
-	defer rows.Close()
-	var head []byte
-	for rows.Next() {
-		var r Row
-		if err := rows.StructScan(&r); err != nil {
-			return m, fmt.Errorf("export: %w", err)
-		}
-		if m.Events == 0 {
-			m.FirstSequence = r.Sequence
-		}
-		m.Events++
-		m.LastSequence, head = r.Sequence, r.Hash
-		if err := enc.Encode(bundleEvent{Type: "event", Sequence: r.Sequence, ProjectID: r.ProjectID, Kind: r.Kind,
-			Timestamp: r.Timestamp, TimestampMs: r.TimestampMs, Data: r.Data, Hash: hex.EncodeToString(r.Hash)}); err != nil {
-			return m, fmt.Errorf("export: %w", err)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return m, fmt.Errorf("export: %w", err)
-	}
-	m.ChainHead = hex.EncodeToString(head)
-
-	var snaps []storedSnapshot
-	if err := tx.SelectContext(ctx, &snaps, `SELECT project_id, sequence, version, state, chain_head, state_hash
-		FROM snapshots WHERE project_id = ? ORDER BY sequence`, m.ProjectID); err != nil {
-		return m, fmt.Errorf("export: %w", err)
-	}
-	for _, sn := range snaps {
-		m.Snapshots++
-		if err := enc.Encode(bundleSnapshot{Type: "snapshot", Sequence: sn.Sequence, Version: sn.Version, State: string(sn.State),
-			ChainHead: hex.EncodeToString(sn.ChainHead), StateHash: hex.EncodeToString(sn.StateHash)}); err != nil {
-			return m, fmt.Errorf("export: %w", err)
-		}
-	}
-	if err := enc.Encode(bundleManifest{Type: "manifest", Manifest: m}); err != nil {
-		return m, fmt.Errorf("export: %w", err)
-	}
-	if err := bw.Flush(); err != nil {
 		return m, fmt.Errorf("export: %w", err)
 	}
 	return m, nil
@@ -160,10 +147,10 @@ func Export(ctx context.Context, dbPath, project string, w io.Writer) (Manifest,
 // file). An error is a failure to read r, not a finding.
 func VerifyBundle(r io.Reader, heads map[string][]byte) (*VerifyReport, error) {
 	rep := &VerifyReport{}
-	w := &walker{rep: rep, state: reducer.NewState(), chains: map[string]*ChainReport{}, snaps: map[string][]storedSnapshot{}}
+	w := newWalker(rep)
 	var (
-		events   []Row
-		snaps    []storedSnapshot
+		events   []driver.Event
+		snaps    []driver.Snapshot
 		manifest *Manifest
 		section  = 0 // 0 events, 1 snapshots, 2 manifest seen
 		project  string
@@ -203,12 +190,12 @@ func VerifyBundle(r io.Reader, heads map[string][]byte) (*VerifyReport, error) {
 						if herr != nil || len(h) == 0 {
 							h = nil // reported by the walk as a missing hash
 						}
-						events = append(events, Row{Sequence: l.Sequence, ProjectID: l.ProjectID, Kind: l.Kind,
+						events = append(events, driver.Event{Sequence: l.Sequence, ProjectID: l.ProjectID, Kind: l.Kind,
 							Timestamp: l.Timestamp, TimestampMs: l.TimestampMs, Data: l.Data, Hash: h})
 					case "snapshot":
 						ch, _ := hex.DecodeString(l.ChainHead)
 						sh, _ := hex.DecodeString(l.StateHash)
-						snaps = append(snaps, storedSnapshot{ProjectID: project, Sequence: l.Sequence, Version: l.Version,
+						snaps = append(snaps, driver.Snapshot{ProjectID: project, Sequence: l.Sequence, Version: l.Version,
 							State: []byte(l.State), ChainHead: ch, StateHash: sh})
 					case "manifest":
 						manifest = &Manifest{Format: l.Format, ProjectID: l.ProjectID, Name: l.Name, Events: l.Events, Snapshots: l.Snapshots,
@@ -245,11 +232,7 @@ func VerifyBundle(r io.Reader, heads map[string][]byte) (*VerifyReport, error) {
 		}
 		rep.Chains = append(rep.Chains, *c)
 	}
-	for id, left := range w.snaps {
-		for _, sn := range left {
-			w.problem(id, sn.Sequence, "a snapshot is at a sequence that is not one of the project's events")
-		}
-	}
+	w.leftoverSnapshots()
 	for id := range heads {
 		if _, ok := w.chains[id]; !ok {
 			w.problem(id, 0, "a saved head names a project that has no events in the bundle")

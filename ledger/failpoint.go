@@ -3,7 +3,8 @@
 // A failpoint is a named place on the write path where a test can make
 // the process die, as a crash or a power cut would, or make the operation
 // fail there. They are set by the environment variable SCV_FAILPOINTS,
-// read once when the process starts, as comma-separated NAME=ACTION pairs:
+// which the daemon reads once at start (ParseFailpoints) and hands to the
+// ledger (Options.Failpoints), as comma-separated NAME=ACTION pairs:
 //
 //	SCV_FAILPOINTS=after-insert=crash
 //	SCV_FAILPOINTS=compact-archive=error,restart-exec=crash
@@ -12,13 +13,14 @@
 // call, no rollback, no reply: what a crash looks like to the database
 // and to clients); error makes the operation return an error naming the
 // failpoint, as a failed write would. An unknown name or action, or an
-// action a point does not take, panics at start: a misspelt failpoint must
-// not be silently ignored. Unset, each failpoint costs one nil check.
+// action a point does not take, is an error at start: a misspelt
+// failpoint must not be silently ignored. Unset, each failpoint costs one
+// nil check.
 //
 // The points, in the order a write passes them:
 //
-//   - after-begin: appendBatch, right after BEGIN IMMEDIATE, before
-//     anything is read or written (every write transaction: command
+//   - after-begin: appendBatch, right after the write transaction began,
+//     before anything is read or written (every write transaction: command
 //     batches and maintenance ops such as compaction);
 //   - after-insert: appendBatch, after the batch's INSERTs, before COMMIT
 //     (command batches);
@@ -26,13 +28,13 @@
 //     of the batch is answered, so the events are durable but no caller
 //     hears back (every write transaction; crash only, since an error
 //     there would deny a durable write);
-//   - snapshot: CompactWith, after the snapshot row is inserted, before
-//     the archive copy;
-//   - compact-archive: CompactWith, after the copy into events_archive,
-//     before the DELETE (not reached when compaction drops instead of
+//   - snapshot: Compact, after the snapshot row is inserted, before the
+//     archive copy;
+//   - compact-archive: Compact, after the copy into the archive, before
+//     the delete (not reached when compaction drops instead of
 //     archiving);
-//   - compact-delete: CompactWith, after the DELETE from events, before
-//     COMMIT;
+//   - compact-delete: Compact, after the delete from the live tail,
+//     before COMMIT;
 //   - restart-exec: cmd/scv's restart_when_idle, after the ledger was
 //     closed and the locks released, just before the new release is
 //     started.
@@ -49,7 +51,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -98,44 +99,35 @@ var failpointActions = map[Failpoint][]failAction{
 // with the point's name.
 var ErrFailpoint = errors.New("injected failure at failpoint")
 
-// failpoints are the failpoints set; nil (the production case) when none.
-var failpoints atomic.Pointer[map[Failpoint]failAction]
+// Failpoints are the failpoints set, each with its action; nil (the
+// production case) when none.
+type Failpoints map[Failpoint]failAction
 
-func init() {
-	m, err := parseFailpoints(os.Getenv(FailpointsEnv))
-	if err != nil {
-		panic(fmt.Sprintf("%s: %v", FailpointsEnv, err))
-	}
-	if m != nil {
-		failpoints.Store(&m)
-	}
-}
-
-// parseFailpoints reads a SCV_FAILPOINTS value; nil for none.
-func parseFailpoints(spec string) (map[Failpoint]failAction, error) {
+// ParseFailpoints reads a SCV_FAILPOINTS value; nil for none.
+func ParseFailpoints(spec string) (Failpoints, error) {
 	if strings.TrimSpace(spec) == "" {
 		return nil, nil
 	}
-	m := map[Failpoint]failAction{}
+	m := Failpoints{}
 	for item := range strings.SplitSeq(spec, ",") {
 		name, act, ok := strings.Cut(strings.TrimSpace(item), "=")
 		if !ok || name == "" || act == "" {
-			return nil, fmt.Errorf("%q is not NAME=ACTION (in %q)", item, spec)
+			return nil, fmt.Errorf("%s: %q is not NAME=ACTION (in %q)", FailpointsEnv, item, spec)
 		}
 		p := Failpoint(name)
 		allowed, known := failpointActions[p]
 		if !known {
-			return nil, fmt.Errorf("unknown failpoint %q (known: %s)", name, knownFailpoints())
+			return nil, fmt.Errorf("%s: unknown failpoint %q (known: %s)", FailpointsEnv, name, knownFailpoints())
 		}
 		a, ok := failActions[act]
 		if !ok {
-			return nil, fmt.Errorf("failpoint %s: unknown action %q (crash or error)", name, act)
+			return nil, fmt.Errorf("%s: failpoint %s: unknown action %q (crash or error)", FailpointsEnv, name, act)
 		}
 		if !slices.Contains(allowed, a) {
-			return nil, fmt.Errorf("failpoint %s takes crash only, not %q", name, act)
+			return nil, fmt.Errorf("%s: failpoint %s takes crash only, not %q", FailpointsEnv, name, act)
 		}
 		if _, dup := m[p]; dup {
-			return nil, fmt.Errorf("failpoint %s is set twice", name)
+			return nil, fmt.Errorf("%s: failpoint %s is set twice", FailpointsEnv, name)
 		}
 		m[p] = a
 	}
@@ -151,12 +143,11 @@ func knownFailpoints() string {
 // Hit passes the failpoint p: with nothing set for it, it returns nil;
 // set to crash, the process dies here; set to error, it returns an error
 // wrapping ErrFailpoint.
-func (p Failpoint) Hit() error {
-	m := failpoints.Load()
-	if m == nil {
+func (f Failpoints) Hit(p Failpoint) error {
+	if f == nil {
 		return nil
 	}
-	switch (*m)[p] {
+	switch f[p] {
 	case failCrash:
 		// The one line a test can find in the daemon's log.
 		fmt.Fprintf(os.Stderr, "scv: failpoint %s: crash (SIGKILL)\n", p)
@@ -172,8 +163,8 @@ func (p Failpoint) Hit() error {
 
 // crashAt passes a failpoint that takes crash only (the parser refuses
 // error for it): it returns only when the point is not set.
-func crashAt(p Failpoint) {
-	if err := p.Hit(); err != nil {
+func (f Failpoints) crashAt(p Failpoint) {
+	if err := f.Hit(p); err != nil {
 		panic(fmt.Sprintf("failpoint %s returned %v; it takes crash only", p, err))
 	}
 }

@@ -2,26 +2,32 @@ package ledger
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
+	"scv/ledger/driver"
 	"scv/reducer"
 )
 
 // Errors the ledger returns besides the reducer's refusals. Nothing above
-// this package sees a driver error.
+// this package sees a driver's own error.
 var (
 	// ErrClosed: the ledger is shutting down or shut.
 	ErrClosed = errors.New("ledger closed")
 	// ErrStorage: the database failed; nothing of the command was kept.
-	ErrStorage = errors.New("storage failure")
+	ErrStorage = driver.ErrStorage
+	// ErrStorageFull: the database had no room for the write. Nothing of
+	// the command was kept, and writes succeed again, without a restart,
+	// once there is room. It wraps ErrStorage.
+	ErrStorageFull = driver.ErrStorageFull
+	// ErrUnavailable: the database could not be reached. Nothing of the
+	// command was kept. It wraps ErrStorage.
+	ErrUnavailable = driver.ErrUnavailable
+	// ErrBeyondHead: a sequence asked for is past the newest one.
+	ErrBeyondHead = errors.New("beyond the ledger's head")
 )
 
 // MaxBatch bounds how many queued commands one transaction carries.
@@ -29,17 +35,24 @@ const MaxBatch = 1024
 
 // Options configure Open.
 type Options struct {
-	// Clock returns the time commands are stamped with. Defaults to the
-	// system clock.
+	// Clock returns the time commands are stamped with, when the driver
+	// has no clock of its own. Defaults to the system clock.
 	Clock func() time.Time
+	// CacheSize is how many projects are kept in memory (0:
+	// DefaultCacheSize).
+	CacheSize int
+	// Failpoints are the failpoints set (see ParseFailpoints); nil for
+	// none.
+	Failpoints Failpoints
 }
 
 // Ledger is the event store of one instance and the single writer that
-// appends to it.
+// appends to it, above a driver.
 type Ledger struct {
-	path  string
-	w, r  *sqlx.DB
+	drv   driver.Driver
 	clock func() time.Time
+	fail  Failpoints
+	cache *cache
 
 	// The write queue. Whoever finds no leader becomes the leader and
 	// commits batches until the queue is empty (see lead).
@@ -49,22 +62,11 @@ type Ledger struct {
 	closed  bool
 	drained chan struct{} // made by Close; closed when the last batch is done
 
-	// Owned by the leader.
-	insert   *sqlx.Stmt
-	tail     *sqlx.Stmt
-	state    *reducer.State
-	lastSeq  uint64
+	// Owned by the leader. synced is the sequence up to which this ledger
+	// has seen every append: while the database's last sequence equals
+	// it, no one else has written, and cached projects are current.
+	synced   uint64
 	lastTime int64
-
-	// How many events each project has in the live tail, for automatic
-	// compaction.
-	liveMu sync.Mutex
-	live   map[string]int
-
-	// The committed view, read by everyone.
-	mu    sync.RWMutex
-	view  map[string]*reducer.Project
-	names map[string]string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -82,7 +84,7 @@ type Result struct {
 
 type request struct {
 	cmd   reducer.Command
-	op    func(ctx context.Context, tx *sqlx.Tx) error // instead of cmd: maintenance, alone in its transaction
+	op    func(ctx context.Context, tx driver.Tx) error // instead of cmd: maintenance, alone in its transaction
 	reply chan response
 }
 
@@ -94,39 +96,57 @@ type response struct {
 	lead bool
 }
 
-// Open opens (creating if needed) the ledger database at path, migrates it,
-// folds its history into state, and starts the writer.
-func Open(ctx context.Context, path string, opts Options) (*Ledger, error) {
-	w, r, err := openSQLite(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	l := &Ledger{path: path, w: w, r: r, clock: opts.Clock}
+// Open starts a ledger on drv. It reads no project: each is loaded from
+// its latest snapshot and the events after it when first addressed, so
+// opening does not grow with the number of projects or events. Projects
+// whose summary a migrated database does not have yet get it now, once.
+func Open(ctx context.Context, drv driver.Driver, opts Options) (*Ledger, error) {
+	l := &Ledger{drv: drv, clock: opts.Clock, fail: opts.Failpoints, cache: newCache(opts.CacheSize)}
 	if l.clock == nil {
 		l.clock = time.Now
 	}
-	if err := l.loadSnapshot(ctx); err != nil {
-		w.Close()
-		r.Close()
-		return nil, err
-	}
-	// Prepared once, on the one writer connection.
-	if l.insert, err = w.PreparexContext(ctx, InsertSQL); err == nil {
-		l.tail, err = w.PreparexContext(ctx, tailSQL)
-	}
+	err := drv.Read(ctx, func(r driver.Reader) error {
+		var err error
+		l.synced, l.lastTime, err = r.LastSequence(ctx)
+		return err
+	})
 	if err != nil {
-		w.Close()
-		r.Close()
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	if err := l.summarize(ctx); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	return l, nil
 }
 
-// Path is the database file.
-func (l *Ledger) Path() string { return l.path }
+// summarize derives the summary of every project row that has none.
+func (l *Ledger) summarize(ctx context.Context) error {
+	var rows []driver.Project
+	if err := l.drv.Read(ctx, func(r driver.Reader) (err error) {
+		rows, err = r.Projects(ctx, driver.ProjectFilter{Unsummarized: true})
+		return err
+	}); err != nil || len(rows) == 0 {
+		return err
+	}
+	return l.exclusive(ctx, func(ctx context.Context, tx driver.Tx) error {
+		for _, row := range rows {
+			p, err := rebuild(ctx, tx, nil, row.ID, maxSeq)
+			if err != nil {
+				return err
+			}
+			if err := tx.UpdateProject(ctx, summaryRow(p), 0); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Driver is the database the ledger is on.
+func (l *Ledger) Driver() driver.Driver { return l.drv }
 
 // Close stops taking commands, answers every queued one, and closes the
-// database.
+// driver.
 func (l *Ledger) Close() error {
 	l.closeOnce.Do(func() {
 		l.qmu.Lock()
@@ -139,15 +159,21 @@ func (l *Ledger) Close() error {
 		if busy {
 			<-l.drained
 		}
-		l.closeErr = errors.Join(l.insert.Close(), l.tail.Close(), l.w.Close(), l.r.Close())
+		l.closeErr = l.drv.Close()
 	})
 	return l.closeErr
 }
 
-// Execute decides cmd against the committed state inside a write
-// transaction, appends its events, and returns once they are durable
-// (COMMIT returned with synchronous=FULL). A refused command appends
-// nothing and returns the reducer's error.
+func (l *Ledger) isClosed() bool {
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	return l.closed
+}
+
+// Execute decides cmd against the project's latest committed state inside
+// a write transaction, appends its events, and returns once they are
+// durable. A refused command appends nothing and returns the reducer's
+// error.
 func (l *Ledger) Execute(ctx context.Context, cmd reducer.Command) (Result, error) {
 	return l.enqueue(ctx, &request{cmd: cmd, reply: make(chan response, 1)})
 }
@@ -213,271 +239,351 @@ func (l *Ledger) lead() {
 	}
 }
 
-// Project returns the committed state of the project with the given ID or
-// name. It never waits for the writer.
-func (l *Ledger) Project(ref string) (*reducer.Project, bool) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if p, ok := l.view[ref]; ok {
-		return p, true
-	}
-	if id, ok := l.names[ref]; ok {
-		return l.view[id], true
-	}
-	return nil, false
+// batch is one write transaction's work: the newest version of each
+// project it touched, which becomes the committed state once it commits.
+type batch struct {
+	tx      driver.Tx
+	foreign bool // someone else appended since this ledger last did
+	seq     uint64
+	work    map[string]*reducer.Project
+	names   map[string]string // name -> ID, for the projects in work
+	order   []string          // project IDs in the order first touched
+	events  []driver.Event
+	added   map[string]int // project ID -> events appended
 }
 
 // commit decides and appends a batch in one transaction and answers every
 // request in it.
-func (l *Ledger) commit(batch []*request) {
-	out := make([]response, len(batch))
-	if err := l.appendBatch(batch, out); err != nil {
-		l.state.Rollback()
-		err = l.storageError(err)
+func (l *Ledger) commit(reqs []*request) {
+	out := make([]response, len(reqs))
+	b, err := l.appendBatch(reqs, out)
+	if err != nil {
+		err = storageError(err)
 		for i := range out {
 			out[i] = response{err: err}
 		}
-	} else {
-		l.publish(l.state.Seal())
-		l.liveMu.Lock()
-		for i := range batch {
-			for _, e := range out[i].res.Events {
-				l.live[e.ProjectID]++
-			}
+	} else if b != nil {
+		for _, id := range b.order {
+			l.cache.put(b.work[id])
 		}
-		l.liveMu.Unlock()
-		for i, req := range batch {
+		for i, req := range reqs {
 			if out[i].err != nil || req.op != nil {
 				continue
 			}
-			ref := req.cmd.ProjectRef()
-			if len(out[i].res.Events) > 0 {
-				ref = out[i].res.Events[0].ProjectID
+			id := b.names[req.cmd.ProjectRef()]
+			if id == "" {
+				id = req.cmd.ProjectRef()
 			}
-			out[i].res.Project, _ = l.Project(ref)
+			out[i].res.Project = b.work[id]
 		}
 	}
-	for i, req := range batch {
+	for i, req := range reqs {
 		req.reply <- out[i]
 	}
 }
 
-// InsertSQL is the one statement that appends an event. The sequence is
-// given, not left to AUTOINCREMENT, because the event's hash covers it: the
-// writer holds the lock and knows the tail, so it is the next one anyway.
-const InsertSQL = `INSERT INTO events (sequence, project_id, kind, timestamp, timestamp_ms, data, hash) VALUES (?, ?, ?, ?, ?, ?, ?)`
-
-const tailSQL = `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)`
-
-func (l *Ledger) appendBatch(batch []*request, out []response) error {
+// appendBatch runs one write transaction for reqs and fills in each
+// request's answer; an error is the whole batch's.
+func (l *Ledger) appendBatch(reqs []*request, out []response) (*batch, error) {
 	ctx := context.Background()
-	tx, err := l.w.BeginTxx(ctx, nil)
+	tx, err := l.drv.Begin(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer tx.Rollback()
-	if err := FailAfterBegin.Hit(); err != nil {
-		return err
+	if err := l.fail.Hit(FailAfterBegin); err != nil {
+		return nil, err
 	}
-
-	// Decide against the state as it is inside this transaction: if
-	// another writer appended since we last looked, fold its events first.
-	var tail uint64
-	if err := tx.StmtxContext(ctx, l.tail).GetContext(ctx, &tail); err != nil {
-		return err
+	last, _, err := tx.LastSequence(ctx)
+	if err != nil {
+		return nil, err
 	}
-	if tail != l.lastSeq {
-		if err := l.load(ctx, tx); err != nil {
-			return err
-		}
-	}
-	if op := batch[0].op; op != nil {
+	b := &batch{tx: tx, foreign: last != l.synced, seq: last, work: map[string]*reducer.Project{},
+		names: map[string]string{}, added: map[string]int{}}
+	if op := reqs[0].op; op != nil {
 		// The op's own error is its caller's answer, and nothing of it
 		// is kept (the deferred rollback); only a failed COMMIT is the
 		// batch's.
 		if out[0].err = op(ctx, tx); out[0].err != nil {
-			return nil
+			return nil, nil
 		}
 		if err := tx.Commit(); err != nil {
-			return err
+			return nil, err
 		}
-		crashAt(FailAfterCommit)
-		return nil
+		l.fail.crashAt(FailAfterCommit)
+		if !b.foreign {
+			l.synced = last
+		}
+		return nil, nil
 	}
-	lastSeq, lastTime := l.lastSeq, l.lastTime
-	now := max(l.clock().UnixMilli(), lastTime)
-	ins := tx.StmtxContext(ctx, l.insert) // prepared once, on the one writer connection
-	defer ins.Close()
-	for i, req := range batch {
-		evs, err := reducer.Decide(l.state, reducer.Stamp(req.cmd, now))
+	now, err := l.now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i, req := range reqs {
+		evs, err := l.decide(ctx, b, req.cmd, now)
 		if err != nil {
+			if !isRefusal(err) {
+				return nil, err
+			}
 			out[i].err = err
 			continue
 		}
-		for j := range evs {
-			var prev []byte
-			if p, ok := l.state.Project(evs[j].ProjectID); ok {
-				prev = p.ChainHead
-			}
-			if err := appendEvent(ctx, ins, &evs[j], lastSeq+1, prev); err != nil {
-				return err
-			}
-			reducer.Evolve(l.state, evs[j])
-			lastSeq = evs[j].Sequence
-		}
 		out[i].res.Events = evs
 	}
-	if err := FailAfterInsert.Hit(); err != nil {
-		return err
+	if len(b.events) > 0 {
+		if err := tx.Append(ctx, b.events); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range b.order {
+		if n := b.added[id]; n > 0 {
+			if err := tx.UpdateProject(ctx, summaryRow(b.work[id]), n); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := l.fail.Hit(FailAfterInsert); err != nil {
+		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		return err
+		return nil, err
 	}
-	crashAt(FailAfterCommit)
-	if lastSeq != l.lastSeq {
-		l.lastSeq, l.lastTime = lastSeq, now
+	l.fail.crashAt(FailAfterCommit)
+	if !b.foreign {
+		l.synced = b.seq
+	}
+	l.lastTime = max(l.lastTime, now)
+	return b, nil
+}
+
+// now is the batch's time: the driver's clock (or the ledger's), never
+// earlier than the newest event this ledger has seen.
+func (l *Ledger) now(ctx context.Context) (int64, error) {
+	t, err := l.drv.Now(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if t.IsZero() {
+		t = l.clock()
+	}
+	return max(t.UnixMilli(), l.lastTime), nil
+}
+
+// decide decides one command of b against the newest state of the project
+// it names, appends its events to b and folds them in.
+func (l *Ledger) decide(ctx context.Context, b *batch, cmd reducer.Command, now int64) ([]reducer.Event, error) {
+	var p *reducer.Project
+	if c, ok := cmd.(reducer.CreateProject); ok {
+		if err := l.checkNew(ctx, b, c); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if p, err = l.current(ctx, b, cmd.ProjectRef()); err != nil {
+			return nil, err
+		}
+		now = max(now, p.Updated) // never earlier than the project's last event
+	}
+	evs, err := reducer.Decide(p, reducer.Stamp(cmd, now))
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		row := driver.Project{ID: evs[0].ProjectID, Name: cmd.(reducer.CreateProject).Name, CreatedSeq: b.seq + 1, Head: b.seq + 1}
+		ok, err := b.tx.InsertProject(ctx, row)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: a project named %q, or with ID %s, exists", reducer.ErrConflict, row.Name, row.ID)
+		}
+	}
+	for j := range evs {
+		b.seq++
+		e, err := chained(&evs[j], b.seq, p)
+		if err != nil {
+			return nil, err
+		}
+		p = reducer.Evolve(p, evs[j])
+		b.events = append(b.events, e)
+	}
+	b.keep(p)
+	b.added[p.ID] += len(evs)
+	return evs, nil
+}
+
+// keep makes p the batch's newest version of its project.
+func (b *batch) keep(p *reducer.Project) {
+	if _, seen := b.work[p.ID]; !seen {
+		b.order = append(b.order, p.ID)
+	}
+	b.work[p.ID] = p
+	b.names[p.Name] = p.ID
+}
+
+// checkNew refuses a new project whose name or ID names a project already
+// (by name or by ID: either must resolve to one project only). The
+// database holds names unique too: InsertProject refuses a taken one.
+func (l *Ledger) checkNew(ctx context.Context, b *batch, c reducer.CreateProject) error {
+	if err := reducer.ValidName("name", c.Name); err != nil {
+		return err // the reducer's refusal comes first
+	}
+	for _, ref := range []string{c.Name, c.ProjectID} {
+		if _, ok, err := b.tx.Project(ctx, ref); err != nil {
+			return err
+		} else if ok {
+			return fmt.Errorf("%w: a project named %q, or with ID %q, exists", reducer.ErrConflict, ref, ref)
+		}
 	}
 	return nil
 }
 
-// appendEvent inserts e as event seq, chained to prev, and sets its
-// Sequence and Hash.
-func appendEvent(ctx context.Context, ins *sqlx.Stmt, e *reducer.Event, seq uint64, prev []byte) error {
+// current is the newest state of the project ref names, inside b: the
+// version b already made, else the cached one (checked against the
+// database's head of the project when someone else has written since this
+// ledger last did), else one loaded from the database. It becomes b's
+// version of the project.
+func (l *Ledger) current(ctx context.Context, b *batch, ref string) (*reducer.Project, error) {
+	if id, ok := b.names[ref]; ok {
+		return b.work[id], nil
+	}
+	if p, ok := b.work[ref]; ok {
+		return p, nil
+	}
+	if p, ok := l.cache.get(ref); ok && !b.foreign {
+		if q, ok := b.work[p.ID]; ok {
+			return q, nil // named by the other of ID and name
+		}
+		b.keep(p)
+		return p, nil
+	}
+	row, ok, err := b.tx.Project(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: project %q", reducer.ErrNotFound, ref)
+	}
+	if p, ok := b.work[row.ID]; ok {
+		return p, nil // named by the other of ID and name
+	}
+	p, cached := l.cache.get(row.ID)
+	if !cached || p.LastSequence != row.Head {
+		if p, err = rebuild(ctx, b.tx, p, row.ID, maxSeq); err != nil {
+			return nil, err
+		}
+	}
+	b.keep(p)
+	return p, nil
+}
+
+// chained gives e its sequence and its link in the hash chain after p
+// (nil before the project's first event), and returns it as stored.
+func chained(e *reducer.Event, seq uint64, p *reducer.Project) (driver.Event, error) {
 	data, err := reducer.EncodeBody(e.Body)
 	if err != nil {
-		return err
+		return driver.Event{}, err
+	}
+	var prev []byte
+	if p != nil {
+		prev = p.ChainHead
 	}
 	kind := e.Body.Kind()
 	hash := ChainHash(prev, seq, e.ProjectID, kind, e.Time/1000, e.Time, string(data))
-	if _, err := ins.ExecContext(ctx, seq, e.ProjectID, kind, e.Time/1000, e.Time, string(data), hash); err != nil {
+	e.Sequence, e.Hash = seq, hash
+	return driver.Event{Sequence: seq, ProjectID: e.ProjectID, Kind: kind, Timestamp: e.Time / 1000,
+		TimestampMs: e.Time, Data: string(data), Hash: hash}, nil
+}
+
+// summaryRow is the projects row of p (but for its live events, which
+// UpdateProject counts).
+func summaryRow(p *reducer.Project) driver.Project {
+	return driver.Project{
+		ID: p.ID, Name: p.Name, Head: p.LastSequence, Summarized: true,
+		Status: string(p.Status()), Phase: string(p.Phase()),
+		Tasks: p.TaskCount(), Done: p.DoneCount(), Running: p.RunningCount(),
+		CreatedMs: p.Created, UpdatedMs: p.Updated,
+	}
+}
+
+// isRefusal reports whether err is the reducer's (or the ledger's own)
+// refusal of one command, which the batch goes on without.
+func isRefusal(err error) bool {
+	for _, s := range []error{reducer.ErrNotFound, reducer.ErrConflict, reducer.ErrInvalidArgument,
+		reducer.ErrInvalidTransition, reducer.ErrRunNotRunning} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// storageError is the error every request of a failed batch gets: the
+// driver's, which wraps ErrStorage, or err wrapped as ErrStorage.
+func storageError(err error) error {
+	if errors.Is(err, ErrStorage) {
 		return err
 	}
-	e.Sequence, e.Hash = seq, hash
-	return nil
+	return fmt.Errorf("%w: %v", ErrStorage, err)
 }
 
-// publish makes sealed projects visible to readers.
-func (l *Ledger) publish(changed []*reducer.Project) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, p := range changed {
-		l.view[p.ID] = p
-		l.names[p.Name] = p.ID
+// Project returns the committed state of the project with the given ID or
+// name: from memory when cached, else loaded from the database (its
+// latest snapshot and the events after it). It never waits for the
+// writer. On a database other daemons write too, a cached project is
+// first checked against the database's head of it, so that a read
+// reflects every write acknowledged before it, by any daemon.
+func (l *Ledger) Project(ctx context.Context, ref string) (*reducer.Project, error) {
+	if l.isClosed() {
+		return nil, ErrClosed
 	}
-}
-
-// Row is one stored event as the events table holds it.
-type Row struct {
-	Sequence    uint64 `db:"sequence"`
-	ProjectID   string `db:"project_id"`
-	Kind        string `db:"kind"`
-	Timestamp   int64  `db:"timestamp"`    // Unix seconds
-	TimestampMs int64  `db:"timestamp_ms"` // the same instant in Unix milliseconds
-	Data        string `db:"data"`
-	Hash        []byte `db:"hash"` // nil for a row the ledger did not write
-}
-
-// Event decodes the row into a reducer event.
-func (r Row) Event() (reducer.Event, error) {
-	b, err := reducer.DecodeBody(r.Kind, []byte(r.Data))
-	if err != nil {
-		return reducer.Event{}, fmt.Errorf("event %d: %w", r.Sequence, err)
+	p, cached := l.cache.get(ref)
+	if cached && !l.drv.Shared() {
+		return p, nil
 	}
-	return reducer.Event{Sequence: r.Sequence, ProjectID: r.ProjectID, Time: r.TimestampMs, Body: b, Hash: r.Hash}, nil
-}
-
-const allEventsSQL = `SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash FROM events ORDER BY sequence`
-
-// loadSnapshot runs load inside one read transaction, so that the events
-// it folds and the tail it records are of the same database snapshot, even
-// while another writer appends.
-func (l *Ledger) loadSnapshot(ctx context.Context) error {
-	tx, err := l.r.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return fmt.Errorf("load: %w", err)
-	}
-	defer tx.Rollback()
-	return l.load(ctx, tx)
-}
-
-// load folds the whole history into a fresh state and publishes it. q must
-// be a transaction: the events and the tail must come from one snapshot.
-func (l *Ledger) load(ctx context.Context, q *sqlx.Tx) error {
-	// Each project starts from its latest snapshot, then the live tail.
-	s := reducer.NewState()
-	var lastTime int64
-	var snaps []storedSnapshot
-	if err := q.SelectContext(ctx, &snaps, latestSnapshotsSQL); err != nil {
-		return fmt.Errorf("load: snapshots: %w", err)
-	}
-	from := map[string]uint64{}
-	for _, sn := range snaps {
-		if sn.Version != reducer.SnapshotVersion {
-			return fmt.Errorf("load: snapshot of %s at %d has format %d; this build reads %d", sn.ProjectID, sn.Sequence, sn.Version, reducer.SnapshotVersion)
-		}
-		p, err := reducer.Restore(s, sn.State)
+	err := l.drv.Read(ctx, func(r driver.Reader) error {
+		row, ok, err := r.Project(ctx, ref)
 		if err != nil {
-			return fmt.Errorf("load: %w", err)
+			return err
 		}
-		from[sn.ProjectID] = sn.Sequence
-		lastTime = max(lastTime, p.Updated)
-	}
-	rows, err := q.QueryxContext(ctx, allEventsSQL)
+		if !ok {
+			return fmt.Errorf("%w: project %q", reducer.ErrNotFound, ref)
+		}
+		if !cached || p.ID != row.ID {
+			p, cached = l.cache.get(row.ID)
+		}
+		if cached && p.LastSequence == row.Head {
+			return nil
+		}
+		p, err = rebuild(ctx, r, p, row.ID, maxSeq)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("load: %w", err)
+		return nil, readError(err)
 	}
-	defer rows.Close()
-	var lastSeq uint64
-	live := map[string]int{}
-	for rows.Next() {
-		var r Row
-		if err := rows.StructScan(&r); err != nil {
-			return fmt.Errorf("load: %w", err)
-		}
-		lastSeq = max(lastSeq, r.Sequence)
-		live[r.ProjectID]++
-		if r.Sequence <= from[r.ProjectID] {
-			continue // folded into the snapshot
-		}
-		e, err := r.Event()
-		if err != nil {
-			return fmt.Errorf("load: %w", err)
-		}
-		reducer.Evolve(s, e)
-		lastTime = max(lastTime, e.Time)
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("load: %w", err)
-	}
-	var tail uint64
-	if err := sqlx.GetContext(ctx, q, &tail, tailSQL); err != nil {
-		return fmt.Errorf("load: %w", err)
-	}
-	s.Seal()
-	l.state, l.lastSeq, l.lastTime = s, max(lastSeq, tail), lastTime
-	l.liveMu.Lock()
-	l.live = live
-	l.liveMu.Unlock()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.view, l.names = map[string]*reducer.Project{}, map[string]string{}
-	for _, p := range s.Projects() {
-		l.view[p.ID] = p
-		l.names[p.Name] = p.ID
-	}
-	return nil
+	l.cache.put(p)
+	return p, nil
 }
 
-// MaxPage is the most events one Events call returns.
+// readError passes the reducer's refusals and ledger errors on, and wraps
+// anything else as ErrStorage.
+func readError(err error) error {
+	if isRefusal(err) || errors.Is(err, ErrStorage) || errors.Is(err, ErrClosed) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", ErrStorage, err)
+}
+
+// CacheStats reports the project cache's hits and misses since Open and
+// how many projects it holds.
+func (l *Ledger) CacheStats() (hits, misses uint64, cached int) { return l.cache.stats() }
+
+// Row is one stored event as the database holds it.
+type Row = driver.Event
+
+// MaxPage is the most events one EventsPage call returns.
 const MaxPage = 1000
-
-// Events returns up to limit (at most MaxPage) live events of a project
-// with a sequence above after, in order (EventsPage without the compaction
-// mark).
-func (l *Ledger) Events(ctx context.Context, projectID string, after uint64, limit int) ([]Row, error) {
-	p, err := l.EventsPage(ctx, projectID, after, limit)
-	return p.Rows, err
-}
 
 // Page is one reply's worth of a project's events.
 type Page struct {
@@ -491,60 +597,75 @@ type Page struct {
 // EventsPage returns up to limit (at most MaxPage) live events of a
 // project with a sequence above after, in order, and says whether the
 // request reached back into what compaction took out of the live tail. It
-// reads one committed snapshot of the database and never waits for the
+// reads one committed state of the database and never waits for the
 // writer.
 func (l *Ledger) EventsPage(ctx context.Context, projectID string, after uint64, limit int) (Page, error) {
 	if limit <= 0 || limit > MaxPage {
 		limit = MaxPage
 	}
-	l.qmu.Lock()
-	closed := l.closed
-	l.qmu.Unlock()
-	if closed {
+	if l.isClosed() {
 		return Page{}, ErrClosed
 	}
-	// Sequences are SQLite integers; no event is above MaxInt64.
-	after = min(after, math.MaxInt64)
-	tx, err := l.r.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return Page{}, storage(err)
-	}
-	defer tx.Rollback()
+	after = min(after, maxSeq)
 	page := Page{Rows: []Row{}}
-	if err := tx.SelectContext(ctx, &page.Rows,
-		`SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash FROM events
-		 WHERE project_id = ? AND sequence > ? ORDER BY sequence LIMIT ?`,
-		projectID, after, limit); err != nil {
-		return Page{}, storage(err)
-	}
-	var s sql.NullInt64
-	if err := tx.GetContext(ctx, &s, `SELECT max(sequence) FROM snapshots WHERE project_id = ?`, projectID); err != nil {
-		return Page{}, storage(err)
-	}
-	if s.Valid && after < uint64(s.Int64) {
-		page.CompactedBefore = uint64(s.Int64)
+	err := l.drv.Read(ctx, func(r driver.Reader) error {
+		if err := r.Live(ctx, projectID, after, maxSeq, limit, func(e driver.Event) error {
+			page.Rows = append(page.Rows, e)
+			return nil
+		}); err != nil {
+			return err
+		}
+		s, ok, err := r.LatestSnapshot(ctx, projectID, maxSeq)
+		if ok && after < s.Sequence {
+			page.CompactedBefore = s.Sequence
+		}
+		return err
+	})
+	if err != nil {
+		return Page{}, readError(err)
 	}
 	return page, nil
 }
 
-// MarkStale is one sweep for silent runs: for every project that has a
-// running run silent for longer than window at the ledger's clock, it
+// Events returns up to limit (at most MaxPage) live events of a project
+// with a sequence above after, in order (EventsPage without the
+// compaction mark).
+func (l *Ledger) Events(ctx context.Context, projectID string, after uint64, limit int) ([]Row, error) {
+	p, err := l.EventsPage(ctx, projectID, after, limit)
+	return p.Rows, err
+}
+
+// MarkStale is one sweep for silent runs: for every project with a
+// running run (the database's projects table says which, cached or not)
+// that has one silent for longer than window at the ledger's clock, it
 // executes reducer.MarkStale, which decides again inside the write
 // transaction (a heartbeat committed first keeps the run alive). It
 // returns how many runs it marked.
 func (l *Ledger) MarkStale(ctx context.Context, window time.Duration) (int, error) {
-	now := l.clock().UnixMilli()
-	ms := window.Milliseconds()
-	l.mu.RLock()
-	var due []string
-	for id, p := range l.view {
-		if len(reducer.StaleRuns(p, now, ms)) > 0 {
-			due = append(due, id)
+	var ids []string
+	if err := l.drv.Read(ctx, func(r driver.Reader) error {
+		rows, err := r.Projects(ctx, driver.ProjectFilter{Running: true})
+		for _, row := range rows {
+			ids = append(ids, row.ID)
 		}
+		return err
+	}); err != nil {
+		return 0, readError(err)
 	}
-	l.mu.RUnlock()
+	now, err := l.now(ctx)
+	if err != nil {
+		return 0, readError(err)
+	}
+	ms := window.Milliseconds()
 	marked := 0
-	for _, id := range due {
+	for _, id := range ids {
+		p, err := l.Project(ctx, id)
+		if err != nil {
+			return marked, err
+		}
+		if len(reducer.StaleRuns(p, now, ms)) == 0 {
+			continue
+		}
 		res, err := l.Execute(ctx, reducer.MarkStale{Project: id, Window: ms})
 		if err != nil {
 			return marked, err
@@ -552,4 +673,11 @@ func (l *Ledger) MarkStale(ctx context.Context, window time.Duration) (int, erro
 		marked += len(res.Events)
 	}
 	return marked, nil
+}
+
+// exclusive runs op as the writer, alone in one write transaction; op's
+// error is returned and nothing of it is kept.
+func (l *Ledger) exclusive(ctx context.Context, op func(context.Context, driver.Tx) error) error {
+	_, err := l.enqueue(ctx, &request{op: op, reply: make(chan response, 1)})
+	return err
 }

@@ -5,10 +5,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 
+	"scv/ledger/driver"
 	"scv/reducer"
 )
 
@@ -54,114 +54,173 @@ type ChainReport struct {
 
 // VerifyReport is the outcome of Verify: intact when Problems is empty.
 type VerifyReport struct {
-	Integrity string // SQLite's integrity_check: "ok" when the file is sound
+	// Integrity is the database's own check of its files ("ok" when
+	// sound; SQLite's integrity_check), or "" where there is none (a
+	// bundle, or a database without such a check).
+	Integrity string
 	Events    int    // archived and live
 	Snapshots int    // snapshots re-derived from the events before them
 	Chains    []ChainReport
 	Problems  []Problem
+	// ProjectsChecked says the projects table was compared with the
+	// history (false for a bundle, or a database from before the table).
+	ProjectsChecked bool
 }
-
-// allRows is the archive and the live tail as one table.
-const allRows = `(SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash FROM events
-	UNION ALL SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash FROM events_archive)`
 
 // maxProblems bounds the report; the first problem of each project is
 // what an auditor needs to start from.
 const maxProblems = 100
 
-// Verify checks the database at path without changing it: SQLite's
-// integrity check, then every project's hash chain, event by event in
-// sequence order (recomputing each event's hash from its contents and its
-// predecessor's hash), and that the history folds through the reducer
-// without contradiction. It works with or without a daemon running.
-func Verify(ctx context.Context, path string, opts VerifyOptions) (*VerifyReport, error) {
-	tx, done, err := readFile(ctx, path)
-	if err != nil {
-		return nil, fmt.Errorf("verify: %w", err)
-	}
-	defer done()
-
+// Verify checks the ledger in drv without changing it: the database's own
+// integrity check where it has one, then every project's hash chain, event
+// by event in sequence order (recomputing each event's hash from its
+// contents and its predecessor's hash), that the history folds through
+// the reducer without contradiction, that every snapshot is what the
+// events before it derive, and that the projects table agrees with the
+// history. It reads one committed state, with or without a daemon
+// running.
+func Verify(ctx context.Context, drv driver.Driver, opts VerifyOptions) (*VerifyReport, error) {
 	rep := &VerifyReport{}
-	var lines []string
-	if err := tx.SelectContext(ctx, &lines, `PRAGMA integrity_check`); err != nil {
-		return nil, fmt.Errorf("verify: integrity check: %w", err)
-	}
-	rep.Integrity = strings.Join(lines, "; ")
-	if rep.Integrity != "ok" {
-		rep.Problems = append(rep.Problems, Problem{What: "SQLite integrity check: " + rep.Integrity})
-	}
-
-	project := ""
-	if opts.Project != "" {
-		if project, _, err = resolveProject(ctx, tx, opts.Project); err != nil {
-			return nil, fmt.Errorf("verify: %w", err)
+	err := drv.Read(ctx, func(r driver.Reader) error {
+		var err error
+		if rep.Integrity, err = r.Integrity(ctx); err != nil {
+			return fmt.Errorf("integrity check: %w", err)
 		}
-	}
-	var total int
-	if err := tx.GetContext(ctx, &total, `SELECT count(*) FROM `+allRows+` WHERE ? = '' OR project_id = ?`, project, project); err != nil {
-		return nil, fmt.Errorf("verify: %w", err)
-	}
-	var snaps []storedSnapshot
-	if err := tx.SelectContext(ctx, &snaps, `SELECT project_id, sequence, version, state, chain_head, state_hash
-		FROM snapshots WHERE ? = '' OR project_id = ? ORDER BY sequence`, project, project); err != nil {
-		return nil, fmt.Errorf("verify: %w", err)
-	}
-	rows, err := tx.QueryxContext(ctx, `SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash
-		FROM `+allRows+` WHERE ? = '' OR project_id = ? ORDER BY sequence`, project, project)
+		if rep.Integrity != "" && rep.Integrity != "ok" {
+			rep.Problems = append(rep.Problems, Problem{What: "the database's integrity check: " + rep.Integrity})
+		}
+		project := ""
+		if opts.Project != "" {
+			f, ok, err := r.Find(ctx, opts.Project)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("%w: project %q", reducer.ErrNotFound, opts.Project)
+			}
+			project = f.ID
+		}
+		total, err := r.CountHistory(ctx, project)
+		if err != nil {
+			return err
+		}
+		snaps, err := r.Snapshots(ctx, project)
+		if err != nil {
+			return err
+		}
+		w := newWalker(rep)
+		for _, sn := range snaps {
+			w.snaps[sn.ProjectID] = append(w.snaps[sn.ProjectID], sn)
+		}
+		if err := r.History(ctx, project, 0, maxSeq, func(e driver.Event) error {
+			w.check(e)
+			rep.Events++
+			if opts.Progress != nil && (rep.Events%10000 == 0 || rep.Events == total) {
+				opts.Progress(rep.Events, total)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, id := range w.order {
+			c := w.chains[id]
+			if want, ok := opts.Heads[id]; ok && !bytes.Equal(want, c.Head) {
+				w.problem(id, w.last[id], fmt.Sprintf("chain head %s differs from the saved head %s: events were cut off the end or rewritten",
+					hex.EncodeToString(c.Head), hex.EncodeToString(want)))
+			}
+			rep.Chains = append(rep.Chains, *c)
+		}
+		w.leftoverSnapshots()
+		for id := range opts.Heads {
+			if _, ok := w.chains[id]; !ok && (project == "" || project == id) {
+				w.problem(id, 0, "a saved head names a project that has no events")
+			}
+		}
+		return w.checkProjection(ctx, r, project)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("verify: %w", err)
-	}
-	defer rows.Close()
-
-	w := &walker{rep: rep, state: reducer.NewState(), chains: map[string]*ChainReport{}, snaps: map[string][]storedSnapshot{}}
-	for _, sn := range snaps {
-		w.snaps[sn.ProjectID] = append(w.snaps[sn.ProjectID], sn)
-	}
-	for rows.Next() {
-		var r Row
-		if err := rows.StructScan(&r); err != nil {
-			return nil, fmt.Errorf("verify: %w", err)
-		}
-		w.check(r)
-		rep.Events++
-		if opts.Progress != nil && (rep.Events%10000 == 0 || rep.Events == total) {
-			opts.Progress(rep.Events, total)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("verify: %w", err)
-	}
-	for _, id := range w.order {
-		c := w.chains[id]
-		if want, ok := opts.Heads[id]; ok && !bytes.Equal(want, c.Head) {
-			w.problem(id, w.last[id], fmt.Sprintf("chain head %s differs from the saved head %s: events were cut off the end or rewritten",
-				hex.EncodeToString(c.Head), hex.EncodeToString(want)))
-		}
-		rep.Chains = append(rep.Chains, *c)
-	}
-	for id, left := range w.snaps {
-		for _, sn := range left {
-			w.problem(id, sn.Sequence, "a snapshot is at a sequence that is not one of the project's events")
-		}
-	}
-	for id := range opts.Heads {
-		if _, ok := w.chains[id]; !ok && (project == "" || project == id) {
-			w.problem(id, 0, "a saved head names a project that has no events")
-		}
+		return nil, fmt.Errorf("verify %s: %w", drv.Name(), err)
 	}
 	return rep, nil
+}
+
+// checkProjection compares the projects table with what the history
+// derives: a row for every project and none for anything else, its name
+// and head, and, once summarized, its status, phase and counts.
+func (w *walker) checkProjection(ctx context.Context, r driver.Reader, project string) error {
+	rows, err := r.Projects(ctx, driver.ProjectFilter{})
+	if err != nil {
+		return err
+	}
+	if rows == nil {
+		return nil // a database from before the projects table: nothing to compare
+	}
+	w.rep.ProjectsChecked = true
+	seen := map[string]bool{}
+	for _, row := range rows {
+		if project != "" && row.ID != project {
+			continue
+		}
+		seen[row.ID] = true
+		p, ok := w.state[row.ID]
+		if !ok {
+			if !w.bad[row.ID] {
+				w.problem(row.ID, row.Head, "the projects table has a row for a project the history does not create")
+			}
+			continue
+		}
+		var diff []string
+		note := func(what string, got, want any) {
+			if got != want {
+				diff = append(diff, fmt.Sprintf("%s %v where the history derives %v", what, got, want))
+			}
+		}
+		note("name", row.Name, p.Name)
+		note("head", row.Head, p.LastSequence)
+		if row.Summarized {
+			want := summaryRow(p)
+			note("status", row.Status, want.Status)
+			note("phase", row.Phase, want.Phase)
+			note("tasks", row.Tasks, want.Tasks)
+			note("done", row.Done, want.Done)
+			note("running", row.Running, want.Running)
+		}
+		if len(diff) > 0 {
+			w.problem(row.ID, row.Head, "the projects table says "+strings.Join(diff, ", "))
+		}
+	}
+	for _, id := range w.order {
+		if !seen[id] && !w.bad[id] {
+			w.problem(id, w.last[id], "the project has no row in the projects table")
+		}
+	}
+	return nil
 }
 
 // walker checks one event after the other.
 type walker struct {
 	rep    *VerifyReport
-	snaps  map[string][]storedSnapshot // not yet checked, in sequence order
-	seq    uint64                      // the last sequence seen
-	state  *reducer.State
+	snaps  map[string][]driver.Snapshot // not yet checked, in sequence order
+	seq    uint64                       // the last sequence seen
+	state  map[string]*reducer.Project
 	chains map[string]*ChainReport
 	order  []string
 	last   map[string]uint64
 	bad    map[string]bool // projects whose fold already failed
+}
+
+func newWalker(rep *VerifyReport) *walker {
+	return &walker{rep: rep, snaps: map[string][]driver.Snapshot{}, state: map[string]*reducer.Project{},
+		chains: map[string]*ChainReport{}, last: map[string]uint64{}, bad: map[string]bool{}}
+}
+
+// leftoverSnapshots reports the snapshots at no event of their project.
+func (w *walker) leftoverSnapshots() {
+	for id, left := range w.snaps {
+		for _, sn := range left {
+			w.problem(id, sn.Sequence, "a snapshot is at a sequence that is not one of the project's events")
+		}
+	}
 }
 
 func (w *walker) problem(project string, seq uint64, what string) {
@@ -170,10 +229,7 @@ func (w *walker) problem(project string, seq uint64, what string) {
 	}
 }
 
-func (w *walker) check(r Row) {
-	if w.last == nil {
-		w.last, w.bad = map[string]uint64{}, map[string]bool{}
-	}
+func (w *walker) check(r driver.Event) {
 	c, seen := w.chains[r.ProjectID]
 	if !seen {
 		c = &ChainReport{ProjectID: r.ProjectID}
@@ -207,19 +263,19 @@ func (w *walker) check(r Row) {
 		w.bad[r.ProjectID] = true
 		return
 	}
-	e, err := r.Event()
+	e, err := eventOf(r)
+	var p *reducer.Project
 	if err == nil {
-		err = fold(w.state, e)
+		p, err = fold(w.state[r.ProjectID], e)
 	}
 	if err != nil {
 		w.problem(r.ProjectID, r.Sequence, err.Error())
 		w.bad[r.ProjectID] = true
 		return
 	}
+	w.state[r.ProjectID] = p
 	if !seen {
-		if p, ok := w.state.Project(r.ProjectID); ok {
-			c.Name = p.Name
-		}
+		c.Name = p.Name
 	}
 	for len(w.snaps[r.ProjectID]) > 0 && w.snaps[r.ProjectID][0].Sequence <= r.Sequence {
 		sn := w.snaps[r.ProjectID][0]
@@ -235,8 +291,8 @@ func (w *walker) check(r Row) {
 // startFromSnapshot starts a project's chain from its latest snapshot
 // before r when the events up to it were dropped: the snapshot's state
 // (checked against its recorded hash) and chain head take their place.
-func (w *walker) startFromSnapshot(c *ChainReport, r Row) bool {
-	var sn *storedSnapshot
+func (w *walker) startFromSnapshot(c *ChainReport, r driver.Event) bool {
+	var sn *driver.Snapshot
 	pending := w.snaps[r.ProjectID]
 	for len(pending) > 0 && pending[0].Sequence < r.Sequence {
 		sn, pending = &pending[0], pending[1:]
@@ -252,21 +308,22 @@ func (w *walker) startFromSnapshot(c *ChainReport, r Row) bool {
 		w.bad[r.ProjectID] = true
 		return true
 	}
-	p, err := reducer.Restore(w.state, sn.State)
+	p, err := reducer.Restore(sn.State)
 	if err != nil {
 		w.problem(r.ProjectID, sn.Sequence, err.Error())
 		w.bad[r.ProjectID] = true
 		return true
 	}
+	w.state[r.ProjectID] = p
 	c.Head, c.Name, c.From = sn.ChainHead, p.Name, sn.Sequence
 	return true
 }
 
 // checkSnapshot compares a stored snapshot with the state re-derived from
 // the events up to its sequence.
-func (w *walker) checkSnapshot(sn storedSnapshot) {
+func (w *walker) checkSnapshot(sn driver.Snapshot) {
 	w.rep.Snapshots++
-	p, ok := w.state.Project(sn.ProjectID)
+	p, ok := w.state[sn.ProjectID]
 	if !ok {
 		w.problem(sn.ProjectID, sn.Sequence, "a snapshot of a project the events do not create")
 		return
@@ -289,14 +346,3 @@ func (w *walker) checkSnapshot(sn storedSnapshot) {
 	}
 }
 
-// fold evolves e into s, turning the reducer's panic on an event that
-// contradicts the state into an error.
-func fold(s *reducer.State, e reducer.Event) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = errors.New(fmt.Sprint("the event contradicts the history before it: ", p))
-		}
-	}()
-	reducer.Evolve(s, e)
-	return nil
-}

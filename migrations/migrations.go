@@ -1,18 +1,30 @@
-// Package migrations holds the ledger's schema as goose SQL migrations,
-// embedded in the binary.
+// Package migrations holds the ledger's schemas as goose SQL migrations,
+// one folder per database, embedded in the binary.
 //
 // Files are named NNNNN_what.sql with `-- +goose Up` and `-- +goose Down`
 // sections. Apply them with goose's Provider (no global goose state):
 //
-//	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS)
+//	p, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.SQLite)
 //	_, err = p.Up(ctx)
 //
-// The ledger package does this at open.
+// Each driver package (scv/ledger/sqlite, …) does this at open.
 package migrations
 
-import "embed"
+import (
+	"embed"
+	"io/fs"
+)
 
-// FS holds every migration file.
-//
-//go:embed *.sql
-var FS embed.FS
+//go:embed sqlite/*.sql
+var sqliteFiles embed.FS
+
+// SQLite holds the SQLite schema's migrations.
+var SQLite = sub(sqliteFiles, "sqlite")
+
+func sub(f embed.FS, dir string) fs.FS {
+	s, err := fs.Sub(f, dir)
+	if err != nil {
+		panic(err) // the folder is embedded above
+	}
+	return s
+}

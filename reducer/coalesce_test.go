@@ -48,7 +48,7 @@ func TestCoalescing(t *testing.T) {
 			for _, e := range []int64{every, 0} {
 				c := tc.beat
 				c.Every, c.Now = e, cmdNow
-				evs, err := reducer.Decide(l.s, c)
+				evs, err := l.s.decide(c)
 				require.NoError(t, err)
 				if e == 0 {
 					assert.Len(t, evs, 1, "Every 0 journals every heartbeat")

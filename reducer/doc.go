@@ -3,12 +3,15 @@
 //
 // # Decide and Evolve
 //
-// Decide(state, command) returns the events a command causes, or a
-// sentinel error (ErrNotFound, ErrConflict, ErrInvalidArgument,
-// ErrInvalidTransition, ErrRunNotRunning) saying why it is refused; it
-// never changes the state. Evolve(state, event) folds one event in. The
-// ledger calls Decide and Evolve inside one write transaction, so a command
-// is always decided against the state its events will follow.
+// Decide(project, command) returns the events a command causes in the one
+// project it names, or a sentinel error (ErrNotFound, ErrConflict,
+// ErrInvalidArgument, ErrInvalidTransition, ErrRunNotRunning) saying why
+// it is refused; it never changes the project. Evolve(project, event)
+// returns the project with one event folded in. Deciding needs only the
+// project a command names: which projects exist, and that a new name is
+// free, is the ledger's to know. The ledger calls Decide and Evolve inside
+// one write transaction, so a command is always decided against the state
+// its events will follow.
 //
 // # Purity
 //
@@ -23,8 +26,12 @@
 //
 // # Sharing state
 //
-// State is copy-on-write by generation. Seal ends a generation and returns
-// the projects it changed; those are immutable from then on and may be
-// read concurrently while the next generation evolves. Rollback discards a
-// generation whose events were not committed.
+// A *Project is immutable. Evolve returns a new one, sharing everything
+// the event did not touch: tasks and runs sit in persistent collections
+// (github.com/benbjohnson/immutable), so an event costs O(log n) in the
+// project's tasks and runs and never copies them all. Any goroutine may
+// read a project while the writer evolves newer versions of it, and a
+// writer whose transaction fails simply drops the versions it made. The
+// counts a reply needs (tasks by status, running runs) are kept as events
+// arrive; Status and Phase are O(1).
 package reducer

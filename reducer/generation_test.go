@@ -14,37 +14,12 @@ import (
 	"scv/reducer"
 )
 
-func projectIDs(ps []*reducer.Project) []string {
-	var ids []string
-	for _, p := range ps {
-		ids = append(ids, p.ID)
-	}
-	return ids
-}
-
-// TestSealReturnsChangedProjects: Seal hands out the projects the
-// generation changed or created, and only those.
-func TestSealReturnsChangedProjects(t *testing.T) {
-	l := newLedger(t)
-	l.do(baseProject, createNamed("other"), add("a", 0))
-	assert.ElementsMatch(t, []string{projID, "P2"}, projectIDs(l.s.Seal()))
-	assert.Empty(t, l.s.Seal(), "an empty generation changes nothing")
-
-	l.do(start("a", "r1"))
-	sealed := l.s.Seal()
-	require.Len(t, sealed, 1)
-	assert.Same(t, l.project(), sealed[0])
-	other, _ := l.s.Project("P2")
-	assert.NotContains(t, projectIDs(sealed), other.ID)
-}
-
-// TestCopyOnWrite: a sealed project and its tasks and runs are never
-// modified; the next generation clones a project once, and only the tasks
-// and runs it changes.
-func TestCopyOnWrite(t *testing.T) {
+// TestEvolveLeavesTheOldProject: Evolve returns a new project and never
+// changes the one it was given, nor its tasks and runs; the tasks and runs
+// an event does not touch are shared, not copied.
+func TestEvolveLeavesTheOldProject(t *testing.T) {
 	l := newLedger(t)
 	l.do(baseProject, add("a", 1), add("b", 0), add("c", 0, "b"), start("a", "r1"))
-	l.s.Seal()
 	old := l.project()
 	oldDump := dumpProject(old)
 	oldA, _ := old.Task("a")
@@ -53,81 +28,63 @@ func TestCopyOnWrite(t *testing.T) {
 
 	l.do(progress("r1", "x"))
 	cur := l.project()
-	assert.NotSame(t, old, cur, "the first change of a generation clones the project")
-	l.do(beat("", ""), upd("b", done), start("c", "r9"))
-	assert.Same(t, cur, l.project(), "a project is cloned at most once per generation")
-
+	assert.NotSame(t, old, cur, "an event makes a new project")
 	curA, _ := cur.Task("a")
-	curC, _ := cur.Task("c")
-	oldC, _ := old.Task("c")
+	curB, _ := cur.Task("b")
 	curR1, _ := cur.Run("r1")
-	assert.NotSame(t, oldA, curA, "a changed task is cloned")
-	assert.NotSame(t, oldR1, curR1, "a changed run is cloned")
-	assert.NotSame(t, oldC, curC, "an unblocked dependant is cloned")
-	assert.Equal(t, oldDump, dumpProject(old), "the sealed project did not change")
+	assert.NotSame(t, oldA, curA, "a changed task is a new one")
+	assert.NotSame(t, oldR1, curR1, "a changed run is a new one")
+	assert.Same(t, oldB, curB, "a task the event does not touch is shared")
+
+	l.do(beat("", ""), upd("b", done), start("c", "r9"))
+	curC, _ := l.project().Task("c")
+	oldC, _ := old.Task("c")
+	assert.NotSame(t, oldC, curC, "an unblocked dependant is a new task")
+	assert.Equal(t, oldDump, dumpProject(old), "the old project did not change")
 	assert.Equal(t, reducer.TaskReady, oldB.Status)
 	assert.Nil(t, oldR1.Progress)
 	assert.Equal(t, "a:running@r1 b:ready c:pending | r1:running#1", render(old))
 
-	l.s.Seal()
-	l.do(finish("r1", succeeded))
-	again, _ := l.project().Task("c")
-	assert.Same(t, curC, again, "a task the generation does not touch is shared, not cloned")
-
-	// What a later generation adds is not found through a sealed project.
+	// What a later event adds is not found through an older project.
 	l.do(add("d", 0), start("d", "r2"))
 	_, found := old.Task("d")
-	assert.False(t, found, "the sealed project finds a later task")
+	assert.False(t, found, "the old project finds a later task")
 	_, found = old.Run("r9")
-	assert.False(t, found, "the sealed project finds a later run")
+	assert.False(t, found, "the old project finds a later run")
 	_, found = cur.Run("r2")
-	assert.False(t, found, "the sealed project finds a later run")
+	assert.False(t, found, "the old project finds a later run")
 	assert.Equal(t, oldDump, dumpProject(old))
+	assert.Equal(t, 1, old.RunningCount())
+	assert.Equal(t, 3, l.project().RunningCount())
 }
 
-// TestRollback: Rollback restores the sealed pointers, forgets projects
-// created in the generation (by ID and by name) and leaves the state as
-// the history without the rolled-back events.
-func TestRollback(t *testing.T) {
+// TestCountsFollowEvents: the counts a reply carries (tasks by status,
+// running runs) are kept as events arrive and always equal a recount.
+func TestCountsFollowEvents(t *testing.T) {
 	l := newLedger(t)
-	l.do(baseProject, add("a", 0), add("b", 0, "a"))
-	l.s.Seal()
-	sealedPtrs, sealedDump := pointers(l.s), dumpState(l.s, "other", "P2")
-	kept := len(l.events)
-
-	l.do(start("a", "r1"), finish("r1", succeeded), createNamed("other"), reducer.AddTask{Project: "other", TaskID: "x", Title: "x"})
-	require.Equal(t, "a:done b:ready | r1:succeeded#1", render(l.project()))
-	l.s.Rollback()
-
-	assert.Equal(t, sealedPtrs, pointers(l.s))
-	assert.Equal(t, sealedDump, dumpState(l.s, "other", "P2"))
-	_, ok := l.s.Project("other")
-	assert.False(t, ok, "the rolled-back project's name is forgotten")
-	_, ok = l.s.Project("P2")
-	assert.False(t, ok, "the rolled-back project's ID is forgotten")
-
-	// The rolled-back IDs and name are free again, and the state goes on
-	// as if the batch never happened.
-	l.events = l.events[:kept]
-	l.do(createNamed("other"), start("a", "r1"))
-	assert.Equal(t, "a:running@r1 b:pending | r1:running#1", render(l.project()))
-	assert.Equal(t, dumpState(fold(l.events, 0)), dumpState(l.s))
-
-	// Rolling back an empty generation changes nothing.
-	l.s.Seal()
-	before := dumpState(l.s)
-	l.s.Rollback()
-	assert.Equal(t, before, dumpState(l.s))
+	l.do(baseProject, add("a", 1), add("b", 0, "a"), add("c", 0), start("a", "r1"), finish("r1", runFailed),
+		start("a", "r2"), finish("r2", succeeded), upd("c", blocked), start("b", "r3"))
+	p := l.project()
+	count := map[reducer.TaskStatus]int{}
+	for _, tk := range p.Tasks() {
+		count[tk.Status]++
+	}
+	for _, s := range allTaskStatuses {
+		assert.Equal(t, count[s], p.CountOf(s), "tasks %s", s)
+	}
+	assert.Equal(t, 1, p.DoneCount())
+	assert.Equal(t, 1, p.RunningCount())
+	assert.Equal(t, 3, p.TaskCount())
+	assert.Equal(t, 3, p.RunCount())
 }
 
-// TestSealedProjectsAreReadConcurrently reads sealed projects from other
-// goroutines while the next generations evolve; run with -race.
-func TestSealedProjectsAreReadConcurrently(t *testing.T) {
+// TestProjectsAreReadConcurrently reads a project from other goroutines
+// while later versions evolve from it; run with -race.
+func TestProjectsAreReadConcurrently(t *testing.T) {
 	l := newLedger(t)
 	l.do(baseProject, add("a", 5), add("b", 5), add("c", 0, "a", "b"), start("a", "r1"), start("b", "r2"))
-	l.s.Seal()
-	sealed := l.project()
-	want := dumpProject(sealed)
+	shared := l.project()
+	want := dumpProject(shared)
 
 	var mismatches, reads atomic.Int64
 	stop := make(chan struct{})
@@ -140,12 +97,12 @@ func TestSealedProjectsAreReadConcurrently(t *testing.T) {
 					return
 				default:
 				}
-				if !reflect.DeepEqual(want, dumpProject(sealed)) {
+				if !reflect.DeepEqual(want, dumpProject(shared)) {
 					mismatches.Add(1)
 				}
 				reads.Add(1)
-				for _, tk := range sealed.Tasks() {
-					if got, ok := sealed.Task(tk.ID); !ok || got != tk {
+				for _, tk := range shared.Tasks() {
+					if got, ok := shared.Task(tk.ID); !ok || got != tk {
 						mismatches.Add(1)
 					}
 				}
@@ -163,18 +120,15 @@ func TestSealedProjectsAreReadConcurrently(t *testing.T) {
 			finish(runB, cancelled), start("b", nextB),
 			reducer.AddTask{Project: projID, TaskID: fmt.Sprintf("t%d", i), Title: "t", DependsOn: []string{"c"}})
 		runA, runB = nextA, nextB
-		if i%3 == 0 {
-			l.s.Seal()
-		}
 	}
 	close(stop)
 	wg.Wait()
-	assert.Zero(t, mismatches.Load(), "a sealed project changed while it was read")
+	assert.Zero(t, mismatches.Load(), "a project changed while it was read")
 	t.Logf("%d concurrent reads", reads.Load())
-	assert.Equal(t, want, dumpProject(sealed))
+	assert.Equal(t, want, dumpProject(shared))
 }
 
-// TestStateDoesNotAliasCommands: a sealed state must not change when the
+// TestStateDoesNotAliasCommands: a project must not change when the
 // caller reuses the slice or string pointer it passed in a command.
 func TestStateDoesNotAliasCommands(t *testing.T) {
 	l := newLedger(t)
@@ -182,7 +136,6 @@ func TestStateDoesNotAliasCommands(t *testing.T) {
 	note := "first"
 	l.do(baseProject, add("a", 0), reducer.AddTask{Project: projID, TaskID: "b", Title: "b", DependsOn: deps},
 		reducer.UpdateTask{Project: projID, TaskID: "b", Status: reducer.TaskPending, Progress: &note})
-	l.s.Seal()
 	want := dumpProject(l.project())
 
 	deps[0] = "zzz"
@@ -190,15 +143,34 @@ func TestStateDoesNotAliasCommands(t *testing.T) {
 	assert.Equal(t, want, dumpProject(l.project()))
 }
 
-// fold evolves events into a new state, sealing after every sealEvery
-// events (never when it is 0).
-func fold(events []reducer.Event, sealEvery int) *reducer.State {
-	s := reducer.NewState()
+// TestEvolveRefusesAnotherProject: an event evolved into a project it is
+// not of, or a second creation, is a bug and panics.
+func TestEvolveRefusesAnotherProject(t *testing.T) {
+	l := newLedger(t)
+	l.do(baseProject)
+	p := l.project()
+	require.Panics(t, func() { reducer.Evolve(p, reducer.Event{ProjectID: "other", Body: reducer.Heartbeat{}}) })
+	require.Panics(t, func() { reducer.Evolve(nil, reducer.Event{ProjectID: projID, Body: reducer.Heartbeat{}}) })
+	require.Panics(t, func() {
+		reducer.Evolve(p, reducer.Event{ProjectID: projID, Body: reducer.ProjectCreated{Name: "again", Workspace: "/x"}})
+	})
+}
+
+// fold evolves events into a new world; every snapEvery events (never
+// when it is 0) each project is replaced by its snapshot restored, as a
+// ledger that loads projects from snapshots does.
+func fold(t testing.TB, events []reducer.Event, snapEvery int) *world {
+	w := newWorld()
 	for i, e := range events {
-		s = reducer.Evolve(s, e)
-		if sealEvery > 0 && (i+1)%sealEvery == 0 {
-			s.Seal()
+		w.evolve(e)
+		if snapEvery > 0 && (i+1)%snapEvery == 0 {
+			for id, p := range w.projects {
+				b, err := reducer.Snapshot(p)
+				require.NoError(t, err)
+				w.projects[id], err = reducer.Restore(b)
+				require.NoError(t, err)
+			}
 		}
 	}
-	return s
+	return w
 }

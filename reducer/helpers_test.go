@@ -2,6 +2,7 @@ package reducer_test
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"strconv"
 	"strings"
@@ -26,18 +27,84 @@ const (
 
 var baseProject = reducer.CreateProject{ProjectID: projID, Name: projName, Workspace: projWS}
 
+// world plays the ledger's part for several projects: it resolves the
+// project a command names (ID first, then name), holds names unique, and
+// keeps the newest version of each project.
+type world struct {
+	projects map[string]*reducer.Project
+	names    map[string]string // name -> project ID
+}
+
+func newWorld() *world {
+	return &world{projects: map[string]*reducer.Project{}, names: map[string]string{}}
+}
+
+// project resolves ref as a project ID, then as a name.
+func (w *world) project(ref string) (*reducer.Project, bool) {
+	if p, ok := w.projects[ref]; ok {
+		return p, true
+	}
+	if id, ok := w.names[ref]; ok {
+		return w.projects[id], true
+	}
+	return nil, false
+}
+
+// all is every project, in no particular order.
+func (w *world) all() []*reducer.Project {
+	ps := make([]*reducer.Project, 0, len(w.projects))
+	for _, p := range w.projects {
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// clone is a world that starts as w and goes on alone; the projects are
+// shared, being immutable.
+func (w *world) clone() *world {
+	return &world{projects: maps.Clone(w.projects), names: maps.Clone(w.names)}
+}
+
+// decide decides c against the project it names, as the ledger does:
+// besides what the reducer checks, a new project's name must not name a
+// project already, by name or by ID.
+func (w *world) decide(c reducer.Command) ([]reducer.Event, error) {
+	if cp, ok := c.(reducer.CreateProject); ok {
+		evs, err := reducer.Decide(w.projects[cp.ProjectID], c)
+		if err == nil {
+			if _, taken := w.project(cp.Name); taken {
+				return nil, fmt.Errorf("%w: a project named %q exists", reducer.ErrConflict, cp.Name)
+			}
+		}
+		return evs, err
+	}
+	p, _ := w.project(c.ProjectRef())
+	return reducer.Decide(p, c)
+}
+
+// evolve folds e into its project.
+func (w *world) evolve(e reducer.Event) *reducer.Project {
+	old := w.projects[e.ProjectID]
+	p := reducer.Evolve(old, e)
+	w.projects[p.ID] = p
+	if old == nil {
+		w.names[p.Name] = p.ID
+	}
+	return p
+}
+
 // ledger plays the caller's part: it stamps commands with a clock, decides
 // them, numbers the events and evolves them.
 type ledger struct {
 	t      testing.TB
-	s      *reducer.State
+	s      *world
 	now    int64
 	seq    uint64
 	events []reducer.Event // every event evolved, in order
 }
 
 func newLedger(t testing.TB) *ledger {
-	return &ledger{t: t, s: reducer.NewState(), now: setupStart}
+	return &ledger{t: t, s: newWorld(), now: setupStart}
 }
 
 // do decides each command and evolves its events; every command must be
@@ -47,7 +114,7 @@ func (l *ledger) do(cmds ...reducer.Command) {
 	for _, c := range cmds {
 		l.now += 10
 		c = withNow(c, l.now)
-		evs, err := reducer.Decide(l.s, c)
+		evs, err := l.s.decide(c)
 		require.NoError(l.t, err, "setup command %#v", c)
 		l.evolve(evs...)
 	}
@@ -57,7 +124,7 @@ func (l *ledger) evolve(evs ...reducer.Event) {
 	for _, e := range evs {
 		l.seq++
 		e.Sequence = l.seq
-		l.s = reducer.Evolve(l.s, e)
+		l.s.evolve(e)
 		l.events = append(l.events, e)
 	}
 }
@@ -65,7 +132,7 @@ func (l *ledger) evolve(evs ...reducer.Event) {
 // project returns the base project.
 func (l *ledger) project() *reducer.Project {
 	l.t.Helper()
-	p, ok := l.s.Project(projID)
+	p, ok := l.s.project(projID)
 	require.True(l.t, ok, "base project missing")
 	return p
 }
@@ -232,7 +299,7 @@ type projectDump struct {
 type stateDump struct {
 	Projects map[string]projectDump
 	// Resolve maps each project name, and each extra ref asked for, to the
-	// ID State.Project resolves it to ("" when it resolves to none).
+	// ID the world resolves it to ("" when it resolves to none).
 	Resolve map[string]string
 }
 
@@ -265,16 +332,16 @@ func dumpProject(p *reducer.Project) projectDump {
 	return d
 }
 
-func dumpState(s *reducer.State, refs ...string) stateDump {
+func dumpState(s *world, refs ...string) stateDump {
 	d := stateDump{Projects: map[string]projectDump{}, Resolve: map[string]string{}}
 	resolve := func(ref string) {
-		if p, ok := s.Project(ref); ok {
+		if p, ok := s.project(ref); ok {
 			d.Resolve[ref] = p.ID
 		} else {
 			d.Resolve[ref] = ""
 		}
 	}
-	for _, p := range s.Projects() {
+	for _, p := range s.all() {
 		d.Projects[p.ID] = dumpProject(p)
 		resolve(p.Name)
 	}
@@ -284,14 +351,8 @@ func dumpState(s *reducer.State, refs ...string) stateDump {
 	return d
 }
 
-// pointers maps each project ID to the *Project the state holds for it.
-func pointers(s *reducer.State) map[string]*reducer.Project {
-	m := map[string]*reducer.Project{}
-	for _, p := range s.Projects() {
-		m[p.ID] = p
-	}
-	return m
-}
+// pointers maps each project ID to the *Project the world holds for it.
+func pointers(s *world) map[string]*reducer.Project { return maps.Clone(s.projects) }
 
 func bodies(evs []reducer.Event) []reducer.Body {
 	out := []reducer.Body{}

@@ -19,15 +19,16 @@ import (
 )
 
 // The property test drives the reducer with random command sequences,
-// mostly valid, with monotonic times and fresh IDs, sealing and rolling
-// back generations at random (a rolled-back batch's events are dropped
-// from the history too), and checks:
+// mostly valid, with monotonic times and fresh IDs, in batches that are
+// committed or rolled back at random, as the ledger's are (a rolled-back
+// batch's events are dropped from the history too), and checks:
 //
-//   - (a) replay: at the end, folding the kept events from scratch (without
-//     seals, and sealing every few events) gives the same observable state
-//     as the incremental one;
-//   - (b) copy-on-write: every project Seal hands out is unchanged at the
-//     end, and Rollback brings back exactly the sealed projects;
+//   - (a) replay: at the end, folding the kept events from scratch (with
+//     no snapshot, and with every project replaced by its restored
+//     snapshot every few events) gives the same observable state as the
+//     incremental one;
+//   - (b) immutability: every committed version of a project is unchanged
+//     at the end, and a rollback brings back exactly the committed ones;
 //   - (c) a refused command changes nothing, after every refusal;
 //   - (d) the invariants of SPEC section 3 (see invariants), and done and
 //     failed tasks never change status, after every accepted command.
@@ -47,7 +48,6 @@ var sentinels = []error{
 // gen generates commands against the current state.
 type gen struct {
 	r    *rand.Rand
-	s    *reducer.State
 	now  int64
 	ids  int
 	pIDs []string // every project ID ever proposed
@@ -273,7 +273,7 @@ func projectRef(c reducer.Command) string {
 
 // propStats proves the generator reaches what the properties are about.
 type propStats struct {
-	accepted, refused, seals, rollbacks int
+	accepted, refused, commits, rollbacks int
 	kinds                               map[string]int
 	taskStatuses                        map[reducer.TaskStatus]int
 	refusals                            map[error]int
@@ -294,9 +294,9 @@ func TestPropertyReplayCopyOnWriteInvariants(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	t.Logf("accepted %d, refused %d, seals %d, rollbacks %d", st.accepted, st.refused, st.seals, st.rollbacks)
+	t.Logf("accepted %d, refused %d, commits %d, rollbacks %d", st.accepted, st.refused, st.commits, st.rollbacks)
 	assert.Greater(t, st.accepted, st.refused, "the generator makes mostly valid commands")
-	assert.Greater(t, st.seals, propSequences)
+	assert.Greater(t, st.commits, propSequences)
 	assert.Greater(t, st.rollbacks, propSequences/2)
 	for _, k := range []string{
 		reducer.KindProjectCreated, reducer.KindTaskAdded, reducer.KindTaskUpdated, reducer.KindRunStarted,
@@ -313,12 +313,13 @@ func TestPropertyReplayCopyOnWriteInvariants(t *testing.T) {
 }
 
 func runSequence(t *testing.T, seed uint64, st *propStats) {
-	g := &gen{r: rand.New(rand.NewPCG(seed, 0x5c5)), s: reducer.NewState(), now: 1_000_000}
+	g := &gen{r: rand.New(rand.NewPCG(seed, 0x5c5)), now: 1_000_000}
 	refs := func() []string { return append(slices.Clone(projectNames), g.pIDs...) }
 
 	var kept, batch []reducer.Event
 	var seq uint64
-	sealedPtrs := pointers(g.s)
+	committed := newWorld()
+	work := committed.clone() // the batch's working versions
 	var frozen []frozenProject
 	isFrozen := map[*reducer.Project]bool{}
 	// hashes caches each project's hash; fresh says which entries no event
@@ -327,13 +328,13 @@ func runSequence(t *testing.T, seed uint64, st *propStats) {
 	fresh := map[string]bool{}
 
 	for step := range propSteps {
-		ps := g.s.Projects()
+		ps := work.all()
 		c := g.command(ps)
 		where := func() string { return fmt.Sprintf("seed %d step %d: %#v", seed, step, c) }
 
 		// (c) A refused command changes nothing.
 		nProjects := len(ps)
-		target, hadTarget := g.s.Project(projectRef(c))
+		target, hadTarget := work.project(projectRef(c))
 		var finals []*reducer.Task // copies of the final tasks before the command
 		if hadTarget {
 			if !fresh[target.ID] {
@@ -347,12 +348,12 @@ func runSequence(t *testing.T, seed uint64, st *propStats) {
 				}
 			}
 		}
-		evs, err := reducer.Decide(g.s, c)
-		if n := len(g.s.Projects()); n != nProjects {
+		evs, err := work.decide(c)
+		if n := len(work.projects); n != nProjects {
 			require.Equal(t, nProjects, n, "Decide added or removed a project; %s", where())
 		}
 		if hadTarget {
-			if p, _ := g.s.Project(target.ID); p != target {
+			if p, _ := work.project(target.ID); p != target {
 				require.FailNow(t, "Decide replaced the project", where())
 			}
 			// Decide must not change the project, whatever it decides.
@@ -380,8 +381,16 @@ func runSequence(t *testing.T, seed uint64, st *propStats) {
 		for _, e := range evs {
 			seq++
 			e.Sequence = seq
-			if reducer.Evolve(g.s, e) != g.s {
-				require.FailNow(t, "Evolve returned another state", where())
+			before := work.projects[e.ProjectID]
+			var h uint64
+			if before != nil {
+				h = hashProject(before)
+			}
+			if after := work.evolve(e); after == before {
+				require.FailNow(t, "Evolve returned the project it was given", where())
+			}
+			if before != nil && hashProject(before) != h {
+				require.FailNow(t, "Evolve changed the project it was given", where())
 			}
 			batch = append(batch, e)
 			touched[e.ProjectID] = true
@@ -389,9 +398,9 @@ func runSequence(t *testing.T, seed uint64, st *propStats) {
 		}
 		for id := range touched {
 			fresh[id] = false
-			p, ok := g.s.Project(id)
+			p, ok := work.project(id)
 			if !ok {
-				require.FailNow(t, "event for a project the state does not have", where())
+				require.FailNow(t, "event for a project the world does not have", where())
 			}
 			// (d) invariants.
 			if bad := invariants(p); len(bad) > 0 {
@@ -403,7 +412,7 @@ func runSequence(t *testing.T, seed uint64, st *propStats) {
 		}
 		// (d) done and failed are final.
 		if hadTarget {
-			after, _ := g.s.Project(target.ID)
+			after, _ := work.project(target.ID)
 			for _, was := range finals {
 				if now, _ := after.Task(was.ID); now.Status != was.Status {
 					require.Equal(t, was.Status, now.Status, "final task %s changed; %s", was.ID, where())
@@ -412,101 +421,80 @@ func runSequence(t *testing.T, seed uint64, st *propStats) {
 		}
 
 		switch x := g.r.IntN(100); {
-		case x < 12: // seal
-			st.seals++
-			changed := g.s.Seal()
-			ptrs := pointers(g.s)
-			var want []string
-			for id, p := range ptrs {
-				if sealedPtrs[id] != p {
-					want = append(want, id)
-				}
-			}
-			got := projectIDs(changed)
-			slices.Sort(want)
-			slices.Sort(got)
-			if !slices.Equal(want, got) {
-				require.Equal(t, want, got, "Seal returns the changed projects; %s", where())
-			}
-			for _, p := range changed {
-				if ptrs[p.ID] != p {
-					require.FailNow(t, "Seal returned a project the state does not hold", where())
-				}
-			}
-			kept = append(kept, batch...)
-			batch = nil
-			sealedPtrs = ptrs
-			// (b) record every sealed project, to check at the end that it
-			// never changed.
-			for _, p := range changed {
-				if !isFrozen[p] {
+		case x < 12: // commit the batch
+			st.commits++
+			for id, p := range work.projects {
+				// (b) record every committed version, to check at the
+				// end that it never changed.
+				if committed.projects[id] != p && !isFrozen[p] {
 					isFrozen[p] = true
 					frozen = append(frozen, frozenProject{p, hashProject(p)})
 				}
 			}
+			committed = work
+			work = committed.clone()
+			kept = append(kept, batch...)
+			batch = nil
 		case x < 16: // roll back the batch
 			st.rollbacks++
-			g.s.Rollback()
+			work = committed.clone()
 			batch = nil
 			clear(fresh)
-			// The sealed pointers are back, and their content is checked
-			// with the frozen ones at the end.
-			require.Equal(t, sealedPtrs, pointers(g.s), "Rollback restores the sealed projects; %s", where())
-			// Names and IDs resolve to the sealed projects, and to
+			// Names and IDs resolve to the committed projects, and to
 			// nothing else: names of rolled-back projects are free again.
 			for _, r := range refs() {
-				got, ok := g.s.Project(r)
-				want := sealedPtrs[r]
-				for _, p := range sealedPtrs {
+				got, ok := work.project(r)
+				want := committed.projects[r]
+				for _, p := range committed.projects {
 					if p.Name == r {
 						want = p
 					}
 				}
 				if ok != (want != nil) || (ok && got != want) {
-					require.FailNow(t, "Rollback left a wrong name or ID", "%q resolves to %v; %s", r, got, where())
+					require.FailNow(t, "a rollback left a wrong name or ID", "%q resolves to %v; %s", r, got, where())
 				}
 			}
 		}
 	}
 
-	// (a) Replaying the kept events from scratch, with or without seals,
-	// gives the incrementally evolved state.
+	// (a) Replaying the kept events from scratch, with or without
+	// snapshots, gives the incrementally evolved state.
 	all := append(slices.Clone(kept), batch...)
-	want := stateText(g.s, refs())
-	if got := stateText(fold(all, 0), refs()); got != want {
-		assert.Equal(t, want, got, "replay without seals; seed %d", seed)
+	want := stateText(work, refs())
+	if got := stateText(fold(t, all, 0), refs()); got != want {
+		assert.Equal(t, want, got, "replay; seed %d", seed)
 	}
 	every := 1 + int(seed%4)
-	if got := stateText(fold(all, every), refs()); got != want {
-		assert.Equal(t, want, got, "replay sealing every %d events; seed %d", every, seed)
+	if got := stateText(fold(t, all, every), refs()); got != want {
+		assert.Equal(t, want, got, "replay through a snapshot every %d events; seed %d", every, seed)
 	}
 
-	// (b) No sealed project changed afterwards.
+	// (b) No committed version changed afterwards.
 	for _, f := range frozen {
-		assert.Equal(t, f.hash, hashProject(f.p), "sealed project %s changed; seed %d", f.p.ID, seed)
+		assert.Equal(t, f.hash, hashProject(f.p), "committed project %s changed; seed %d", f.p.ID, seed)
 		// Tasks and runs are append-only: those added since must not be
-		// found in the sealed project's indexes.
-		cur, _ := g.s.Project(f.p.ID)
+		// found in the older version's indexes.
+		cur, _ := work.project(f.p.ID)
 		for _, tk := range cur.Tasks()[len(f.p.Tasks()):] {
 			_, found := f.p.Task(tk.ID)
-			assert.False(t, found, "sealed project %s finds later task %s; seed %d", f.p.ID, tk.ID, seed)
+			assert.False(t, found, "committed project %s finds later task %s; seed %d", f.p.ID, tk.ID, seed)
 		}
 		for _, r := range cur.Runs()[len(f.p.Runs()):] {
 			_, found := f.p.Run(r.ID)
-			assert.False(t, found, "sealed project %s finds later run %s; seed %d", f.p.ID, r.ID, seed)
+			assert.False(t, found, "committed project %s finds later run %s; seed %d", f.p.ID, r.ID, seed)
 		}
 	}
 }
 
 // resolveAll maps each ref to the project ID it resolves to, "" for none.
-func resolveAll(s *reducer.State, refs []string) map[string]string {
+func resolveAll(s *world, refs []string) map[string]string {
 	m := map[string]string{}
-	for _, p := range s.Projects() {
+	for _, p := range s.all() {
 		refs = append(refs, p.Name, p.ID)
 	}
 	for _, r := range refs {
 		m[r] = ""
-		if p, ok := s.Project(r); ok {
+		if p, ok := s.project(r); ok {
 			m[r] = p.ID
 		}
 	}
@@ -733,8 +721,8 @@ func hashProject(p *reducer.Project) uint64 {
 // stateText is everything observable of a state as text: every project in
 // ID order with its fingerprint, derived values and evidence, then how
 // each of refs and each project name resolves.
-func stateText(s *reducer.State, refs []string) string {
-	ps := s.Projects()
+func stateText(s *world, refs []string) string {
+	ps := s.all()
 	slices.SortFunc(ps, func(a, b *reducer.Project) int { return strings.Compare(a.ID, b.ID) })
 	var b []byte
 	for _, p := range ps {

@@ -28,11 +28,16 @@ func goList(t *testing.T, args ...string) []string {
 	return strings.Fields(string(out))
 }
 
+// pureData are the only packages outside the standard library the reducer
+// may reach: persistent collections, which do no I/O (their own imports
+// are checked with the reducer's below).
+var pureData = []string{"github.com/benbjohnson/immutable", "golang.org/x/exp/constraints"}
+
 // TestReducerImportsArePure checks the package's imports. The standard
 // library itself pulls os and time into every package that uses fmt or
 // path/filepath, so those two are checked on the direct imports only;
 // everything else must be absent from the transitive closure, and no
-// package outside the standard library may be reached at all.
+// package outside the standard library may be reached but pureData.
 func TestReducerImportsArePure(t *testing.T) {
 	direct := goList(t, "-f", `{{join .Imports " "}}`, "scv/reducer")
 	require.NotEmpty(t, direct)
@@ -50,6 +55,6 @@ func TestReducerImportsArePure(t *testing.T) {
 	}
 
 	nonStd := goList(t, "-deps", "-f", `{{if not .Standard}}{{.ImportPath}}{{end}}`, "scv/reducer")
-	assert.Equal(t, []string{"scv/reducer"}, nonStd,
-		"the reducer reaches only the standard library: no other package of the module, nothing third-party")
+	assert.ElementsMatch(t, append([]string{"scv/reducer"}, pureData...), nonStd,
+		"the reducer reaches only the standard library and pureData: no other package of the module, nothing else third-party")
 }

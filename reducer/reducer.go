@@ -3,7 +3,6 @@ package reducer
 import (
 	"fmt"
 	"path/filepath"
-	"slices"
 	"unicode"
 	"unicode/utf8"
 )
@@ -11,35 +10,34 @@ import (
 // MaxNameLen is the longest project name or task title, in characters.
 const MaxNameLen = 200
 
-// Decide returns the events that command c causes in state s, or the
-// reason it is refused. It does not change s: a refused command appends
-// nothing.
-func Decide(s *State, c Command) ([]Event, error) {
+// Decide returns the events that command c causes in project p, or the
+// reason it is refused. p is the project c names (the caller resolves
+// c.ProjectRef by ID or name), or nil when there is none; CreateProject
+// is decided with p nil. Decide does not change p: a refused command
+// appends nothing.
+func Decide(p *Project, c Command) ([]Event, error) {
+	if _, create := c.(CreateProject); !create && p == nil {
+		return nil, fmt.Errorf("%w: project %q", ErrNotFound, c.ProjectRef())
+	}
 	switch c := c.(type) {
 	case CreateProject:
-		return decideCreate(s, c)
+		return decideCreate(p, c)
 	case AddTask:
-		return withProject(s, c.Project, c.Now, func(p *Project) (Body, error) { return decideAddTask(p, c) })
+		return one(p, c.Now)(decideAddTask(p, c))
 	case UpdateTask:
-		return withProject(s, c.Project, c.Now, func(p *Project) (Body, error) { return decideUpdateTask(p, c) })
+		return one(p, c.Now)(decideUpdateTask(p, c))
 	case StartRun:
-		return withProject(s, c.Project, c.Now, func(p *Project) (Body, error) { return decideStartRun(p, c) })
+		return one(p, c.Now)(decideStartRun(p, c))
 	case ProgressRun:
-		return withProject(s, c.Project, c.Now, func(p *Project) (Body, error) {
-			if _, err := runningRun(p, c.RunID); err != nil {
-				return nil, err
-			}
-			return RunProgress{RunID: c.RunID, Progress: c.Progress}, nil
-		})
-	case FinishRun:
-		return withProject(s, c.Project, c.Now, func(p *Project) (Body, error) { return decideFinishRun(p, c) })
-	case RecordHeartbeat:
-		return withProject(s, c.Project, c.Now, func(p *Project) (Body, error) { return decideHeartbeat(p, c) })
-	case MarkStale:
-		p, ok := s.Project(c.Project)
-		if !ok {
-			return nil, fmt.Errorf("%w: project %q", ErrNotFound, c.Project)
+		if _, err := runningRun(p, c.RunID); err != nil {
+			return nil, err
 		}
+		return one(p, c.Now)(RunProgress{RunID: c.RunID, Progress: c.Progress}, nil)
+	case FinishRun:
+		return one(p, c.Now)(decideFinishRun(p, c))
+	case RecordHeartbeat:
+		return one(p, c.Now)(decideHeartbeat(p, c))
+	case MarkStale:
 		var evs []Event
 		for _, r := range StaleRuns(p, c.Now, c.Window) {
 			evs = append(evs, Event{ProjectID: p.ID, Time: c.Now, Body: RunStaleMarked{RunID: r}})
@@ -49,36 +47,21 @@ func Decide(s *State, c Command) ([]Event, error) {
 	panic(fmt.Sprintf("reducer: unknown command %T", c))
 }
 
-// StaleRuns returns the IDs of p's running runs whose last heartbeat (or
-// start, when they sent none) is more than window milliseconds before now.
-func StaleRuns(p *Project, now, window int64) []string {
-	var ids []string
-	if p.running == 0 {
-		return nil
-	}
-	for _, r := range p.runs {
-		if r.Status == RunRunning && now-max(r.LastHeartbeat, r.Started) > window {
-			ids = append(ids, r.ID)
+// one turns a decision into p's one event at now, or none when the body
+// is nil without an error (a coalesced heartbeat).
+func one(p *Project, now int64) func(Body, error) ([]Event, error) {
+	return func(b Body, err error) ([]Event, error) {
+		if err != nil || b == nil {
+			return nil, err
 		}
+		return []Event{{ProjectID: p.ID, Time: now, Body: b}}, nil
 	}
-	return ids
 }
 
-// withProject resolves the project and decides one event, or none when
-// decide returns a nil body without an error (a coalesced heartbeat).
-func withProject(s *State, ref string, now int64, decide func(*Project) (Body, error)) ([]Event, error) {
-	p, ok := s.Project(ref)
-	if !ok {
-		return nil, fmt.Errorf("%w: project %q", ErrNotFound, ref)
-	}
-	b, err := decide(p)
-	if err != nil || b == nil {
-		return nil, err
-	}
-	return []Event{{ProjectID: p.ID, Time: now, Body: b}}, nil
-}
-
-func decideCreate(s *State, c CreateProject) ([]Event, error) {
+// decideCreate checks a new project. That its name is not taken is the
+// ledger's to check: it holds every project, the reducer only the one a
+// command names. p is the project already holding c's ID, if any.
+func decideCreate(p *Project, c CreateProject) ([]Event, error) {
 	if err := ValidName("name", c.Name); err != nil {
 		return nil, err
 	}
@@ -88,10 +71,7 @@ func decideCreate(s *State, c CreateProject) ([]Event, error) {
 	if c.ProjectID == "" {
 		panic("reducer: CreateProject without an ID")
 	}
-	if _, taken := s.Project(c.Name); taken {
-		return nil, fmt.Errorf("%w: a project named %q exists", ErrConflict, c.Name)
-	}
-	if _, taken := s.Project(c.ProjectID); taken {
+	if p != nil {
 		return nil, fmt.Errorf("%w: project ID %s exists", ErrConflict, c.ProjectID)
 	}
 	return []Event{{ProjectID: c.ProjectID, Time: c.Now, Body: ProjectCreated{Name: c.Name, Workspace: c.Workspace}}}, nil
@@ -256,126 +236,112 @@ func ValidName(field, v string) error {
 	return nil
 }
 
-// Evolve applies event e to s and returns s. It changes only projects of
-// the current generation (see State), cloning sealed ones first. An event
-// that contradicts the state is a bug in Decide or a corrupt history, and
-// panics.
-func Evolve(s *State, e Event) *State {
+// Evolve returns the project that event e makes of p (nil before the
+// project's first event, ProjectCreated). p itself is not changed. An
+// event that contradicts the state is a bug in Decide or a corrupt
+// history, and panics.
+func Evolve(p *Project, e Event) *Project {
 	if c, ok := e.Body.(ProjectCreated); ok {
-		if _, dup := s.projects[e.ProjectID]; dup {
+		if p != nil {
 			panic(fmt.Sprintf("reducer: project %s created twice", e.ProjectID))
 		}
-		s.projects[e.ProjectID] = &Project{
-			ID: e.ProjectID, Name: c.Name, Workspace: c.Workspace,
-			Created: e.Time, Updated: e.Time, LastSequence: e.Sequence, ChainHead: e.Hash,
-			taskIdx: map[string]int{}, runIdx: map[string]int{}, gen: s.gen,
-		}
-		s.names[c.Name] = e.ProjectID
-		s.undo[e.ProjectID] = nil
-		return s
+		q := newProject(e.ProjectID, c.Name, c.Workspace)
+		q.Created, q.Updated, q.LastSequence, q.ChainHead = e.Time, e.Time, e.Sequence, e.Hash
+		return q
 	}
-	p := s.writable(e.ProjectID)
-	p.Updated = e.Time
-	p.LastSequence = e.Sequence
-	p.ChainHead = e.Hash
+	if p == nil || p.ID != e.ProjectID {
+		panic(fmt.Sprintf("reducer: event %d of project %s evolved into another project", e.Sequence, e.ProjectID))
+	}
+	q := *p
+	q.Updated = e.Time
+	q.LastSequence = e.Sequence
+	q.ChainHead = e.Hash
 	switch b := e.Body.(type) {
 	case TaskAdded:
 		status := TaskPending
-		if p.depsDone(b.DependsOn) {
+		if q.depsDone(b.DependsOn) {
 			status = TaskReady
 		}
-		p.taskIdx[b.TaskID] = len(p.tasks)
-		p.tasks = append(p.tasks, &Task{
-			ID: b.TaskID, Title: b.Title, Status: status, DependsOn: b.DependsOn,
-			MaxRetries: b.MaxRetries, Since: e.Sequence, gen: p.gen,
-		})
+		q.addTask(&Task{ID: b.TaskID, Title: b.Title, Status: status, DependsOn: b.DependsOn, MaxRetries: b.MaxRetries, Since: e.Sequence})
 	case TaskUpdated:
-		t := p.writableTask(b.TaskID)
-		if t.Status != b.Status {
-			t.Status, t.Since = b.Status, e.Sequence
-		}
-		if b.Progress != nil {
-			t.Progress = b.Progress
-		}
+		t := q.updateTask(b.TaskID, func(t *Task) {
+			if t.Status != b.Status {
+				t.Status, t.Since = b.Status, e.Sequence
+			}
+			if b.Progress != nil {
+				t.Progress = b.Progress
+			}
+		})
 		if t.Status == TaskDone {
-			p.unblockDependants(t.ID, e.Sequence)
+			q.unblockDependants(t.ID, e.Sequence)
 		}
 	case RunStarted:
-		t := p.writableTask(b.TaskID)
-		t.Attempts++
-		t.Status, t.Since = TaskRunning, e.Sequence
-		t.RunID = b.RunID
-		p.runIdx[b.RunID] = len(p.runs)
-		p.runs = append(p.runs, &Run{
-			ID: b.RunID, TaskID: b.TaskID, Agent: b.Agent, Status: RunRunning,
-			Attempt: t.Attempts, Started: e.Time, Updated: e.Time, gen: p.gen,
+		t := q.updateTask(b.TaskID, func(t *Task) {
+			t.Attempts++
+			t.Status, t.Since = TaskRunning, e.Sequence
+			t.RunID = b.RunID
 		})
-		p.running++
+		q.addRun(&Run{ID: b.RunID, TaskID: b.TaskID, Agent: b.Agent, Status: RunRunning,
+			Attempt: t.Attempts, Started: e.Time, Updated: e.Time})
 	case RunProgress:
-		r := p.writableRun(b.RunID)
 		progress := b.Progress
-		r.Progress = &progress
-		t := p.writableTask(r.TaskID)
-		t.Progress = &progress
-		p.beat(r, t, e.Time)
+		r := q.updateRun(b.RunID, func(r *Run) { r.Progress, r.LastHeartbeat, r.Updated = &progress, e.Time, e.Time })
+		q.updateTask(r.TaskID, func(t *Task) { t.Progress, t.LastHeartbeat = &progress, e.Time })
+		q.LastHeartbeat = e.Time
 	case RunFinished:
-		r := p.endRun(b.RunID, b.Status, e.Time)
-		t := p.writableTask(r.TaskID)
-		t.RunID = ""
-		t.Since = e.Sequence
-		switch b.Status {
-		case RunSucceeded:
-			t.Status = TaskDone
-			p.unblockDependants(t.ID, e.Sequence)
-		case RunFailed:
-			t.spendRetry(TaskReady)
-		case RunCancelled:
-			t.Status = TaskReady
-		default:
-			panic(fmt.Sprintf("reducer: run finished %s", b.Status))
+		r := q.endRun(b.RunID, b.Status, e.Time)
+		t := q.updateTask(r.TaskID, func(t *Task) {
+			t.RunID = ""
+			t.Since = e.Sequence
+			switch b.Status {
+			case RunSucceeded:
+				t.Status = TaskDone
+			case RunFailed:
+				t.spendRetry(TaskReady)
+			case RunCancelled:
+				t.Status = TaskReady
+			default:
+				panic(fmt.Sprintf("reducer: run finished %s", b.Status))
+			}
+		})
+		if t.Status == TaskDone {
+			q.unblockDependants(t.ID, e.Sequence)
 		}
 	case RunStaleMarked:
-		r := p.endRun(b.RunID, RunStale, e.Time)
-		t := p.writableTask(r.TaskID)
-		t.RunID = ""
-		t.Since = e.Sequence
-		t.spendRetry(TaskStale)
+		r := q.endRun(b.RunID, RunStale, e.Time)
+		q.updateTask(r.TaskID, func(t *Task) {
+			t.RunID = ""
+			t.Since = e.Sequence
+			t.spendRetry(TaskStale)
+		})
 	case Heartbeat:
-		var r *Run
-		var t *Task
-		if b.RunID != "" {
-			r = p.writableRun(b.RunID)
-		}
-		if b.TaskID != "" {
-			t = p.writableTask(b.TaskID)
-		}
-		p.beat(r, t, e.Time)
+		q.beat(b.RunID, b.TaskID, e.Time)
 	default:
 		panic(fmt.Sprintf("reducer: unknown event %T", e.Body))
 	}
-	return s
+	return &q
 }
 
-func (p *Project) beat(r *Run, t *Task, now int64) {
-	if r != nil {
-		r.LastHeartbeat = now
-		r.Updated = now
+// beat records a heartbeat at now of run and task (either may be "") and
+// of the project.
+func (p *Project) beat(run, task string, now int64) {
+	if run != "" {
+		p.updateRun(run, func(r *Run) { r.LastHeartbeat, r.Updated = now, now })
 	}
-	if t != nil {
-		t.LastHeartbeat = now
+	if task != "" {
+		p.updateTask(task, func(t *Task) { t.LastHeartbeat = now })
 	}
 	p.LastHeartbeat = now
 }
 
 func (p *Project) endRun(id string, to RunStatus, now int64) *Run {
-	r := p.writableRun(id)
-	if r.Status != RunRunning {
-		panic(fmt.Sprintf("reducer: run %s ends %s from %s", id, to, r.Status))
-	}
-	r.Status = to
-	r.Updated = now
-	p.running--
-	return r
+	return p.updateRun(id, func(r *Run) {
+		if r.Status != RunRunning {
+			panic(fmt.Sprintf("reducer: run %s ends %s from %s", id, to, r.Status))
+		}
+		r.Status = to
+		r.Updated = now
+	})
 }
 
 // spendRetry counts a failed attempt: the task fails for good once its
@@ -389,14 +355,13 @@ func (t *Task) spendRetry(next TaskStatus) {
 	}
 }
 
-// unblockDependants moves pending tasks whose last dependency is done to
-// ready.
+// unblockDependants moves the pending tasks whose last dependency is done
+// to ready. It looks only at done's dependants.
 func (p *Project) unblockDependants(done string, seq uint64) {
-	for _, t := range p.tasks {
-		if t.Status != TaskPending || !slices.Contains(t.DependsOn, done) || !p.depsDone(t.DependsOn) {
+	for _, i := range p.dependantsOf(done) {
+		if t := p.tasks.Get(i); t.Status != TaskPending || !p.depsDone(t.DependsOn) {
 			continue
 		}
-		w := p.writableTask(t.ID)
-		w.Status, w.Since = TaskReady, seq
+		p.updateTaskAt(i, func(t *Task) { t.Status, t.Since = TaskReady, seq })
 	}
 }

@@ -28,21 +28,22 @@ const MaxCausesNamed = 3
 // branches meet), and each note is bounded: a chain of 5,000 tasks behind
 // one failed task gives 4,999 notes of one cause each.
 func Evidence(p *Project) []string {
-	notes := []string{fmt.Sprintf("%d/%d tasks done", p.DoneCount(), len(p.tasks))}
+	tasks, runs := p.Tasks(), p.Runs()
+	notes := []string{fmt.Sprintf("%d/%d tasks done", p.DoneCount(), len(tasks))}
 	counts := map[RunStatus]int{}
 	lastRun := map[string]*Run{} // task ID -> its latest run
-	for _, r := range p.runs {
+	for _, r := range runs {
 		counts[r.Status]++
 		lastRun[r.TaskID] = r
 	}
-	if len(p.runs) > 0 {
+	if len(runs) > 0 {
 		notes = append(notes, fmt.Sprintf("%s: %d running, %d succeeded, %d failed, %d cancelled, %d stale",
-			plural(len(p.runs), "run"), counts[RunRunning], counts[RunSucceeded], counts[RunFailed], counts[RunCancelled], counts[RunStale]))
+			plural(len(runs), "run"), counts[RunRunning], counts[RunSucceeded], counts[RunFailed], counts[RunCancelled], counts[RunStale]))
 	}
 
 	var roots []*Task // the root causes, in task order
-	sets := make([]*causeSet, len(p.tasks))
-	for i, t := range p.tasks {
+	sets := make([]*causeSet, len(tasks))
+	for i, t := range tasks {
 		switch t.Status {
 		case TaskFailed, TaskBlocked, TaskStale:
 			sets[i] = singleCause(len(roots))
@@ -50,7 +51,7 @@ func Evidence(p *Project) []string {
 			notes = append(notes, fmt.Sprintf("task %s (%s) cannot progress: %s [event %d]", t.ID, t.Title, rootCause(t, lastRun[t.ID]), t.Since))
 		case TaskPending:
 			if sets[i] = p.causesOf(t, sets); sets[i] != nil {
-				notes = append(notes, fmt.Sprintf("task %s (%s) cannot progress: %s", t.ID, t.Title, p.heldBy(t, sets, roots)))
+				notes = append(notes, fmt.Sprintf("task %s (%s) cannot progress: %s", t.ID, t.Title, p.heldBy(t, tasks, sets, roots)))
 			}
 		}
 	}
@@ -92,7 +93,7 @@ func (p *Project) causesOf(t *Task, sets []*causeSet) *causeSet {
 	var first *causeSet
 	var union []uint64
 	for _, id := range t.DependsOn {
-		d, ok := p.taskIdx[id]
+		d, ok := p.taskIdx.Get(id)
 		if !ok || sets[d] == nil || sets[d] == first {
 			continue
 		}
@@ -125,16 +126,17 @@ func (p *Project) causesOf(t *Task, sets []*causeSet) *causeSet {
 
 // heldBy says which root causes hold the pending task t and through which
 // of its dependencies it waits on each.
-func (p *Project) heldBy(t *Task, sets []*causeSet, roots []*Task) string {
-	set := sets[p.taskIdx[t.ID]]
+func (p *Project) heldBy(t *Task, tasks []*Task, sets []*causeSet, roots []*Task) string {
+	i, _ := p.taskIdx.Get(t.ID)
+	set := sets[i]
 	var parts []string
 	set.members(func(i int) bool {
 		r := roots[i]
 		part := fmt.Sprintf("%s (%s), %s [event %d]", r.ID, r.Title, heldVerb(r), r.Since)
 		for _, id := range t.DependsOn {
-			if d, ok := p.taskIdx[id]; ok && sets[d] != nil && sets[d].has(i) {
+			if d, ok := p.taskIdx.Get(id); ok && sets[d] != nil && sets[d].has(i) {
 				if id != r.ID {
-					dep := p.tasks[d]
+					dep := tasks[d]
 					part += fmt.Sprintf(", through %s (%s)", dep.ID, dep.Title)
 				}
 				break

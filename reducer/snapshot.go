@@ -3,6 +3,8 @@ package reducer
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/benbjohnson/immutable"
 )
 
 // SnapshotVersion is the format of Snapshot's encoding. A change of the
@@ -59,52 +61,57 @@ func Snapshot(p *Project) ([]byte, error) {
 	s := snapshot{
 		ID: p.ID, Name: p.Name, Workspace: p.Workspace, Created: p.Created, Updated: p.Updated,
 		LastHeartbeat: p.LastHeartbeat, LastSequence: p.LastSequence, ChainHead: p.ChainHead,
-		Tasks: make([]taskSnap, len(p.tasks)), Runs: make([]runSnap, len(p.runs)),
+		Tasks: make([]taskSnap, 0, p.TaskCount()), Runs: make([]runSnap, 0, p.RunCount()),
 	}
-	for i, t := range p.tasks {
-		s.Tasks[i] = taskSnap{t.ID, t.Title, t.Status, t.DependsOn, t.Retries, t.MaxRetries, t.RunID, t.Progress, t.LastHeartbeat, t.Attempts, t.Since}
+	for _, t := range p.Tasks() {
+		s.Tasks = append(s.Tasks, taskSnap{t.ID, t.Title, t.Status, t.DependsOn, t.Retries, t.MaxRetries, t.RunID, t.Progress, t.LastHeartbeat, t.Attempts, t.Since})
 	}
-	for i, r := range p.runs {
-		s.Runs[i] = runSnap{r.ID, r.TaskID, r.Agent, r.Status, r.Attempt, r.Started, r.Updated, r.Progress, r.LastHeartbeat}
+	for _, r := range p.Runs() {
+		s.Runs = append(s.Runs, runSnap{r.ID, r.TaskID, r.Agent, r.Status, r.Attempt, r.Started, r.Updated, r.Progress, r.LastHeartbeat})
 	}
 	return json.Marshal(s)
 }
 
-// Restore adds the project a Snapshot encoded to s, as the current
-// generation's change. It fails on a project s already holds.
-func Restore(s *State, data []byte) (*Project, error) {
+// Restore decodes a project that Snapshot encoded.
+func Restore(data []byte) (*Project, error) {
 	var snap snapshot
 	if err := json.Unmarshal(data, &snap); err != nil {
 		return nil, fmt.Errorf("restore snapshot: %w", err)
 	}
-	if _, dup := s.projects[snap.ID]; dup {
-		return nil, fmt.Errorf("restore snapshot: project %s already in the state", snap.ID)
-	}
-	p := &Project{
-		ID: snap.ID, Name: snap.Name, Workspace: snap.Workspace, Created: snap.Created, Updated: snap.Updated,
-		LastHeartbeat: snap.LastHeartbeat, LastSequence: snap.LastSequence, ChainHead: snap.ChainHead,
-		taskIdx: map[string]int{}, runIdx: map[string]int{}, gen: s.gen,
-	}
-	for _, t := range snap.Tasks {
-		deps := t.DependsOn
-		if deps == nil {
-			deps = []string{}
+	p := newProject(snap.ID, snap.Name, snap.Workspace)
+	p.Created, p.Updated, p.LastHeartbeat, p.LastSequence, p.ChainHead = snap.Created, snap.Updated, snap.LastHeartbeat, snap.LastSequence, snap.ChainHead
+	tasks, taskIdx := immutable.NewListBuilder[*Task](), immutable.NewMapBuilder[string, int](nil)
+	deps := map[string][]int{}
+	var depOrder []string
+	for i, t := range snap.Tasks {
+		if t.DependsOn == nil {
+			t.DependsOn = []string{}
 		}
-		p.taskIdx[t.ID] = len(p.tasks)
-		p.tasks = append(p.tasks, &Task{ID: t.ID, Title: t.Title, Status: t.Status, DependsOn: deps, Retries: t.Retries,
-			MaxRetries: t.MaxRetries, RunID: t.RunID, Progress: t.Progress, LastHeartbeat: t.LastHeartbeat, Attempts: t.Attempts,
-			Since: t.Since, gen: s.gen})
+		tasks.Append(&Task{ID: t.ID, Title: t.Title, Status: t.Status, DependsOn: t.DependsOn, Retries: t.Retries,
+			MaxRetries: t.MaxRetries, RunID: t.RunID, Progress: t.Progress, LastHeartbeat: t.LastHeartbeat, Attempts: t.Attempts, Since: t.Since})
+		taskIdx.Set(t.ID, i)
+		p.byStatus[statusIndex(t.Status)]++
+		for _, d := range t.DependsOn {
+			if deps[d] == nil {
+				depOrder = append(depOrder, d)
+			}
+			deps[d] = append(deps[d], i)
+		}
 	}
-	for _, r := range snap.Runs {
-		p.runIdx[r.ID] = len(p.runs)
-		p.runs = append(p.runs, &Run{ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Status: r.Status, Attempt: r.Attempt,
-			Started: r.Started, Updated: r.Updated, Progress: r.Progress, LastHeartbeat: r.LastHeartbeat, gen: s.gen})
+	dependants := immutable.NewMapBuilder[string, *immutable.List[int]](nil)
+	for _, d := range depOrder {
+		dependants.Set(d, immutable.NewList(deps[d]...))
+	}
+	runs, runIdx, running := immutable.NewListBuilder[*Run](), immutable.NewMapBuilder[string, int](nil), immutable.NewMapBuilder[string, int](nil)
+	for i, r := range snap.Runs {
+		runs.Append(&Run{ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Status: r.Status, Attempt: r.Attempt,
+			Started: r.Started, Updated: r.Updated, Progress: r.Progress, LastHeartbeat: r.LastHeartbeat})
+		runIdx.Set(r.ID, i)
 		if r.Status == RunRunning {
-			p.running++
+			running.Set(r.ID, i)
 		}
 	}
-	s.projects[p.ID] = p
-	s.names[p.Name] = p.ID
-	s.undo[p.ID] = nil
+	p.tasks, p.taskIdx, p.dependants = tasks.List(), taskIdx.Map(), dependants.Map()
+	p.runs, p.runIdx, p.running = runs.List(), runIdx.Map(), running.Map()
 	return p, nil
 }

@@ -17,39 +17,34 @@ import (
 func TestSnapshotPlusTailEqualsFullHistory(t *testing.T) {
 	for seed := range uint64(30) {
 		events := randomHistory(t, seed, 120)
-		full := reducer.NewState()
-		for _, e := range events {
-			reducer.Evolve(full, e)
-		}
+		full := fold(t, events, 0)
 		want := snapshotOf(t, full)
-		again := reducer.NewState()
-		for _, e := range events {
-			reducer.Evolve(again, e)
-		}
-		require.Equal(t, want, snapshotOf(t, again), "seed %d: two replays differ", seed)
+		require.Equal(t, want, snapshotOf(t, fold(t, events, 0)), "seed %d: two replays differ", seed)
 
-		prefix := reducer.NewState()
+		var prefix *reducer.Project
 		for k, e := range events {
-			reducer.Evolve(prefix, e)
-			snap := snapshotOf(t, prefix)
-			restored := reducer.NewState()
-			_, err := reducer.Restore(restored, snap)
+			prefix = reducer.Evolve(prefix, e)
+			snap, err := reducer.Snapshot(prefix)
+			require.NoError(t, err)
+			restored, err := reducer.Restore(snap)
 			require.NoError(t, err)
 			for _, tail := range events[k+1:] {
-				reducer.Evolve(restored, tail)
+				restored = reducer.Evolve(restored, tail)
 			}
-			assert.Equal(t, string(want), string(snapshotOf(t, restored)), "seed %d, snapshot after event %d", seed, k+1)
-			p, _ := restored.Project(projID)
-			q, _ := full.Project(projID)
-			assert.Equal(t, q.Phase(), p.Phase())
-			assert.Equal(t, q.Status(), p.Status())
+			got, err := reducer.Snapshot(restored)
+			require.NoError(t, err)
+			assert.Equal(t, string(want), string(got), "seed %d, snapshot after event %d", seed, k+1)
+			q, _ := full.project(projID)
+			assert.Equal(t, q.Phase(), restored.Phase())
+			assert.Equal(t, q.Status(), restored.Status())
+			assert.Equal(t, dumpProject(q), dumpProject(restored))
 		}
 	}
 }
 
-func snapshotOf(t *testing.T, s *reducer.State) []byte {
+func snapshotOf(t *testing.T, s *world) []byte {
 	t.Helper()
-	p, ok := s.Project(projID)
+	p, ok := s.project(projID)
 	require.True(t, ok)
 	b, err := reducer.Snapshot(p)
 	require.NoError(t, err)
@@ -98,7 +93,7 @@ func randomHistory(t *testing.T, seed uint64, n int) []reducer.Event {
 			c = reducer.UpdateTask{Project: projID, TaskID: pick(tasks), Status: []reducer.TaskStatus{reducer.TaskBlocked, reducer.TaskReady, reducer.TaskDone, reducer.TaskFailed}[r.IntN(4)]}
 		}
 		c = withNow(c, l.now)
-		evs, err := reducer.Decide(l.s, c)
+		evs, err := l.s.decide(c)
 		if err != nil {
 			continue
 		}

@@ -53,7 +53,7 @@ func TestStaleRuns(t *testing.T) {
 			p := l.project()
 			assert.Equal(t, tc.want, reducer.StaleRuns(p, tc.now, tc.window))
 
-			evs, err := reducer.Decide(l.s, reducer.MarkStale{Project: projName, Window: tc.window, Now: tc.now})
+			evs, err := l.s.decide(reducer.MarkStale{Project: projName, Window: tc.window, Now: tc.now})
 			require.NoError(t, err)
 			var marked []string
 			for _, e := range evs {

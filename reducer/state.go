@@ -2,101 +2,21 @@ package reducer
 
 import (
 	"fmt"
-	"maps"
 	"slices"
+
+	"github.com/benbjohnson/immutable"
 )
 
-// State is the reducer's state of every project of one ledger instance.
+// Project is the derived state of one project. A *Project is immutable:
+// Evolve returns a new one and never changes the one it was given, so a
+// project may be read from any goroutine while the writer goes on.
 //
-// State is copy-on-write by generation: a *Project handed out by Project
-// or Seal belongs to a sealed generation and is never modified again, so it
-// may be read from any goroutine while Evolve goes on with the next
-// generation. Evolve clones a project (and each task or run it changes) at
-// most once per generation. A State itself is used by one goroutine.
-type State struct {
-	projects map[string]*Project
-	names    map[string]string // name -> project ID
-	gen      uint64
-	// undo holds, for each project changed in the current generation, the
-	// pointer it had when the generation began (nil for a new project).
-	undo map[string]*Project
-}
-
-// NewState returns an empty state.
-func NewState() *State {
-	return &State{
-		projects: map[string]*Project{},
-		names:    map[string]string{},
-		gen:      1,
-		undo:     map[string]*Project{},
-	}
-}
-
-// Project resolves ref as a project ID, then as a name.
-func (s *State) Project(ref string) (*Project, bool) {
-	if p, ok := s.projects[ref]; ok {
-		return p, true
-	}
-	if id, ok := s.names[ref]; ok {
-		return s.projects[id], true
-	}
-	return nil, false
-}
-
-// Projects returns every project, in no particular order.
-func (s *State) Projects() []*Project {
-	return slices.Collect(maps.Values(s.projects))
-}
-
-// Seal ends the current generation and returns the projects it changed.
-// From then on they are immutable.
-func (s *State) Seal() []*Project {
-	changed := make([]*Project, 0, len(s.undo))
-	for id := range s.undo {
-		changed = append(changed, s.projects[id])
-	}
-	clear(s.undo)
-	s.gen++
-	return changed
-}
-
-// Rollback discards every change of the current generation.
-func (s *State) Rollback() {
-	for id, old := range s.undo {
-		if old == nil {
-			delete(s.names, s.projects[id].Name)
-			delete(s.projects, id)
-		} else {
-			s.projects[id] = old
-		}
-	}
-	clear(s.undo)
-	s.gen++
-}
-
-// writable returns project id, cloned into the current generation.
-func (s *State) writable(id string) *Project {
-	p, ok := s.projects[id]
-	if !ok {
-		panic(fmt.Sprintf("reducer: event for unknown project %s", id))
-	}
-	if p.gen == s.gen {
-		return p
-	}
-	if _, seen := s.undo[id]; !seen {
-		s.undo[id] = p
-	}
-	c := *p
-	c.gen = s.gen
-	c.tasks = slices.Clone(p.tasks)
-	c.runs = slices.Clone(p.runs)
-	c.taskIdx = maps.Clone(p.taskIdx)
-	c.runIdx = maps.Clone(p.runIdx)
-	s.projects[id] = &c
-	return &c
-}
-
-// Project is the derived state of one project.
+// Its tasks and runs live in persistent collections (a vector for their
+// order, a hash map for lookup by ID), which Evolve updates by copying
+// only the path to what changed: one event costs O(log n) in the
+// project's tasks and runs, never a copy of them all. The counts a reply
+// carries (tasks by status, running runs) are kept as events arrive, not
+// recounted.
 type Project struct {
 	ID            string
 	Name          string
@@ -107,15 +27,17 @@ type Project struct {
 	LastSequence  uint64
 	ChainHead     []byte // Hash of the newest event
 
-	tasks   []*Task
-	taskIdx map[string]int
-	runs    []*Run
-	runIdx  map[string]int
-	running int // runs in RunRunning
-	gen     uint64
+	tasks      *immutable.List[*Task]
+	taskIdx    *immutable.Map[string, int]
+	dependants *immutable.Map[string, *immutable.List[int]] // task ID -> indices of the tasks that depend on it
+	runs       *immutable.List[*Run]
+	runIdx     *immutable.Map[string, int]
+	running    *immutable.Map[string, int] // run ID -> index, for the runs in RunRunning
+	byStatus   [numTaskStatuses]int         // tasks in each status, indexed by statusIndex
 }
 
-// Task is the derived state of one task.
+// Task is the derived state of one task. Like a Project, it is never
+// changed once a project holds it.
 type Task struct {
 	ID            string
 	Title         string
@@ -128,10 +50,10 @@ type Task struct {
 	LastHeartbeat int64  // 0 when none
 	Attempts      uint32 // runs started
 	Since         uint64 // the sequence of the event that set Status
-	gen           uint64
 }
 
-// Run is the derived state of one run.
+// Run is the derived state of one run, never changed once a project holds
+// it.
 type Run struct {
 	ID            string
 	TaskID        string
@@ -142,64 +64,81 @@ type Run struct {
 	Updated       int64
 	Progress      *string
 	LastHeartbeat int64 // 0 when none
-	gen           uint64
 }
 
-// Tasks returns the project's tasks in the order they were added.
-func (p *Project) Tasks() []*Task { return p.tasks }
+// newProject is a project with no tasks or runs.
+func newProject(id, name, workspace string) *Project {
+	return &Project{
+		ID: id, Name: name, Workspace: workspace,
+		tasks:      immutable.NewList[*Task](),
+		taskIdx:    immutable.NewMap[string, int](nil),
+		dependants: immutable.NewMap[string, *immutable.List[int]](nil),
+		runs:       immutable.NewList[*Run](),
+		runIdx:     immutable.NewMap[string, int](nil),
+		running:    immutable.NewMap[string, int](nil),
+	}
+}
 
-// Runs returns the project's runs in the order they started.
-func (p *Project) Runs() []*Run { return p.runs }
+// TaskCount is the number of tasks.
+func (p *Project) TaskCount() int { return p.tasks.Len() }
+
+// RunCount is the number of runs.
+func (p *Project) RunCount() int { return p.runs.Len() }
+
+// RunningCount is the number of runs in RunRunning.
+func (p *Project) RunningCount() int { return p.running.Len() }
+
+// CountOf is the number of tasks in status s.
+func (p *Project) CountOf(s TaskStatus) int { return p.byStatus[statusIndex(s)] }
+
+// DoneCount is the number of tasks in TaskDone.
+func (p *Project) DoneCount() int { return p.CountOf(TaskDone) }
+
+// Tasks returns the project's tasks in the order they were added. It
+// copies them out, O(n): for the replies that list them all.
+func (p *Project) Tasks() []*Task { return listOf(p.tasks) }
+
+// Runs returns the project's runs in the order they started, O(n).
+func (p *Project) Runs() []*Run { return listOf(p.runs) }
+
+func listOf[T any](l *immutable.List[T]) []T {
+	out := make([]T, 0, l.Len())
+	for it := l.Iterator(); !it.Done(); {
+		_, v := it.Next()
+		out = append(out, v)
+	}
+	return out
+}
 
 // Task returns the task with the given ID.
 func (p *Project) Task(id string) (*Task, bool) {
-	i, ok := p.taskIdx[id]
+	i, ok := p.taskIdx.Get(id)
 	if !ok {
 		return nil, false
 	}
-	return p.tasks[i], true
+	return p.tasks.Get(i), true
 }
 
 // Run returns the run with the given ID.
 func (p *Project) Run(id string) (*Run, bool) {
-	i, ok := p.runIdx[id]
+	i, ok := p.runIdx.Get(id)
 	if !ok {
 		return nil, false
 	}
-	return p.runs[i], true
-}
-
-// DoneCount is the number of tasks in TaskDone.
-func (p *Project) DoneCount() int {
-	n := 0
-	for _, t := range p.tasks {
-		if t.Status == TaskDone {
-			n++
-		}
-	}
-	return n
+	return p.runs.Get(i), true
 }
 
 // Status derives the project status; the first rule that matches wins.
 func (p *Project) Status() ProjectStatus {
-	if len(p.tasks) == 0 {
-		return ProjectActive
-	}
-	done, movable := 0, 0
-	for _, t := range p.tasks {
-		switch t.Status {
-		case TaskFailed:
-			return ProjectFailed
-		case TaskDone:
-			done++
-		case TaskReady, TaskRunning, TaskStale:
-			movable++
-		}
-	}
+	n := p.TaskCount()
 	switch {
-	case done == len(p.tasks):
+	case n == 0:
+		return ProjectActive
+	case p.CountOf(TaskFailed) > 0:
+		return ProjectFailed
+	case p.DoneCount() == n:
 		return ProjectCompleted
-	case movable == 0:
+	case p.CountOf(TaskReady)+p.CountOf(TaskRunning)+p.CountOf(TaskStale) == 0:
 		return ProjectBlocked
 	}
 	return ProjectActive
@@ -211,49 +150,41 @@ func (p *Project) Status() ProjectStatus {
 // else verification.
 func (p *Project) Phase() Phase {
 	switch {
-	case len(p.tasks) == 0:
+	case p.TaskCount() == 0:
 		return PhaseDiscovery
-	case p.DoneCount() == len(p.tasks):
+	case p.DoneCount() == p.TaskCount():
 		return PhaseStaging
-	case p.running > 0:
+	case p.RunningCount() > 0:
 		return PhaseImplementation
-	case len(p.runs) == 0:
+	case p.RunCount() == 0:
 		return PhasePlanning
 	}
 	return PhaseVerification
 }
 
-func (p *Project) writableTask(id string) *Task {
-	i, ok := p.taskIdx[id]
-	if !ok {
-		panic(fmt.Sprintf("reducer: event for unknown task %s", id))
+// StaleRuns returns the IDs of p's running runs whose last heartbeat (or
+// start, when they sent none) is more than window milliseconds before now,
+// in the order the runs started. It looks only at running runs.
+func StaleRuns(p *Project, now, window int64) []string {
+	var idx []int
+	for it := p.running.Iterator(); !it.Done(); {
+		_, i, _ := it.Next()
+		if r := p.runs.Get(i); now-max(r.LastHeartbeat, r.Started) > window {
+			idx = append(idx, i)
+		}
 	}
-	t := p.tasks[i]
-	if t.gen != p.gen {
-		c := *t
-		c.gen = p.gen
-		t = &c
-		p.tasks[i] = t
+	if len(idx) == 0 {
+		return nil
 	}
-	return t
+	slices.Sort(idx)
+	ids := make([]string, len(idx))
+	for k, i := range idx {
+		ids[k] = p.runs.Get(i).ID
+	}
+	return ids
 }
 
-func (p *Project) writableRun(id string) *Run {
-	i, ok := p.runIdx[id]
-	if !ok {
-		panic(fmt.Sprintf("reducer: event for unknown run %s", id))
-	}
-	r := p.runs[i]
-	if r.gen != p.gen {
-		c := *r
-		c.gen = p.gen
-		r = &c
-		p.runs[i] = r
-	}
-	return r
-}
-
-// depsDone reports whether every dependency of t is done.
+// depsDone reports whether every dependency is done.
 func (p *Project) depsDone(deps []string) bool {
 	for _, d := range deps {
 		if t, ok := p.Task(d); !ok || t.Status != TaskDone {
@@ -261,4 +192,104 @@ func (p *Project) depsDone(deps []string) bool {
 		}
 	}
 	return true
+}
+
+// The writers below change p in place: Evolve calls them only on its own
+// copy of a project, whose collections are persistent (each Set or Append
+// returns a new version and leaves the one the old project holds alone).
+
+// addTask appends t.
+func (p *Project) addTask(t *Task) {
+	i := p.tasks.Len()
+	p.tasks = p.tasks.Append(t)
+	p.taskIdx = p.taskIdx.Set(t.ID, i)
+	p.byStatus[statusIndex(t.Status)]++
+	for _, d := range t.DependsOn {
+		l, ok := p.dependants.Get(d)
+		if !ok {
+			l = immutable.NewList[int]()
+		}
+		p.dependants = p.dependants.Set(d, l.Append(i))
+	}
+}
+
+// updateTask replaces task id by a copy that change has changed, and
+// keeps the status counts.
+func (p *Project) updateTask(id string, change func(t *Task)) *Task {
+	i, ok := p.taskIdx.Get(id)
+	if !ok {
+		panic(fmt.Sprintf("reducer: event for unknown task %s", id))
+	}
+	return p.updateTaskAt(i, change)
+}
+
+func (p *Project) updateTaskAt(i int, change func(t *Task)) *Task {
+	old := p.tasks.Get(i)
+	t := *old
+	change(&t)
+	p.tasks = p.tasks.Set(i, &t)
+	if t.Status != old.Status {
+		p.byStatus[statusIndex(old.Status)]--
+		p.byStatus[statusIndex(t.Status)]++
+	}
+	return &t
+}
+
+// addRun appends r, which is running.
+func (p *Project) addRun(r *Run) {
+	i := p.runs.Len()
+	p.runs = p.runs.Append(r)
+	p.runIdx = p.runIdx.Set(r.ID, i)
+	p.running = p.running.Set(r.ID, i)
+}
+
+// updateRun replaces run id by a copy that change has changed, and keeps
+// the set of running runs.
+func (p *Project) updateRun(id string, change func(r *Run)) *Run {
+	i, ok := p.runIdx.Get(id)
+	if !ok {
+		panic(fmt.Sprintf("reducer: event for unknown run %s", id))
+	}
+	old := p.runs.Get(i)
+	r := *old
+	change(&r)
+	p.runs = p.runs.Set(i, &r)
+	if old.Status == RunRunning && r.Status != RunRunning {
+		p.running = p.running.Delete(r.ID)
+	}
+	return &r
+}
+
+// dependantsOf returns the indices of the tasks that depend on id, in the
+// order they were added.
+func (p *Project) dependantsOf(id string) []int {
+	l, ok := p.dependants.Get(id)
+	if !ok {
+		return nil
+	}
+	return listOf(l)
+}
+
+// numTaskStatuses is the number of task statuses (taskStatuses).
+const numTaskStatuses = 7
+
+// statusIndex is s's index in taskStatuses.
+func statusIndex(s TaskStatus) int {
+	switch s {
+	case TaskPending:
+		return 0
+	case TaskReady:
+		return 1
+	case TaskRunning:
+		return 2
+	case TaskBlocked:
+		return 3
+	case TaskDone:
+		return 4
+	case TaskFailed:
+		return 5
+	case TaskStale:
+		return 6
+	}
+	panic(fmt.Sprintf("reducer: unknown task status %q", s))
 }

@@ -19,7 +19,7 @@ type transitionCase struct {
 	wantErr error          // the refusal; nil when cmd is accepted
 	want    string         // render of the base project after the events, when accepted
 	events  []reducer.Body // the bodies Decide returns, when set
-	check   func(t *testing.T, s *reducer.State)
+	check   func(t *testing.T, s *world)
 	skip    string // a finding that needs a decision; see the report
 }
 
@@ -45,18 +45,18 @@ func addTitled(title string) reducer.AddTask {
 }
 
 // projectNamed checks that project P2 exists under exactly name.
-func projectNamed(name string) func(t *testing.T, s *reducer.State) {
-	return func(t *testing.T, s *reducer.State) {
-		p, ok := s.Project("P2")
+func projectNamed(name string) func(t *testing.T, s *world) {
+	return func(t *testing.T, s *world) {
+		p, ok := s.project("P2")
 		require.True(t, ok)
 		assert.Equal(t, name, p.Name)
 	}
 }
 
 // taskTitled checks that task t of the base project has exactly title.
-func taskTitled(title string) func(t *testing.T, s *reducer.State) {
-	return func(t *testing.T, s *reducer.State) {
-		p, _ := s.Project(projID)
+func taskTitled(title string) func(t *testing.T, s *world) {
+	return func(t *testing.T, s *world) {
+		p, _ := s.project(projID)
 		tk, ok := p.Task("t")
 		require.True(t, ok)
 		assert.Equal(t, title, tk.Title)
@@ -64,9 +64,9 @@ func taskTitled(title string) func(t *testing.T, s *reducer.State) {
 }
 
 // taskProgress checks the progress text of task id.
-func taskProgress(id, want string) func(t *testing.T, s *reducer.State) {
-	return func(t *testing.T, s *reducer.State) {
-		p, _ := s.Project(projID)
+func taskProgress(id, want string) func(t *testing.T, s *world) {
+	return func(t *testing.T, s *world) {
+		p, _ := s.project(projID)
 		tk, ok := p.Task(id)
 		require.True(t, ok)
 		require.NotNil(t, tk.Progress)
@@ -76,9 +76,9 @@ func taskProgress(id, want string) func(t *testing.T, s *reducer.State) {
 
 // heartbeats checks LastHeartbeat of the base project, task "a" and run
 // "r1" (0 where none is expected), and the run's Updated.
-func heartbeats(project, task, run, runUpdated int64) func(t *testing.T, s *reducer.State) {
-	return func(t *testing.T, s *reducer.State) {
-		p, _ := s.Project(projID)
+func heartbeats(project, task, run, runUpdated int64) func(t *testing.T, s *world) {
+	return func(t *testing.T, s *world) {
+		p, _ := s.project(projID)
 		assert.Equal(t, project, p.LastHeartbeat, "project LastHeartbeat")
 		tk, ok := p.Task("a")
 		require.True(t, ok)
@@ -114,8 +114,8 @@ func transitionCases() []transitionCase {
 			cmd: add("c", 0, "a", "b"), want: "a:done b:ready c:pending"},
 		{name: "add/dependency failed: pending", setup: cmds(add("a", 0), upd("a", failed)), cmd: add("b", 0, "a"), want: "a:failed b:pending"},
 		{name: "add/project referred to by ID", cmd: reducer.AddTask{Project: projID, TaskID: "a", Title: "x"}, want: "a:ready"},
-		{name: "add/max_retries is recorded", cmd: add("a", 7), want: "a:ready", check: func(t *testing.T, s *reducer.State) {
-			p, _ := s.Project(projID)
+		{name: "add/max_retries is recorded", cmd: add("a", 7), want: "a:ready", check: func(t *testing.T, s *world) {
+			p, _ := s.project(projID)
 			tk, _ := p.Task("a")
 			assert.Equal(t, uint32(7), tk.MaxRetries)
 			assert.Zero(t, tk.Retries)
@@ -152,8 +152,8 @@ func transitionCases() []transitionCase {
 		// Run start.
 		{name: "start/from ready: running, attempt 1", setup: taskIn(ready), cmd: start("a", "r1"), want: "a:running@r1 | r1:running#1",
 			events: []reducer.Body{reducer.RunStarted{RunID: "r1", TaskID: "a", Agent: "agent"}},
-			check: func(t *testing.T, s *reducer.State) {
-				p, _ := s.Project(projID)
+			check: func(t *testing.T, s *world) {
+				p, _ := s.project(projID)
 				r, ok := p.Run("r1")
 				require.True(t, ok)
 				assert.Equal(t, "agent", r.Agent)
@@ -187,8 +187,8 @@ func transitionCases() []transitionCase {
 		// Run finished.
 		{name: "finish/succeeded: done", setup: taskIn(running), cmd: finish("r1", succeeded), want: "a:done | r1:succeeded#1",
 			events: []reducer.Body{reducer.RunFinished{RunID: "r1", Status: succeeded}},
-			check: func(t *testing.T, s *reducer.State) {
-				p, _ := s.Project(projID)
+			check: func(t *testing.T, s *world) {
+				p, _ := s.project(projID)
 				r, _ := p.Run("r1")
 				assert.Equal(t, cmdNow, r.Updated)
 				assert.Equal(t, r1Started, r.Started)
@@ -225,8 +225,8 @@ func transitionCases() []transitionCase {
 			cmd: markStale(), want: "a:failed/1 | r1:stale#1", events: []reducer.Body{reducer.RunStaleMarked{RunID: "r1"}}},
 		{name: "stale/max_retries 1: task stale", setup: cmds(add("a", 1), start("a", "r1")),
 			cmd: markStale(), want: "a:stale/1 | r1:stale#1",
-			check: func(t *testing.T, s *reducer.State) {
-				p, _ := s.Project(projID)
+			check: func(t *testing.T, s *world) {
+				p, _ := s.project(projID)
 				r, _ := p.Run("r1")
 				assert.Equal(t, cmdNow, r.Updated)
 			}},
@@ -347,10 +347,10 @@ func transitionCases() []transitionCase {
 		// Progress and heartbeats.
 		{name: "progress/updates run and task, and counts as a heartbeat", setup: taskIn(running), cmd: progress("r1", "half way"),
 			want: "a:running@r1 | r1:running#1", events: []reducer.Body{reducer.RunProgress{RunID: "r1", Progress: "half way"}},
-			check: func(t *testing.T, s *reducer.State) {
+			check: func(t *testing.T, s *world) {
 				heartbeats(cmdNow, cmdNow, cmdNow, cmdNow)(t, s)
 				taskProgress("a", "half way")(t, s)
-				p, _ := s.Project(projID)
+				p, _ := s.project(projID)
 				r, _ := p.Run("r1")
 				require.NotNil(t, r.Progress)
 				assert.Equal(t, "half way", *r.Progress)
@@ -371,8 +371,8 @@ func transitionCases() []transitionCase {
 			want: "a:running@r1 | r1:running#1", events: []reducer.Body{reducer.Heartbeat{}},
 			check: heartbeats(cmdNow, 0, 0, r1Started)},
 		{name: "heartbeat/task only on a ready task", setup: taskIn(ready), cmd: beat("a", ""), want: "a:ready",
-			check: func(t *testing.T, s *reducer.State) {
-				p, _ := s.Project(projID)
+			check: func(t *testing.T, s *world) {
+				p, _ := s.project(projID)
 				tk, _ := p.Task("a")
 				assert.Equal(t, cmdNow, tk.LastHeartbeat)
 				assert.Equal(t, cmdNow, p.LastHeartbeat)
@@ -388,10 +388,10 @@ func transitionCases() []transitionCase {
 		// Projects.
 		{name: "project/created, found by ID and by name", cmd: createNamed("other"),
 			events: []reducer.Body{reducer.ProjectCreated{Name: "other", Workspace: "/work/other"}},
-			check: func(t *testing.T, s *reducer.State) {
-				byID, ok := s.Project("P2")
+			check: func(t *testing.T, s *world) {
+				byID, ok := s.project("P2")
 				require.True(t, ok)
-				byName, ok := s.Project("other")
+				byName, ok := s.project("other")
 				require.True(t, ok)
 				assert.Same(t, byID, byName)
 				assert.Equal(t, "/work/other", byID.Workspace)
@@ -453,7 +453,7 @@ func TestTransitions(t *testing.T) {
 
 			before, ptrs := dumpState(l.s), pointers(l.s)
 			cmd := withNow(tc.cmd, cmdNow)
-			evs, err := reducer.Decide(l.s, cmd)
+			evs, err := l.s.decide(cmd)
 			assert.Equal(t, before, dumpState(l.s), "Decide changed the state")
 			assert.Equal(t, ptrs, pointers(l.s), "Decide replaced a project")
 
@@ -476,7 +476,7 @@ func TestTransitions(t *testing.T) {
 			}
 			l.evolve(evs...)
 			for _, e := range evs {
-				p, ok := l.s.Project(e.ProjectID)
+				p, ok := l.s.project(e.ProjectID)
 				require.True(t, ok, "event for unknown project %s", e.ProjectID)
 				assert.Equal(t, cmdNow, p.Updated)
 				assert.Equal(t, l.seq, p.LastSequence)

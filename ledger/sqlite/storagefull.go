@@ -1,4 +1,4 @@
-package ledger
+package sqlite
 
 import (
 	"errors"
@@ -9,13 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
-)
 
-// ErrStorageFull: the database had no room for the write, because the
-// disk is full or the process reached its file size limit. Nothing of the
-// command was kept, and writes succeed again, without a restart, once
-// there is room. It wraps ErrStorage.
-var ErrStorageFull = fmt.Errorf("%w: the disk is full", ErrStorage)
+	"scv/ledger/driver"
+)
 
 // roomMargin is how close to the end of the room a file or the disk must
 // be for an I/O error to count as having run out of it: more than the
@@ -23,14 +19,17 @@ var ErrStorageFull = fmt.Errorf("%w: the disk is full", ErrStorage)
 // plus its header).
 const roomMargin = 128 << 10
 
-// storageError wraps err, the error of a failed write transaction, as
-// ErrStorageFull when the database had no room for the write, else as
-// ErrStorage.
-func (l *Ledger) storageError(err error) error {
-	if why, full := noRoom(l.path, err); full {
-		return fmt.Errorf("%w, nothing of the request was kept (%s): %v", ErrStorageFull, why, err)
+// storageError wraps err, an error of the database at path, as
+// driver.ErrStorageFull when the database had no room for a write, else
+// as driver.ErrStorage; nil stays nil.
+func storageError(path string, err error) error {
+	if err == nil {
+		return nil
 	}
-	return fmt.Errorf("%w: %v", ErrStorage, err)
+	if why, full := noRoom(path, err); full {
+		return fmt.Errorf("%w, nothing of the request was kept (%s): %v", driver.ErrStorageFull, why, err)
+	}
+	return fmt.Errorf("%w: %v", driver.ErrStorage, err)
 }
 
 // noRoom reports whether err is SQLite failing to write the database at

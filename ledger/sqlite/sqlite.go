@@ -1,4 +1,27 @@
-package ledger
+// Package sqlite is the ledger's SQLite driver (modernc.org/sqlite, pure
+// Go): the embedded default, one database file per daemon. It implements
+// driver.Driver for the project ledger and local.Store for the machine's
+// own state, both in the same file, and keeps every line of SQL they run.
+//
+// # Opening
+//
+// Open creates the file (and its folder, 0700) if needed, migrates it to
+// the newest schema under an exclusive flock, and opens two pools: one
+// writer connection, whose transactions begin IMMEDIATE (the write lock
+// is held before anything is read, so writes queue in the ledger instead
+// of contending on SQLITE_BUSY), and up to eight read-only readers, which
+// in WAL mode see the last committed transaction and never wait for the
+// writer. Every connection runs with synchronous=FULL: COMMIT returns once
+// the WAL is on disk. OpenReadOnly opens a file as it is, for the
+// auditor's tools, creating and migrating nothing.
+//
+// # Errors
+//
+// Every failure is returned wrapping driver.ErrStorage; a write that ran
+// out of room (a full disk, or the process's file size limit) wraps
+// driver.ErrStorageFull. Open and CheckFile refuse a file they cannot use
+// with ErrNotWritable or ErrCorrupt, leaving it as it is.
+package sqlite
 
 import (
 	"context"
@@ -32,10 +55,9 @@ var pragmas = []string{
 	"foreign_keys(ON)",
 }
 
-// DSN builds the modernc.org/sqlite data source name the ledger opens path
-// with: its pragmas, and, for the writer, IMMEDIATE transactions, so that
-// the writer takes the lock before it reads the tail. Exported for the
-// benchmark's raw baseline, which must run with exactly these settings.
+// DSN builds the modernc.org/sqlite data source name the driver opens
+// path with: its pragmas, and, for the writer, IMMEDIATE transactions, so
+// that the writer takes the lock before it reads the tail.
 func DSN(path string, readOnly bool) string {
 	q := url.Values{}
 	for _, p := range pragmas {
@@ -141,7 +163,7 @@ func Migrate(ctx context.Context, db *sqlx.DB) error {
 
 // NewMigrator returns a goose Provider over the embedded migrations.
 func NewMigrator(db *sqlx.DB) (*goose.Provider, error) {
-	p, err := goose.NewProvider(goose.DialectSQLite3, db.DB, migrations.FS)
+	p, err := goose.NewProvider(goose.DialectSQLite3, db.DB, migrations.SQLite)
 	if err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
 	}

@@ -1,0 +1,137 @@
+// Package local is the machine's own state, kept apart from the project
+// ledger: the delegation registry (processes of this machine, named by PID
+// and boot), the channel accounts (this machine's chats) and the question
+// log. In fleet mode the project ledger is shared by daemons on many
+// machines while this state stays on the one it belongs to; with SQLite
+// both live in the one database file.
+//
+// Store is what the daemon's services need of it; scv/ledger/sqlite
+// implements it.
+package local
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrConflict: the record is there already (a delegation handle
+// registered twice).
+var ErrConflict = errors.New("conflict")
+
+// ErrInvalid: the record is refused as it is (data that is not JSON).
+var ErrInvalid = errors.New("invalid record")
+
+// Store keeps the machine's own state. Every method is one transaction:
+// all of it is kept or none. Failures wrap driver.ErrStorage.
+type Store interface {
+	Delegations
+	Channels
+	Questions
+}
+
+// Delegations is the delegation registry.
+type Delegations interface {
+	// PutDelegation registers d; a handle already registered is refused
+	// with ErrConflict.
+	PutDelegation(ctx context.Context, d Delegation) error
+	// DeleteDelegation removes handle and reports whether it was there.
+	DeleteDelegation(ctx context.Context, handle string) (bool, error)
+	// Delegations lists the registry, oldest first.
+	Delegations(ctx context.Context) ([]Delegation, error)
+}
+
+// Channels is the channel account settings.
+type Channels interface {
+	// ReplaceChannelAccounts deletes the accounts del names ({channel,
+	// account}; one that is not there is no error) and puts every account
+	// of put (inserting it or replacing every column of the row with the
+	// same channel and account). Credentials or state that are not JSON
+	// are refused with ErrInvalid.
+	ReplaceChannelAccounts(ctx context.Context, put []ChannelAccount, del [][2]string) error
+	// DeleteChannelAccount removes one account and reports whether it was
+	// there.
+	DeleteChannelAccount(ctx context.Context, channel, account string) (bool, error)
+	// ChannelAccounts lists every account, ordered by channel and account.
+	ChannelAccounts(ctx context.Context) ([]ChannelAccount, error)
+}
+
+// Questions is the append-only question log.
+type Questions interface {
+	// AppendConfirm appends recs in order and returns them with Seq set.
+	// A record whose Data is not JSON is refused with ErrInvalid and
+	// nothing is appended.
+	AppendConfirm(ctx context.Context, recs ...ConfirmRecord) ([]ConfirmRecord, error)
+	// ConfirmLog reads the log after seq after, in order.
+	ConfirmLog(ctx context.Context, after uint64) ([]ConfirmRecord, error)
+}
+
+// Delegation is one row of the delegation registry: an agent command an
+// `scv delegate` process (the owner) started and registered. It is the
+// daemon's operational state, kept so that a restarted daemon still knows
+// what runs; it is not project history and has no events.
+type Delegation struct {
+	Handle  string `db:"handle"`
+	Agent   string `db:"agent"`
+	Session string `db:"session"`
+	Depth   uint32 `db:"depth"`
+	// Parent is the SCV_PARENT chain the command was started with, the
+	// handle itself last.
+	Parent string `db:"parent"`
+	// The command's process (and process group) and its owner, each named
+	// by PID and start time (clock ticks since boot) within BootID.
+	PID        int    `db:"pid"`
+	PIDStart   uint64 `db:"pid_start"`
+	OwnerPID   int    `db:"owner_pid"`
+	OwnerStart uint64 `db:"owner_start"`
+	BootID     string `db:"boot_id"`
+	Cwd        string `db:"cwd"`
+	// Started is when the daemon registered it, in Unix milliseconds.
+	Started int64 `db:"started_unix_ms"`
+	// Chat is the chat that started its work (`<channel>:<account>`), or
+	// "".
+	Chat string `db:"chat"`
+}
+
+// ChannelAccount is one row of the channel account settings: the daemon's
+// configuration of one chat account, changed in place by channel_set,
+// channel_logout and reload. It is operational state, not project
+// history, and has no events. The store keeps what it is given; what the
+// values mean (and which are valid) is the channel manager's business
+// (package control/channels).
+type ChannelAccount struct {
+	Channel     string `db:"channel"`
+	Account     string `db:"account"`
+	Enabled     bool   `db:"enabled"`
+	Workspace   string `db:"workspace"`
+	RemoteTools string `db:"remote_tools"`
+	Senders     string `db:"senders"`
+	Purpose     string `db:"purpose"`
+	OwnerID     string `db:"owner_id"`
+	BotID       string `db:"bot_id"`
+	// Source is who last set the account: "api" or "file".
+	Source string `db:"source"`
+	// Credentials and State are the connector's own, opaque JSON; empty
+	// is stored as "{}".
+	Credentials string `db:"credentials"`
+	State       string `db:"state"`
+	// Updated is when the row was last written, in Unix milliseconds;
+	// zero is stamped with the store's clock.
+	Updated int64 `db:"updated_unix_ms"`
+}
+
+// ConfirmRecord is one step of a question to the owner (asked, answered,
+// expired, withdrawn, failed), one row of the append-only question log:
+// the audit of who decided what and when. It is never changed or removed
+// (the schema refuses UPDATE and DELETE).
+type ConfirmRecord struct {
+	// Seq is the row's place in the log, strictly increasing, set by
+	// AppendConfirm.
+	Seq        uint64 `db:"seq"`
+	QuestionID string `db:"question_id"`
+	Kind       string `db:"kind"`
+	// Timestamp is the daemon's clock when the step was taken, in Unix
+	// milliseconds.
+	Timestamp int64 `db:"timestamp_ms"`
+	// Data is the step's evidence, a JSON object.
+	Data string `db:"data"`
+}
