@@ -14,8 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/delegations"
 	"scv/control/proc"
-	"scv/ledger"
+	"scv/ledger/local"
 )
 
 // startTree starts sh -c script as a delegation's command would be
@@ -106,7 +107,7 @@ func TestDelegationRegisterRefused(t *testing.T) {
 	}
 	st := status(t, c, control.CmdDelegations{All: true})
 	assert.Empty(t, st.Delegations.Entries)
-	rows, err := d.ledger.Delegations(context.Background())
+	rows, err := d.store.Delegations(context.Background())
 	require.NoError(t, err)
 	assert.Empty(t, rows, "nothing was stored")
 }
@@ -150,7 +151,7 @@ func TestDelegationLifecycle(t *testing.T) {
 	assert.Equal(t, uint64(1), status(t, c, control.CmdStatus{}).Delegations.Active)
 	assert.True(t, d.srv.Service.DelegationActive(h))
 
-	fresh := &control.Delegations{Ledger: d.ledger}
+	fresh := &delegations.Registry{Store: d.store}
 	require.NoError(t, fresh.Load(context.Background()))
 	assert.True(t, fresh.Active(h), "the registry is in the database")
 	assert.Equal(t, "local:owner", fresh.ChatOf("OUTER,"+h+",INNER"), "the innermost registered delegation with a chat")
@@ -222,12 +223,12 @@ func TestDelegationRecycledPIDs(t *testing.T) {
 	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
 	require.NoError(t, err)
 	h := ulid.Make().String()
-	require.NoError(t, d.ledger.PutDelegation(ctx, ledger.Delegation{
+	require.NoError(t, d.store.PutDelegation(ctx, local.Delegation{
 		Handle: h, Agent: "codex", Depth: 1, Parent: h,
 		PID: was.PID, PIDStart: was.Start - 1, OwnerPID: self.PID, OwnerStart: self.Start - 1,
 		BootID: strings.TrimSpace(string(boot)), Cwd: "/tmp", Started: time.Now().UnixMilli(),
 	}))
-	dels := &control.Delegations{Ledger: d.ledger, Grace: 100 * time.Millisecond}
+	dels := &delegations.Registry{Store: d.store, Grace: 100 * time.Millisecond}
 	require.NoError(t, dels.Load(ctx))
 	assert.Zero(t, dels.List(true).Entries[0].Processes, "the decoy is not counted")
 
@@ -237,18 +238,18 @@ func TestDelegationRecycledPIDs(t *testing.T) {
 	assert.Equal(t, uint64(1), dels.Summary().Reaped)
 	time.Sleep(200 * time.Millisecond)
 	assert.True(t, was.Alive(), "the decoy was not signalled")
-	rows, err := d.ledger.Delegations(ctx)
+	rows, err := d.store.Delegations(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, rows)
 
 	// An entry of an earlier boot is dropped at load, unsignalled.
-	require.NoError(t, d.ledger.PutDelegation(ctx, ledger.Delegation{
+	require.NoError(t, d.store.PutDelegation(ctx, local.Delegation{
 		Handle: "OLDBOOT", Agent: "codex", Depth: 1, Parent: "OLDBOOT",
 		PID: was.PID, PIDStart: was.Start, OwnerPID: 1, OwnerStart: 1, BootID: "another-boot", Cwd: "/tmp",
 	}))
 	require.NoError(t, dels.Load(ctx))
 	assert.Empty(t, dels.List(true).Entries)
-	rows, err = d.ledger.Delegations(ctx)
+	rows, err = d.store.Delegations(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, rows)
 	assert.True(t, was.Alive())

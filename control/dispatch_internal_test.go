@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"io"
@@ -18,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/ledger"
+	"scv/ledger/driver"
+	"scv/ledger/sqlite"
 )
 
 // The fuzz seeds of FuzzDecodeCommand, FuzzParseLine and FuzzDispatch. They
@@ -232,15 +233,17 @@ func FuzzDispatch(f *testing.F) {
 	require.NoError(f, err)
 	f.Cleanup(func() { os.RemoveAll(dir) })
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, filepath.Join(dir, "ledger.db"), ledger.Options{})
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), sqlite.Options{})
+	require.NoError(f, err)
+	l, err := ledger.Open(ctx, db, ledger.Options{})
 	require.NoError(f, err)
 	f.Cleanup(func() { l.Close() })
-	db, err := sql.Open("sqlite", ledger.DSN(l.Path(), true))
-	require.NoError(f, err)
-	f.Cleanup(func() { db.Close() })
 	lastSeq := func(t *testing.T) uint64 {
 		var seq uint64
-		require.NoError(t, db.QueryRow(`SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)`).Scan(&seq))
+		require.NoError(t, db.Read(ctx, func(r driver.Reader) (err error) {
+			seq, _, err = r.LastSequence(ctx)
+			return err
+		}))
 		return seq
 	}
 	// No delegations, channels, questions or restarter: their actions

@@ -5,8 +5,37 @@ import (
 	"fmt"
 
 	"scv/ledger"
+	"scv/ledger/local"
 	"scv/reducer"
 )
+
+// The refusals a service returns, wrapped with its detail (Errorf); the
+// mapping in errorFor turns them into codes and reasons. The first four
+// are the reducer's own, so that a refusal means the same whichever layer
+// says it.
+var (
+	ErrNotFound          = reducer.ErrNotFound
+	ErrConflict          = reducer.ErrConflict
+	ErrInvalidArgument   = reducer.ErrInvalidArgument
+	ErrInvalidTransition = reducer.ErrInvalidTransition
+	// ErrUnavailable: the service cannot do it now (it is shutting down,
+	// or lacks what it needs); a later try may succeed.
+	ErrUnavailable = errors.New("unavailable")
+)
+
+// Errorf is the refusal kind (one of the errors above) with its detail.
+// The message is the detail alone.
+func Errorf(kind error, format string, args ...any) error {
+	return &refusal{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
+
+type refusal struct {
+	kind error
+	msg  string
+}
+
+func (r *refusal) Error() string { return r.msg }
+func (r *refusal) Unwrap() error { return r.kind }
 
 // JSON-RPC error codes. -32700 to -32600 are JSON-RPC's own; application
 // errors use -32000 to -32099.
@@ -66,6 +95,14 @@ func newError(code int, reason, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Data: ErrorData{Reason: reason}}
 }
 
+// ErrorOf is the wire error err is answered with (nil for nil).
+func ErrorOf(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	return errorFor(err)
+}
+
 // errorFor maps an error from the layers below to its wire error. It is
 // the one place where domain errors meet codes and reasons.
 func errorFor(err error) *Error {
@@ -80,13 +117,18 @@ func errorFor(err error) *Error {
 	}{
 		{reducer.ErrNotFound, CodeNotFound, ReasonNotFound},
 		{reducer.ErrConflict, CodeConflict, ReasonConflict},
+		{local.ErrConflict, CodeConflict, ReasonConflict},
 		{reducer.ErrRunNotRunning, CodeRunNotRunning, ReasonRunNotRunning},
 		{reducer.ErrInvalidTransition, CodeInvalidTransition, ReasonInvalidTransition},
 		{reducer.ErrInvalidArgument, CodeInvalidParams, ReasonInvalidArgument},
+		{local.ErrInvalid, CodeInvalidParams, ReasonInvalidArgument},
+		{ledger.ErrBeyondHead, CodeInvalidParams, ReasonInvalidArgument},
+		{ErrUnavailable, CodeUnavailable, ReasonUnavailable},
 		{ledger.ErrClosed, CodeUnavailable, ReasonUnavailable},
-		// Before ErrStorage, which it wraps. Its message says the disk
-		// is full and that nothing of the request was kept.
+		// Before ErrStorage, which they wrap. Their messages say what
+		// failed and that nothing of the request was kept.
 		{ledger.ErrStorageFull, CodeStorageFull, ReasonStorageFull},
+		{ledger.ErrUnavailable, CodeUnavailable, ReasonUnavailable},
 		{ledger.ErrStorage, CodeStorage, ReasonStorage},
 	} {
 		if errors.Is(err, m.target) {

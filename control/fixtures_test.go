@@ -95,7 +95,7 @@ func fixtureScenario(workspace string) []fixtureStep {
 		cmdStep("error-conflict", func(*fixtureIDs) control.Command {
 			return control.CmdProjectCreate{Name: "acme", Workspace: workspace}
 		}),
-		cmdStep("error-unimplemented", func(*fixtureIDs) control.Command { return control.CmdConfirmStatus{ID: "q-1"} }),
+		cmdStep("error-unavailable", func(*fixtureIDs) control.Command { return control.CmdRestartWhenIdle{} }),
 		{name: "error-invalid_params", line: func(*fixtureIDs) string {
 			return `{"action":"project_task_add","project":"acme","title":"t","depends_on":[]}`
 		}},
@@ -247,7 +247,7 @@ func TestFixturesCoverEveryShape(t *testing.T) {
 		assert.True(t, kinds[k], "no fixture of reply kind %s", k)
 	}
 	assert.True(t, bare, "no fixture of a reply without project")
-	for _, r := range []string{"not_found", "conflict", "invalid_params", "unimplemented"} {
+	for _, r := range []string{"not_found", "conflict", "invalid_params", "unavailable"} {
 		assert.True(t, reasons[r], "no fixture of error %s", r)
 	}
 }

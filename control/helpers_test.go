@@ -17,7 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	scvdaemon "scv/control/daemon"
 	"scv/ledger"
+	"scv/ledger/local"
 )
 
 // ioTimeout bounds every read and write a test does on a socket, so that a
@@ -45,53 +47,63 @@ func (c *testClock) Set(unix int64) {
 	c.now = time.Unix(unix, 0)
 }
 
-// daemon is a real in-process daemon: a ledger on a temporary SQLite file
-// and a Server on a Unix socket in a temporary folder.
+// daemon is a real in-process daemon (package control/daemon, as `scv
+// daemon` runs it): a ledger on a temporary SQLite file and the server on
+// a Unix socket in a temporary folder.
 type daemon struct {
 	dir       string // the temporary folder holding everything
 	sock      string
 	workspace string // an existing directory, usable as a project workspace
+	d         *scvdaemon.Daemon
 	ledger    *ledger.Ledger
 	srv       *control.Server
+	store     local.Store
 }
 
 // startDaemon starts a daemon whose ledger and service use clock (nil: the
 // system clock). Everything is torn down in t.Cleanup.
 func startDaemon(t testing.TB, clock func() time.Time) *daemon {
 	t.Helper()
-	return startDaemonWith(t, clock, nil)
+	return startDaemonWith(t, scvdaemon.Config{Clock: clock})
 }
 
-// startDaemonWith is startDaemon with configure (if not nil) applied to
-// the server before it serves.
-func startDaemonWith(t testing.TB, clock func() time.Time, configure func(*control.Server)) *daemon {
+// startDaemonWith starts a daemon with cfg, its database, socket and
+// channel settings file in a temporary folder.
+func startDaemonWith(t testing.TB, cfg scvdaemon.Config) *daemon {
 	t.Helper()
 	// t.TempDir() can be too long for sun_path (108 bytes): keep it short.
 	dir, err := os.MkdirTemp("", "scv")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
-
-	ctx := context.Background()
-	l, err := ledger.Open(ctx, filepath.Join(dir, "ledger.db"), ledger.Options{Clock: clock})
-	require.NoError(t, err)
-	sock := filepath.Join(dir, "run", "d.sock")
-	ln, err := control.Listen(sock)
-	if err != nil {
-		l.Close()
-	}
-	require.NoError(t, err)
-
 	ws := filepath.Join(dir, "acme")
 	require.NoError(t, os.Mkdir(ws, 0o755))
 
-	dels := &control.Delegations{Ledger: l, Grace: 500 * time.Millisecond}
-	require.NoError(t, dels.Load(ctx))
-	srv := &control.Server{Service: &control.Service{Ledger: l, Version: "test", PID: 1, Clock: clock, Delegations: dels}}
-	if configure != nil {
-		configure(srv)
+	cfg.DB = filepath.Join(dir, "ledger.db")
+	cfg.Socket = filepath.Join(dir, "run", "d.sock")
+	cfg.ConfigPath = filepath.Join(dir, "channels.json")
+	if cfg.Version == "" {
+		cfg.Version = "test"
 	}
-	serve(t, srv, ln, l)
-	return &daemon{dir: dir, sock: sock, workspace: ws, ledger: l, srv: srv}
+	if cfg.KillGrace == 0 {
+		cfg.KillGrace = 500 * time.Millisecond
+	}
+	if cfg.PID == 0 {
+		cfg.PID = 1
+	}
+	d := scvdaemon.New(cfg)
+	require.NoError(t, d.Open(context.Background()))
+	served := make(chan error, 1)
+	go func() { served <- d.Serve() }()
+	t.Cleanup(func() {
+		assert.NoError(t, d.Close(), "close")
+		select {
+		case err := <-served:
+			assert.NoError(t, err, "Serve after Close")
+		case <-time.After(ioTimeout):
+			t.Error("Serve did not return after Close")
+		}
+	})
+	return &daemon{dir: dir, sock: cfg.Socket, workspace: ws, d: d, ledger: d.Ledger(), srv: d.Server(), store: d.Store()}
 }
 
 // serve runs srv on ln until the test ends, then shuts it down, checks

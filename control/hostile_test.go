@@ -2,7 +2,6 @@ package control_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -19,27 +18,28 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
-	"scv/ledger"
+	scvdaemon "scv/control/daemon"
+	"scv/ledger/driver"
 )
 
 // lastSequence is the highest event sequence the ledger ever handed out,
-// read from the database file itself (SQLite's AUTOINCREMENT counter,
-// which also counts events compaction removed): if it did not move,
-// nothing was appended.
+// read from the database itself (which also counts events compaction
+// removed): if it did not move, nothing was appended.
 func lastSequence(t testing.TB, d *daemon) uint64 {
 	t.Helper()
-	db, err := sql.Open("sqlite", ledger.DSN(d.ledger.Path(), true))
-	require.NoError(t, err)
-	defer db.Close()
 	var seq uint64
-	require.NoError(t, db.QueryRow(`SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)`).Scan(&seq))
+	ctx := context.Background()
+	require.NoError(t, d.ledger.Driver().Read(ctx, func(r driver.Reader) (err error) {
+		seq, _, err = r.LastSequence(ctx)
+		return err
+	}))
 	return seq
 }
 
 // startDaemonLineTimeout is startDaemon with the server's LineTimeout set.
 func startDaemonLineTimeout(t *testing.T, timeout time.Duration) *daemon {
 	t.Helper()
-	return startDaemonWith(t, nil, func(srv *control.Server) { srv.LineTimeout = timeout })
+	return startDaemonWith(t, scvdaemon.Config{LineTimeout: timeout})
 }
 
 // closedByPeer reports whether err is how a read sees a connection the

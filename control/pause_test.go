@@ -16,6 +16,7 @@ import (
 
 	"scv/control"
 	"scv/ledger"
+	"scv/ledger/sqlite"
 )
 
 // blockingRestarter holds a restart_when_idle request in flight until
@@ -41,7 +42,9 @@ func pauseServer(t *testing.T) (*control.Server, string, *blockingRestarter, cha
 	dir, err := os.MkdirTemp("", "scv")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	l, err := ledger.Open(context.Background(), filepath.Join(dir, "ledger.db"), ledger.Options{})
+	db, err := sqlite.Open(context.Background(), filepath.Join(dir, "ledger.db"), sqlite.Options{})
+	require.NoError(t, err)
+	l, err := ledger.Open(context.Background(), db, ledger.Options{})
 	require.NoError(t, err)
 	sock := filepath.Join(dir, "d.sock")
 	ln, err := control.Listen(sock)

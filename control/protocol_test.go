@@ -456,15 +456,15 @@ func TestProtocolApplicationErrors(t *testing.T) {
 		{"finish a finished run", control.CmdProjectRunFinish{Project: "acme", Run: finished, Status: reducer.RunSucceeded}, -32004, "run_not_running"},
 		{"heartbeat of a finished run", control.CmdProjectHeartbeat{Project: "acme", Run: &finished}, -32004, "run_not_running"},
 
-		{"channel_set", control.CmdChannelSet{Channel: "wechat", Account: "main", Enabled: true}, -32007, "unimplemented"},
-		{"channel_logout", control.CmdChannelLogout{Channel: "wechat", Account: "main"}, -32007, "unimplemented"},
+		{"channel_set of an unknown channel", control.CmdChannelSet{Channel: "carrier-pigeon", Account: "main", Enabled: true}, -32602, "invalid_argument"},
+		{"channel_logout of an unknown account", control.CmdChannelLogout{Channel: "wechat", Account: "main"}, -32001, "not_found"},
 		{"kill an unknown delegation", control.CmdDelegationKill{Handle: ptr("nope")}, -32001, "not_found"},
 		{"kill neither handle nor orphans", control.CmdDelegationKill{}, -32602, "invalid_argument"},
 		{"kill a handle and the orphans", control.CmdDelegationKill{Handle: ptr("nope"), Orphans: true}, -32602, "invalid_argument"},
 		{"done of an unknown delegation", control.CmdDelegationDone{Handle: "nope"}, -32001, "not_found"},
-		{"restart_when_idle", control.CmdRestartWhenIdle{}, -32007, "unimplemented"},
-		{"confirm_ask", control.CmdConfirmAsk{Question: "ship it?"}, -32007, "unimplemented"},
-		{"confirm_status", control.CmdConfirmStatus{ID: "q-1"}, -32007, "unimplemented"},
+		{"restart_when_idle without a known executable", control.CmdRestartWhenIdle{}, -32005, "unavailable"},
+		{"confirm_ask of an empty question", control.CmdConfirmAsk{Question: ""}, -32602, "invalid_argument"},
+		{"confirm_status of an unknown question", control.CmdConfirmStatus{ID: "q-1"}, -32001, "not_found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assertCode(t, callErr(t, c, tc.cmd), tc.code, tc.reason, tc.name)

@@ -3,7 +3,6 @@ package control_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
-	"scv/ledger"
+	scvdaemon "scv/control/daemon"
 )
 
 // The tests in this file check the daemon against a client compiled from
@@ -134,24 +133,9 @@ func TestSeedDecodeAgreement(t *testing.T) {
 // seed's DaemonStatus.
 func TestSeedClientDrive(t *testing.T) {
 	bin := seedClient(t)
-	dir, err := os.MkdirTemp("", "scv")
-	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	ctx := context.Background()
-	l, err := ledger.Open(ctx, filepath.Join(dir, "ledger.db"), ledger.Options{})
-	require.NoError(t, err)
-	sock := filepath.Join(dir, "d.sock")
-	ln, err := control.Listen(sock)
-	require.NoError(t, err)
-	srv := &control.Server{Service: &control.Service{Ledger: l, Version: "seed-test", PID: uint32(os.Getpid())}}
-	go srv.Serve(ln)
-	t.Cleanup(func() {
-		srv.Shutdown(ctx)
-		l.Close()
-	})
-
-	cmd := exec.Command(bin, "drive", sock)
-	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
+	d := startDaemonWith(t, scvdaemon.Config{Version: "seed-test"})
+	cmd := exec.Command(bin, "drive", d.sock)
+	cmd.Env = append(os.Environ(), "TMPDIR="+d.dir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

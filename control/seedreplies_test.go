@@ -1,9 +1,7 @@
 package control_test
 
 import (
-	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +12,6 @@ import (
 
 	"scv/control"
 	"scv/control/channels"
-	"scv/control/confirm"
 )
 
 // TestSeedParsesDelegationReplies: the replies of the delegation actions,
@@ -54,14 +51,7 @@ func TestSeedParsesDelegationReplies(t *testing.T) {
 // ignored by the seed, so only its parsing is checked).
 func TestSeedParsesChannelAndQuestionReplies(t *testing.T) {
 	bin := seedClient(t)
-	d := startDaemon(t, nil)
-	chans := channels.New(d.ledger)
-	chans.Path = filepath.Join(d.dir, "channels.json")
-	require.NoError(t, chans.Load(context.Background()))
-	t.Cleanup(chans.Close)
-	q := &confirm.Manager{Ledger: d.ledger, Chats: chans}
-	require.NoError(t, q.Load(context.Background()))
-	d.srv.Service.Channels, d.srv.Service.Questions = chans, q
+	d := startDaemon(t, nil) // with the daemon's real channel and question managers
 	c := d.client(t)
 
 	var input strings.Builder
@@ -75,7 +65,7 @@ func TestSeedParsesChannelAndQuestionReplies(t *testing.T) {
 	reply("channel_set wechat", true, control.CmdChannelSet{Channel: "wechat", Account: "main", Enabled: true,
 		RemoteTools: ptr(control.RemoteToolsOwner), Purpose: ptr(control.PurposeMail)})
 	reply("channel_set local", true, control.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
-	require.Eventually(t, func() bool { return chans.Connected("local:owner") }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return d.srv.Service.Channels.(*channels.Manager).Connected("local:owner") }, 10*time.Second, 10*time.Millisecond)
 	reply("status", true, control.CmdStatus{})
 	reply("confirm_ask", true, control.CmdConfirmAsk{Question: "ship it?"})
 	reply("confirm_list", false, control.CmdConfirmList{})

@@ -16,10 +16,11 @@ import (
 	"scv/reducer"
 )
 
-// Service answers decoded commands: it turns each into one ledger call and
-// the result into a DaemonStatus.
+// Service answers decoded commands: it turns each into one call of the
+// ledger or of one of the daemon's services, and the result into a
+// DaemonStatus.
 type Service struct {
-	Ledger  *ledger.Ledger
+	Ledger  Ledger
 	Version string
 	PID     uint32
 	// Clock stamps reports; defaults to the system clock.
@@ -31,13 +32,39 @@ type Service struct {
 	Restarter Restarter
 	// Delegations is the registry of delegated runs; nil answers the
 	// delegation actions unimplemented.
-	Delegations *Delegations
+	Delegations Delegations
 	// Channels runs the channel accounts; nil answers channel_set and
 	// channel_logout unimplemented (and reload as status).
 	Channels Channels
 	// Questions asks the owner; nil answers the confirm actions
 	// unimplemented.
 	Questions Questions
+}
+
+// Ledger is the project ledger (*ledger.Ledger).
+type Ledger interface {
+	Execute(ctx context.Context, cmd reducer.Command) (ledger.Result, error)
+	Project(ctx context.Context, ref string) (*reducer.Project, error)
+	EventsPage(ctx context.Context, projectID string, after uint64, limit int) (ledger.Page, error)
+	Compact(ctx context.Context, project string, opts ledger.CompactOptions) (ledger.Compaction, error)
+}
+
+// Delegations is the registry of delegated runs
+// (*delegations.Registry).
+type Delegations interface {
+	// Active reports whether handle is registered and not finished.
+	Active(handle string) bool
+	// Summary counts the delegations; List lists them (all: the finished
+	// ones kept too).
+	Summary() DelegationSummary
+	List(all bool) DelegationSummary
+	Register(ctx context.Context, c CmdDelegationRegister) (DelegationInfo, error)
+	// Done forgets a delegation whose command has exited, stopping what
+	// is left of its tree (stopped says so).
+	Done(ctx context.Context, handle string) (stopped bool, err error)
+	Kill(ctx context.Context, handle string) error
+	// Sweep stops every orphan's tree and returns their handles.
+	Sweep(ctx context.Context) ([]string, error)
 }
 
 // Channels runs the daemon's channel accounts: their settings, and one
@@ -150,7 +177,7 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 		}
 		return s.execute(ctx, KindCreated, "", reducer.CreateProject{ProjectID: newID(), Name: c.Name, Workspace: ws})
 	case CmdProjectStatus:
-		p, err := s.project(c.Project)
+		p, err := s.project(ctx, c.Project)
 		if err != nil {
 			return nil, err
 		}
@@ -158,13 +185,13 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 	case CmdProjectEvents:
 		return s.events(ctx, c)
 	case CmdProjectTasks:
-		p, err := s.project(c.Project)
+		p, err := s.project(ctx, c.Project)
 		if err != nil {
 			return nil, err
 		}
 		return s.status(&ProjectResponse{Kind: KindTasks, ProjectID: p.ID, Tasks: ProjectTasksOf(p)}), nil
 	case CmdProjectReport:
-		p, err := s.project(c.Project)
+		p, err := s.project(ctx, c.Project)
 		if err != nil {
 			return nil, err
 		}
@@ -204,10 +231,10 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 		return st, nil
 	case CmdLedgerCompact:
 		retain := min(deref(c.Retain), math.MaxInt32)
-		if _, err := s.Ledger.CompactWith(ctx, c.Project, ledger.CompactOptions{Retain: int(retain), Drop: c.Drop}); err != nil {
+		if _, err := s.Ledger.Compact(ctx, c.Project, ledger.CompactOptions{Retain: int(retain), Drop: c.Drop}); err != nil {
 			return nil, err
 		}
-		p, err := s.project(c.Project)
+		p, err := s.project(ctx, c.Project)
 		if err != nil {
 			return nil, err
 		}
@@ -236,7 +263,7 @@ func (s *Service) confirm(ctx context.Context, cmd Command) (*DaemonStatus, erro
 			yes = true
 		case "no":
 		default:
-			return nil, invalid("answer %q: want yes or no", c.Answer)
+			return nil, Errorf(ErrInvalidArgument, "answer %q: want yes or no", c.Answer)
 		}
 		by := "unknown peer"
 		if p, ok := PeerOf(ctx); ok {
@@ -269,7 +296,7 @@ func (s *Service) delegations(ctx context.Context, cmd Command) (*DaemonStatus, 
 	case CmdDelegationKill:
 		switch {
 		case c.Handle != nil && c.Orphans:
-			return nil, invalid("give a handle or orphans: true, not both")
+			return nil, Errorf(ErrInvalidArgument, "give a handle or orphans: true, not both")
 		case c.Handle != nil:
 			if err := s.Delegations.Kill(ctx, *c.Handle); err != nil {
 				return nil, err
@@ -284,7 +311,7 @@ func (s *Service) delegations(ctx context.Context, cmd Command) (*DaemonStatus, 
 			st.Delegations = s.Delegations.Summary()
 			st.Delegations.Killed = killed
 		default:
-			return nil, invalid("give a handle, or orphans: true")
+			return nil, Errorf(ErrInvalidArgument, "give a handle, or orphans: true")
 		}
 	case CmdDelegationRegister:
 		info, err := s.Delegations.Register(ctx, c)
@@ -326,16 +353,12 @@ func (s *Service) execute(ctx context.Context, kind ResponseKind, id string, cmd
 	return s.status(r), nil
 }
 
-func (s *Service) project(ref string) (*reducer.Project, error) {
-	p, ok := s.Ledger.Project(ref)
-	if !ok {
-		return nil, fmt.Errorf("%w: project %q", reducer.ErrNotFound, ref)
-	}
-	return p, nil
+func (s *Service) project(ctx context.Context, ref string) (*reducer.Project, error) {
+	return s.Ledger.Project(ctx, ref)
 }
 
 func (s *Service) events(ctx context.Context, c CmdProjectEvents) (*DaemonStatus, error) {
-	p, err := s.project(c.Project)
+	p, err := s.project(ctx, c.Project)
 	if err != nil {
 		return nil, err
 	}
@@ -364,15 +387,15 @@ func (s *Service) events(ctx context.Context, c CmdProjectEvents) (*DaemonStatus
 // what is stored is what was checked.
 func CheckWorkspace(dir string) (string, error) {
 	if !filepath.IsAbs(dir) {
-		return "", newError(CodeInvalidParams, ReasonInvalidArgument, "workspace %q is not an absolute path", dir)
+		return "", Errorf(ErrInvalidArgument, "workspace %q is not an absolute path", dir)
 	}
 	if strings.IndexFunc(dir, unicode.IsControl) >= 0 {
-		return "", newError(CodeInvalidParams, ReasonInvalidArgument, "workspace %q contains a control character", dir)
+		return "", Errorf(ErrInvalidArgument, "workspace %q contains a control character", dir)
 	}
 	dir = filepath.Clean(dir)
 	fi, err := os.Stat(dir)
 	if err != nil || !fi.IsDir() {
-		return "", newError(CodeInvalidParams, ReasonInvalidArgument, "workspace %q is not an existing directory", dir)
+		return "", Errorf(ErrInvalidArgument, "workspace %q is not an existing directory", dir)
 	}
 	return dir, nil
 }

@@ -429,12 +429,17 @@ func (l *Ledger) checkNew(ctx context.Context, b *batch, c reducer.CreateProject
 	if err := reducer.ValidName("name", c.Name); err != nil {
 		return err // the reducer's refusal comes first
 	}
-	for _, ref := range []string{c.Name, c.ProjectID} {
-		if _, ok, err := b.tx.Project(ctx, ref); err != nil {
-			return err
-		} else if ok {
-			return fmt.Errorf("%w: a project named %q, or with ID %q, exists", reducer.ErrConflict, ref, ref)
-		}
+	if row, ok, err := b.tx.Project(ctx, c.Name); err != nil {
+		return err
+	} else if ok && row.Name == c.Name {
+		return fmt.Errorf("%w: a project named %q exists", reducer.ErrConflict, c.Name)
+	} else if ok {
+		return fmt.Errorf("%w: %q is the ID of project %q", reducer.ErrConflict, c.Name, row.Name)
+	}
+	if _, ok, err := b.tx.Project(ctx, c.ProjectID); err != nil {
+		return err
+	} else if ok {
+		return fmt.Errorf("%w: project ID %s exists", reducer.ErrConflict, c.ProjectID)
 	}
 	return nil
 }
@@ -569,7 +574,7 @@ func (l *Ledger) Project(ctx context.Context, ref string) (*reducer.Project, err
 // readError passes the reducer's refusals and ledger errors on, and wraps
 // anything else as ErrStorage.
 func readError(err error) error {
-	if isRefusal(err) || errors.Is(err, ErrStorage) || errors.Is(err, ErrClosed) {
+	if err == nil || isRefusal(err) || errors.Is(err, ErrStorage) || errors.Is(err, ErrClosed) {
 		return err
 	}
 	return fmt.Errorf("%w: %v", ErrStorage, err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"path/filepath"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/daemon"
 	"scv/reducer"
 )
 
@@ -19,20 +19,8 @@ import (
 // live answer has moved on; at the newest sequence it is the live answer;
 // it needs no daemon; the report is reproducible.
 func TestProjectAt(t *testing.T) {
-	d := &Daemon{DBPath: filepath.Join(t.TempDir(), "l.db"), SocketPath: filepath.Join(cliShortDir(t), "d.sock")}
-	require.NoError(t, d.Open(context.Background()))
-	served := make(chan error, 1)
-	go func() { served <- d.Serve() }()
-	closed := false
-	stop := func() {
-		if !closed {
-			closed = true
-			assert.NoError(t, d.Close())
-			<-served
-		}
-	}
-	t.Cleanup(stop)
-	sock, db := d.SocketPath, d.DBPath
+	d, stop := inDaemonStop(t, daemon.Config{})
+	sock, db := d.Config().Socket, d.Config().DB
 
 	cliOK(t, sock, "project", "create", "acme", "--workspace", t.TempDir())
 	task := cliNewID(t, cliOK(t, sock, "project", "task", "add", "acme", "build"), "task", "added")
@@ -75,7 +63,11 @@ func TestProjectAt(t *testing.T) {
 	for _, what := range []string{"status", "tasks"} {
 		live := projectJSON(cliOK(t, sock, "--json", "project", what, "acme"))
 		assert.JSONEq(t, live, projectJSON(cliOK(t, sock, "--json", "project", what, "acme", "--at", newest, "--db", db)), what)
-		assert.JSONEq(t, live, projectJSON(cliOK(t, sock, "--json", "project", what, "acme", "--at", "999999", "--db", db)), what)
+		// Past the head: refused, naming the head, not today's state.
+		r := cliRun(t, sock, "project", what, "acme", "--at", "999999", "--db", db)
+		assert.Equal(t, 1, r.code, what)
+		assert.Contains(t, r.stderr, "sequence 999999 is past the ledger's head, "+newest, what)
+		assert.Empty(t, r.stdout, what)
 	}
 
 	// Human output through the usual printers.

@@ -597,7 +597,12 @@ func atFlags(fs *flag.FlagSet, cmd func(project string) control.Command) func([]
 func (c *client) at(l *leaf, a atView) error {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	p, err := ledger.ProjectAt(ctx, a.db, a.project, a.seq)
+	drv, err := openReadOnly(ctx, a.db)
+	if err != nil {
+		return err
+	}
+	defer drv.Close()
+	p, err := ledger.ProjectAt(ctx, drv, a.project, a.seq)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/daemon"
 	"scv/reducer"
 )
 
@@ -39,20 +41,47 @@ func cliShortDir(t *testing.T) string {
 // SQLite file, and returns the socket path.
 func cliDaemon(t *testing.T) string {
 	t.Helper()
-	d := &Daemon{
-		DBPath:     filepath.Join(t.TempDir(), "l.db"),
-		SocketPath: filepath.Join(cliShortDir(t), "d.sock"),
+	return inDaemon(t, daemon.Config{}).Config().Socket
+}
+
+// inDaemon opens a daemon with cfg in-process, its database, socket and
+// settings file in temporary folders unless cfg names them, and serves it
+// until the test ends (or until stop, which it returns too).
+func inDaemon(t *testing.T, cfg daemon.Config) *daemon.Daemon {
+	t.Helper()
+	d, _ := inDaemonStop(t, cfg)
+	return d
+}
+
+func inDaemonStop(t *testing.T, cfg daemon.Config) (*daemon.Daemon, func()) {
+	t.Helper()
+	if cfg.DB == "" {
+		cfg.DB = filepath.Join(t.TempDir(), "l.db")
 	}
+	if cfg.Socket == "" {
+		cfg.Socket = filepath.Join(cliShortDir(t), "d.sock")
+	}
+	if cfg.ConfigPath == "" {
+		cfg.ConfigPath = filepath.Join(t.TempDir(), "channels.json")
+	}
+	if cfg.Version == "" {
+		cfg.Version = version
+	}
+	d := daemon.New(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, d.Open(ctx))
 	served := make(chan error, 1)
 	go func() { served <- d.Serve() }()
-	t.Cleanup(func() {
-		assert.NoError(t, d.Close())
-		<-served
-	})
-	return d.SocketPath
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			assert.NoError(t, d.Close())
+			assert.NoError(t, <-served)
+		})
+	}
+	t.Cleanup(stop)
+	return d, stop
 }
 
 type cliResult struct {

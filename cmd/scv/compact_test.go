@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/daemon"
 )
 
 // TestCompactThroughTheDaemon: a project with 600+ events compacted with
@@ -21,14 +22,9 @@ import (
 // after, and after a daemon restart; verify passes, and fails naming the
 // sequence of an event someone edits after dropping the triggers.
 func TestCompactThroughTheDaemon(t *testing.T) {
-	dir := cliShortDir(t)
-	d := &Daemon{DBPath: filepath.Join(t.TempDir(), "l.db"), SocketPath: filepath.Join(dir, "d.sock")}
-	start := func() {
-		require.NoError(t, d.Open(context.Background()))
-		go d.Serve()
-	}
-	start()
-	sock := d.SocketPath
+	cfg := daemon.Config{DB: filepath.Join(t.TempDir(), "l.db"), Socket: filepath.Join(cliShortDir(t), "d.sock")}
+	_, stop := inDaemonStop(t, cfg)
+	sock := cfg.Socket
 	cliOK(t, sock, "project", "create", "acme", "--workspace", t.TempDir())
 	task := cliNewID(t, cliOK(t, sock, "project", "task", "add", "acme", "build"), "task", "added")
 	cliNewID(t, cliOK(t, sock, "project", "task", "add", "acme", "test", "--depends-on", task), "task", "added")
@@ -65,17 +61,16 @@ func TestCompactThroughTheDaemon(t *testing.T) {
 	assert.Less(t, *ev.Project.CompactedBefore, ev.Project.Events[0].Sequence)
 	assert.Equal(t, before, views(), "the same state after compaction")
 
-	require.NoError(t, d.Close())
-	*d = Daemon{DBPath: d.DBPath, SocketPath: d.SocketPath}
-	start()
+	stop()
+	_, stop = inDaemonStop(t, cfg)
 	assert.Equal(t, before, views(), "the same state after a restart")
-	require.NoError(t, d.Close())
+	stop()
 
-	r := cliRun(t, sock, "ledger", "verify", "--db", d.DBPath)
+	r := cliRun(t, sock, "ledger", "verify", "--db", cfg.DB)
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "intact")
 
-	db, err := sqlx.Open("sqlite", d.DBPath)
+	db, err := sqlx.Open("sqlite", cfg.DB)
 	require.NoError(t, err)
 	defer db.Close()
 	edited := ev.Project.Events[50].Sequence
@@ -83,7 +78,7 @@ func TestCompactThroughTheDaemon(t *testing.T) {
 		_, err := db.Exec(s)
 		require.NoError(t, err)
 	}
-	r = cliRun(t, sock, "ledger", "verify", "--db", d.DBPath)
+	r = cliRun(t, sock, "ledger", "verify", "--db", cfg.DB)
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "sequence "+strconv.FormatUint(edited, 10)+": the hash does not match")
 }
@@ -92,15 +87,8 @@ func TestCompactThroughTheDaemon(t *testing.T) {
 // compacts a project whose live tail outgrew 50 events, and the state is
 // unchanged by it.
 func TestAutoCompaction(t *testing.T) {
-	d := &Daemon{
-		DBPath: filepath.Join(t.TempDir(), "l.db"), SocketPath: filepath.Join(cliShortDir(t), "d.sock"),
-		StaleAfter: time.Hour, CompactAfter: 50, Retain: 10,
-	}
-	require.NoError(t, d.Open(context.Background()))
-	go d.Serve()
-	t.Cleanup(func() { d.Close() })
-	require.Equal(t, 3*time.Minute, d.SweepEvery())
-	sock := d.SocketPath
+	d := inDaemon(t, daemon.Config{StaleAfter: time.Hour, CompactAfter: 50, Retain: 10})
+	sock := d.Config().Socket
 	cliOK(t, sock, "project", "create", "acme", "--workspace", t.TempDir())
 	task := cliNewID(t, cliOK(t, sock, "project", "task", "add", "acme", "build"), "task", "added")
 	run := cliNewID(t, cliOK(t, sock, "project", "run", "start", "acme", task, "--agent", "codex"), "run", "started")
@@ -114,14 +102,14 @@ func TestAutoCompaction(t *testing.T) {
 	}
 	before := cliOK(t, sock, "--json", "project", "tasks", "acme")
 
-	d.compact(d.Logger) // one sweep, as the ticker would run it
+	d.Sweep(ctx) // one sweep, as the ticker would run it
 	ev, err := c.Call(ctx, control.CmdProjectEvents{Project: "acme"})
 	require.NoError(t, err)
 	assert.Len(t, ev.Project.Events, 10)
 	assert.NotNil(t, ev.Project.CompactedBefore)
 	assert.Equal(t, before, cliOK(t, sock, "--json", "project", "tasks", "acme"))
 
-	d.compact(d.Logger) // nothing due any more
+	d.Sweep(ctx) // nothing due any more
 	ev2, err := c.Call(ctx, control.CmdProjectEvents{Project: "acme"})
 	require.NoError(t, err)
 	assert.Equal(t, ev.Project.Events, ev2.Project.Events)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/daemon"
 )
 
 // buildScv compiles the binary with a stamped version into dir.
@@ -152,52 +153,58 @@ func TestDaemonDefaults(t *testing.T) {
 	t.Setenv("SCV_SOCKET", "")
 	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(dir, "run"))
-	var d Daemon
-	require.NoError(t, d.ParseFlags(nil, os.Stderr))
-	assert.Equal(t, filepath.Join(dir, "state", "scv", "ledger.db"), d.DBPath)
-	assert.Equal(t, filepath.Join(dir, "run", "scv", "daemon.sock"), d.SocketPath)
+	c, err := parseDaemonFlags(nil, os.Stderr)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, "state", "scv", "ledger.db"), c.DB)
+	assert.Equal(t, filepath.Join(dir, "run", "scv", "daemon.sock"), c.Socket)
 
 	t.Setenv("XDG_RUNTIME_DIR", "")
-	require.NoError(t, d.ParseFlags(nil, os.Stderr))
-	assert.Equal(t, filepath.Join(dir, "state", "scv", "daemon.sock"), d.SocketPath)
+	c, err = parseDaemonFlags(nil, os.Stderr)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, "state", "scv", "daemon.sock"), c.Socket)
 
 	t.Setenv("SCV_DB", "/x/l.db")
 	t.Setenv("SCV_SOCKET", "/x/s.sock")
-	require.NoError(t, d.ParseFlags(nil, os.Stderr))
-	assert.Equal(t, "/x/l.db", d.DBPath)
-	assert.Equal(t, "/x/s.sock", d.SocketPath)
+	c, err = parseDaemonFlags(nil, os.Stderr)
+	require.NoError(t, err)
+	assert.Equal(t, "/x/l.db", c.DB)
+	assert.Equal(t, "/x/s.sock", c.Socket)
 
-	require.NoError(t, d.ParseFlags([]string{"--db", "/y/l.db", "--socket", "/y/s.sock"}, os.Stderr))
-	assert.Equal(t, "/y/l.db", d.DBPath)
-	assert.Equal(t, "/y/s.sock", d.SocketPath)
+	c, err = parseDaemonFlags([]string{"--db", "/y/l.db", "--socket", "/y/s.sock"}, os.Stderr)
+	require.NoError(t, err)
+	assert.Equal(t, "/y/l.db", c.DB)
+	assert.Equal(t, "/y/s.sock", c.Socket)
 
-	// The stale window and the heartbeat interval: defaults, and refusals.
-	require.NoError(t, d.ParseFlags(nil, os.Stderr))
-	assert.Equal(t, 5*time.Minute, d.StaleAfter)
-	assert.Equal(t, time.Duration(-1), d.HeartbeatEvery, "a tenth of the window, settled at Open")
-	require.NoError(t, d.ParseFlags([]string{"--stale-after", "2s", "--heartbeat-every", "0"}, os.Stderr))
-	assert.Equal(t, 2*time.Second, d.StaleAfter)
-	assert.Equal(t, time.Duration(0), d.HeartbeatEvery)
+	// The stale window, the heartbeat interval and the cache: defaults,
+	// and refusals.
+	c, err = parseDaemonFlags(nil, os.Stderr)
+	require.NoError(t, err)
+	assert.Equal(t, 5*time.Minute, c.StaleAfter)
+	assert.Equal(t, time.Duration(-1), c.HeartbeatEvery, "a tenth of the window, settled by daemon.New")
+	assert.Equal(t, daemon.DefaultCacheSize, c.CacheSize)
+	c, err = parseDaemonFlags([]string{"--stale-after", "2s", "--heartbeat-every", "0", "--cache-projects", "7"}, os.Stderr)
+	require.NoError(t, err)
+	assert.Equal(t, 2*time.Second, c.StaleAfter)
+	assert.Equal(t, time.Duration(0), c.HeartbeatEvery)
+	assert.Equal(t, 7, c.CacheSize)
 	for _, bad := range [][]string{
 		{"--stale-after", "0s"},
 		{"--stale-after", "2s", "--heartbeat-every", "2s"},
 		{"extra"},
 		{"--compact-after", "100", "--retain", "100"},
 		{"--retain", "-1"},
+		{"--cache-projects", "-1"},
 	} {
 		var u usageError
-		assert.ErrorAs(t, d.ParseFlags(bad, io.Discard), &u, "%v", bad)
+		_, err := parseDaemonFlags(bad, io.Discard)
+		assert.ErrorAs(t, err, &u, "%v", bad)
 	}
 
 	// The socket folder is created 0700.
-	d = Daemon{DBPath: filepath.Join(dir, "l.db"), SocketPath: filepath.Join(dir, "run2", "scv", "d.sock"),
-		StaleAfter: time.Minute, HeartbeatEvery: -1}
-	require.NoError(t, d.Open(context.Background()))
-	assert.Equal(t, 6*time.Second, d.HeartbeatEvery)
-	assert.Equal(t, 3*time.Second, d.SweepEvery())
-	go d.Serve()
-	fi, err := os.Stat(filepath.Dir(d.SocketPath))
+	d := inDaemon(t, daemon.Config{DB: filepath.Join(dir, "l.db"), Socket: filepath.Join(dir, "run2", "scv", "d.sock"),
+		StaleAfter: time.Minute, HeartbeatEvery: -1})
+	assert.Equal(t, 6*time.Second, d.Config().HeartbeatEvery)
+	fi, err := os.Stat(filepath.Dir(d.Config().Socket))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
-	require.NoError(t, d.Close())
 }

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"scv/control"
+	"scv/control/delegations"
 	"scv/control/proc"
 	"scv/reducer"
 )
@@ -187,9 +188,9 @@ func (d *delegation) stopLocally() {
 		return
 	}
 	t := proc.Tree{Handle: d.handle, Leader: start}
-	ctx, cancel := context.WithTimeout(context.Background(), control.DefaultKillGrace+5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), delegations.DefaultKillGrace+5*time.Second)
 	defer cancel()
-	t.Stop(ctx, control.DefaultKillGrace)
+	t.Stop(ctx, delegations.DefaultKillGrace)
 	proc.WaitTree(d.pid)
 	proc.ReapOrphans()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"scv/ledger"
 	"scv/reducer"
 )
 
@@ -24,11 +25,12 @@ func TestLedgerExportCommand(t *testing.T) {
 	dir := filepath.Dir(path)
 	ctx := context.Background()
 	ids := []string{"01PROJECTA", "01TASK", runID}
-	_, err := l.Compact(ctx, "acme", 1)
+	_, err := l.Compact(ctx, "acme", ledger.CompactOptions{Retain: 1})
 	require.NoError(t, err)
 	_, err = l.Execute(ctx, reducer.ProgressRun{Project: "acme", RunID: ids[2], Progress: "three"})
 	require.NoError(t, err)
-	p, _ := l.Project("acme")
+	p, err := l.Project(ctx, "acme")
+	require.NoError(t, err)
 	head := hex.EncodeToString(p.ChainHead)
 	require.NoError(t, l.Close())
 

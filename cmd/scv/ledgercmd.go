@@ -142,7 +142,13 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 			}
 		}
 	}
-	rep, err := ledger.Verify(context.Background(), *db, opts)
+	ctx := context.Background()
+	drv, err := openReadOnly(ctx, *db)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	defer drv.Close()
+	rep, err := ledger.Verify(ctx, drv, opts)
 	if err != nil {
 		return err
 	}
@@ -217,6 +223,12 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 	if len(pos) != 1 {
 		return usageError{"usage: scv ledger export [--db PATH] PROJECT [-o FILE]"}
 	}
+	ctx := context.Background()
+	drv, err := openReadOnly(ctx, *db)
+	if err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	defer drv.Close()
 	w, summary := stdout, stderr // the bundle goes to stdout: say what it holds elsewhere
 	var f *os.File
 	if *out != "" && *out != "-" {
@@ -225,7 +237,7 @@ func runExport(args []string, stdout, stderr io.Writer) error {
 		}
 		w, summary = f, stdout
 	}
-	m, err := ledger.Export(context.Background(), *db, pos[0], w)
+	m, err := ledger.Export(ctx, drv, pos[0], w)
 	if f != nil {
 		if cerr := f.Close(); err == nil {
 			err = cerr

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/ledger"
+	"scv/ledger/sqlite"
 	"scv/reducer"
 )
 
@@ -24,7 +25,9 @@ func acmeLedger(t *testing.T, progress ...string) (string, *ledger.Ledger, strin
 	dir := t.TempDir()
 	path := filepath.Join(dir, "ledger.db")
 	ctx := context.Background()
-	l, err := ledger.Open(ctx, path, ledger.Options{})
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
+	require.NoError(t, err)
+	l, err := ledger.Open(ctx, db, ledger.Options{})
 	require.NoError(t, err)
 	cmds := []reducer.Command{
 		reducer.CreateProject{ProjectID: "01PROJECTA", Name: "acme", Workspace: dir},
@@ -49,7 +52,8 @@ func TestLedgerVerifyCommand(t *testing.T) {
 	path, l, _ := acmeLedger(t, "one", "two", "three")
 	ids := []string{"01PROJECTA"}
 	dir := filepath.Dir(path)
-	p, _ := l.Project("acme")
+	p, err := l.Project(context.Background(), "acme")
+	require.NoError(t, err)
 	head := hex.EncodeToString(p.ChainHead)
 	require.NoError(t, l.Close())
 

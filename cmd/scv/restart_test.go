@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +18,7 @@ import (
 
 	"scv/control"
 	"scv/control/proc"
+	"scv/control/restart"
 	"scv/reducer"
 )
 
@@ -114,7 +112,7 @@ func TestRestartWhenIdle(t *testing.T) {
 		require.NotNil(t, st.Restart)
 		assert.Equal(t, "2.0.0-new", st.Restart.ToVersion)
 		assert.Nil(t, st.Restart.Requester)
-		assert.InDelta(t, asked.Add(DefaultRestartMaxWait).Unix(), int64(st.Restart.DeadlineUnixSeconds), 2, "default max wait")
+		assert.InDelta(t, asked.Add(restart.DefaultRestartMaxWait).Unix(), int64(st.Restart.DeadlineUnixSeconds), 2, "default max wait")
 
 		require.NoError(t, d.waitExit(t), "the old daemon exits 0")
 		st = d.must(t, control.CmdStatus{})
@@ -399,283 +397,4 @@ func (rc *resendingClient) close() {
 func closedWithoutReply(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
-}
-
-// TestWaitIdle: the wait loop restarts as soon as nothing is waited for,
-// or at the deadline of its clock even if something still is, shows
-// what it waits for at each poll, and gives up when cancelled.
-func TestWaitIdle(t *testing.T) {
-	var mu sync.Mutex
-	now, busy := time.Unix(1000, 0), "delegation D"
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	set := func(at int64, waiting string) { mu.Lock(); defer mu.Unlock(); now, busy = time.Unix(at, 0), waiting }
-	var shown []string
-	waitingFor := func() *string {
-		mu.Lock()
-		defer mu.Unlock()
-		shown = append(shown, busy)
-		if busy == "" {
-			return nil
-		}
-		w := busy
-		return &w
-	}
-	show := func(*string) {}
-	deadline := time.Unix(1010, 0)
-	run := func(cancel chan struct{}) chan bool {
-		res := make(chan bool, 1)
-		go func() { res <- waitIdle(cancel, deadline, clock, time.Millisecond, waitingFor, show) }()
-		return res
-	}
-	pending := func(res chan bool) bool {
-		select {
-		case <-res:
-			return false
-		case <-time.After(50 * time.Millisecond):
-			return true
-		}
-	}
-
-	// Idle: at once.
-	set(1000, "")
-	assert.True(t, <-run(make(chan struct{})))
-
-	// Busy until the delegation ends.
-	set(1000, "delegation D")
-	res := run(make(chan struct{}))
-	assert.True(t, pending(res), "waits while the delegation is active")
-	set(1005, "")
-	assert.True(t, <-res)
-
-	// Busy past the deadline: restarts anyway.
-	set(1000, "2 requests in flight")
-	res = run(make(chan struct{}))
-	assert.True(t, pending(res))
-	set(1010, "2 requests in flight")
-	assert.True(t, <-res, "the deadline passed")
-
-	// Cancelled (replaced, or the daemon closes): no restart.
-	set(1000, "delegation D")
-	cancel := make(chan struct{})
-	res = run(cancel)
-	assert.True(t, pending(res))
-	close(cancel)
-	assert.False(t, <-res)
-	mu.Lock()
-	assert.Contains(t, shown, "2 requests in flight")
-	mu.Unlock()
-}
-
-// TestRestartRequest: the checks and the reply of restart_when_idle,
-// without restarting: the release's version is checked (or taken as
-// is), the requester is the last delegation of the parent chain, the
-// deadline is max_wait_seconds away (600 s by default), and waiting_for
-// names the active delegation and the other requests in flight.
-func TestRestartRequest(t *testing.T) {
-	dir := shortDir(t)
-	exe := filepath.Join(dir, "scv")
-	writeScript(t, exe, `echo " 3.1.4 "`)
-	var mu sync.Mutex
-	active, inFlight, restarts := map[string]bool{}, 1, 0
-	now := time.Unix(1_000_000, 0)
-	r := &restarter{
-		exe:      exe,
-		log:      slog.New(slog.DiscardHandler),
-		active:   func(h string) bool { mu.Lock(); defer mu.Unlock(); return active[h] },
-		inFlight: func() int { mu.Lock(); defer mu.Unlock(); return inFlight },
-		restart:  func(string) error { mu.Lock(); defer mu.Unlock(); restarts++; return nil },
-		now:      func() time.Time { return now },
-		poll:     time.Millisecond,
-	}
-	t.Cleanup(r.cancel)
-
-	var e *control.Error
-	_, err := (&restarter{}).RestartWhenIdle(control.CmdRestartWhenIdle{})
-	require.ErrorAs(t, err, &e)
-	assert.Equal(t, control.ReasonUnavailable, e.Data.Reason, "no executable known (in-process daemon)")
-
-	_, err = r.RestartWhenIdle(control.CmdRestartWhenIdle{Version: ptr("3.1.5")})
-	require.ErrorAs(t, err, &e)
-	assert.Equal(t, control.ReasonConflict, e.Data.Reason)
-	assert.Contains(t, e.Message, `"3.1.4"`)
-	assert.Contains(t, e.Message, `"3.1.5"`)
-	assert.Contains(t, e.Message, exe)
-	assert.Nil(t, r.Pending())
-
-	mu.Lock()
-	active["D2"], inFlight = true, 3
-	mu.Unlock()
-	info, err := r.RestartWhenIdle(control.CmdRestartWhenIdle{Parent: ptr("D1, D2")})
-	require.NoError(t, err)
-	assert.Equal(t, "3.1.4", info.ToVersion, "no version asked: the installed one, trimmed")
-	require.NotNil(t, info.Requester)
-	assert.Equal(t, "D2", *info.Requester)
-	require.NotNil(t, info.WaitingFor)
-	assert.Equal(t, "delegation D2, 2 requests in flight", *info.WaitingFor, "the request itself is not waited for")
-	assert.Equal(t, uint64(1_000_600), info.DeadlineUnixSeconds)
-	pending := r.Pending()
-	require.NotNil(t, pending, "status shows it")
-	assert.Equal(t, info.ToVersion, pending.ToVersion)
-	assert.Equal(t, info.Requester, pending.Requester)
-	assert.Equal(t, info.DeadlineUnixSeconds, pending.DeadlineUnixSeconds)
-	require.NotNil(t, pending.WaitingFor, "what the last poll saw, the request itself maybe included")
-	assert.Contains(t, *pending.WaitingFor, "delegation D2")
-
-	// A second request replaces the first.
-	info, err = r.RestartWhenIdle(control.CmdRestartWhenIdle{Version: ptr("3.1.4"), Parent: ptr("D3"), MaxWaitSeconds: ptr(uint64(5))})
-	require.NoError(t, err)
-	assert.Equal(t, uint64(1_000_005), info.DeadlineUnixSeconds)
-	assert.Equal(t, "D3", *r.Pending().Requester)
-	_, err = r.RestartWhenIdle(control.CmdRestartWhenIdle{MaxWaitSeconds: ptr(uint64(1) << 63)})
-	require.NoError(t, err, "a huge max wait is capped, not overflowed")
-	assert.Greater(t, r.Pending().DeadlineUnixSeconds, uint64(1_000_000))
-
-	// Idle at last: one restart, for the pending request only.
-	mu.Lock()
-	active["D2"], inFlight = false, 0
-	mu.Unlock()
-	require.Eventually(t, func() bool { return r.Pending() == nil }, 5*time.Second, time.Millisecond)
-	time.Sleep(20 * time.Millisecond)
-	mu.Lock()
-	assert.Equal(t, 1, restarts)
-	mu.Unlock()
-}
-
-// restartScript is a release for the in-process tests: it reports
-// version v, and started as the daemon it records that it ran and then
-// runs body.
-func restartScript(t *testing.T, dir, v, body string) (exe, marker string) {
-	t.Helper()
-	exe, marker = filepath.Join(dir, "scv"), filepath.Join(dir, "ran")
-	writeScript(t, exe, fmt.Sprintf(`if [ "$1" = version ]; then echo %s; exit 0; fi
-echo $$ > %s
-%s
-`, v, marker, body))
-	return exe, marker
-}
-
-// restartableDaemon runs a Daemon in-process whose own executable is exe,
-// with active standing in for the delegation registry.
-func restartableDaemon(t *testing.T, dir, exe string, ready time.Duration, active func(string) bool) (*Daemon, *syncBuffer) {
-	t.Helper()
-	logs := &syncBuffer{}
-	d := &Daemon{DBPath: filepath.Join(dir, "l.db"), SocketPath: filepath.Join(dir, "d.sock"), Executable: exe,
-		Logger: slog.New(slog.NewTextHandler(logs, nil)), readyTimeout: ready}
-	require.NoError(t, d.Open(context.Background()))
-	// Before Serve: nothing reads them yet.
-	d.restarter.active = active
-	d.restarter.poll = 10 * time.Millisecond
-	served := make(chan error, 1)
-	go func() { served <- d.Serve() }()
-	t.Cleanup(func() {
-		assert.NoError(t, d.Close())
-		assert.NoError(t, <-served)
-		if t.Failed() {
-			t.Logf("daemon log:\n%s", logs)
-		}
-	})
-	return d, logs
-}
-
-// inCall sends one command to an in-process daemon on a connection of
-// its own (a restart closes idle connections).
-func inCall(t *testing.T, d *Daemon, cmd control.Command) *control.DaemonStatus {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := control.Dial(ctx, d.SocketPath)
-	require.NoError(t, err)
-	defer c.Close()
-	st, err := c.Call(ctx, cmd)
-	require.NoError(t, err, "%s", cmd.Action())
-	return st
-}
-
-// TestRestartWaitsForDelegation: a restart waits while its requester's
-// delegation is active, and status shows it (requester, waiting_for,
-// deadline); a second request replaces the first; once the delegation
-// ends, it restarts. The release here fails to come up, so the daemon
-// serves on with nothing pending. With the delegation still active,
-// max_wait_seconds passing restarts anyway.
-func TestRestartWaitsForDelegation(t *testing.T) {
-	dir := shortDir(t)
-	exe, marker := restartScript(t, dir, "2.0.0-next", "exit 1")
-	var mu sync.Mutex
-	active := map[string]bool{}
-	setActive := func(h string, on bool) { mu.Lock(); defer mu.Unlock(); active[h] = on }
-	// The release here ends at once: a long readiness timeout keeps a
-	// loaded machine from killing it before it wrote its marker.
-	d, logs := restartableDaemon(t, dir, exe, time.Minute, func(h string) bool { mu.Lock(); defer mu.Unlock(); return active[h] })
-	ran := func() bool { _, err := os.Stat(marker); return err == nil }
-
-	setActive("DELEG", true)
-	asked := time.Now()
-	st := inCall(t, d, control.CmdRestartWhenIdle{Version: ptr("2.0.0-next"), Parent: ptr("OUTER,DELEG"), MaxWaitSeconds: ptr(uint64(3600))})
-	require.NotNil(t, st.Restart)
-	assert.Equal(t, "2.0.0-next", st.Restart.ToVersion)
-	assert.Equal(t, "DELEG", *st.Restart.Requester)
-	require.NotNil(t, st.Restart.WaitingFor)
-	assert.Equal(t, "delegation DELEG", *st.Restart.WaitingFor)
-	assert.InDelta(t, asked.Add(time.Hour).Unix(), int64(st.Restart.DeadlineUnixSeconds), 2)
-
-	time.Sleep(200 * time.Millisecond)
-	st = inCall(t, d, control.CmdStatus{})
-	require.NotNil(t, st.Restart, "every status shows the pending restart")
-	assert.Equal(t, "DELEG", *st.Restart.Requester)
-	require.NotNil(t, st.Restart.WaitingFor)
-	assert.Contains(t, *st.Restart.WaitingFor, "delegation DELEG")
-	assert.False(t, ran(), "no restart while the delegation runs")
-
-	// Replaced: the first request's delegation ending starts nothing.
-	setActive("OTHER", true)
-	st = inCall(t, d, control.CmdRestartWhenIdle{Parent: ptr("OTHER"), MaxWaitSeconds: ptr(uint64(7200))})
-	assert.Equal(t, "OTHER", *st.Restart.Requester)
-	setActive("DELEG", false)
-	time.Sleep(200 * time.Millisecond)
-	assert.False(t, ran(), "the replaced request does not restart")
-	st = inCall(t, d, control.CmdStatus{})
-	require.NotNil(t, st.Restart)
-	assert.Equal(t, "OTHER", *st.Restart.Requester)
-
-	setActive("OTHER", false)
-	require.Eventually(t, ran, 10*time.Second, 10*time.Millisecond, "restarts once the delegation ended")
-	require.Eventually(t, func() bool { return inCall(t, d, control.CmdStatus{}).Restart == nil }, 10*time.Second, 10*time.Millisecond)
-	st = inCall(t, d, control.CmdProjectCreate{Name: "after", Workspace: dir})
-	assert.Equal(t, version, st.Version)
-	assert.Equal(t, uint32(os.Getpid()), st.PID)
-	assert.Contains(t, logs.String(), "ended before it was ready")
-
-	// Max wait: the delegation never ends, the restart happens anyway.
-	require.NoError(t, os.Remove(marker))
-	setActive("SLOW", true)
-	asked = time.Now()
-	st = inCall(t, d, control.CmdRestartWhenIdle{Parent: ptr("SLOW"), MaxWaitSeconds: ptr(uint64(1))})
-	require.NotNil(t, st.Restart)
-	require.Eventually(t, ran, 10*time.Second, 10*time.Millisecond, "restarts at the deadline")
-	assert.GreaterOrEqual(t, time.Since(asked), 900*time.Millisecond, "not before the deadline")
-	require.Eventually(t, func() bool { return inCall(t, d, control.CmdStatus{}).Restart == nil }, 10*time.Second, 10*time.Millisecond)
-	assert.Contains(t, logs.String(), "restarting at the deadline")
-	inCall(t, d, control.CmdProjectStatus{Project: "after"})
-}
-
-// TestRestartNotReady: a release that starts but never says it is ready
-// is killed at the readiness timeout, and the daemon serves on.
-func TestRestartNotReady(t *testing.T) {
-	dir := shortDir(t)
-	exe, marker := restartScript(t, dir, "2.0.0-slow", "exec sleep 60")
-	d, logs := restartableDaemon(t, dir, exe, 500*time.Millisecond, func(string) bool { return false })
-	inCall(t, d, control.CmdProjectCreate{Name: "acme", Workspace: dir})
-
-	inCall(t, d, control.CmdRestartWhenIdle{MaxWaitSeconds: ptr(uint64(0))})
-	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "restart failed") }, 10*time.Second, 10*time.Millisecond)
-	assert.Contains(t, logs.String(), "was not ready within 500ms; killed it")
-	b, err := os.ReadFile(marker)
-	require.NoError(t, err)
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	require.NoError(t, err)
-	assert.True(t, procGone(pid), "the release that was not ready is gone")
-
-	st := inCall(t, d, control.CmdProjectStatus{Project: "acme"})
-	assert.Nil(t, st.Restart)
-	assert.Equal(t, "acme", st.Project.Project.Name)
 }

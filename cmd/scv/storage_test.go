@@ -301,10 +301,14 @@ func TestReliabilityReadOnlyDatabase(t *testing.T) {
 
 // TestReliabilityCorruptDatabase damages a database two ways, its header
 // (the 16 bytes "SQLite format 3\0" zeroed) and the b-tree header of a
-// page of the events table in the middle of the file (bits flipped): the
-// daemon must refuse to start, exit 1 with an error naming the file and
-// what is wrong, and leave it byte for byte as it was; `scv ledger verify`
-// must exit 1 and say what is wrong too.
+// page of the events table in the middle of the file (bits flipped). A
+// damaged header: the daemon must refuse to start, exit 1 with an error
+// naming the file and what is wrong. A damaged page: the daemon reads no
+// project at start (start-up does not grow with the history), so it
+// starts, and the first request that reads the page is refused with a
+// storage error naming the file and the damage, never answered with a
+// wrong state. Either way the file is left byte for byte as it was, and
+// `scv ledger verify` exits 1 and says what is wrong.
 func TestReliabilityCorruptDatabase(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -321,7 +325,9 @@ func TestReliabilityCorruptDatabase(t *testing.T) {
 		damage     func(t *testing.T, b []byte, db string) string
 		daemonSays []string
 		verifySays string
-		lockFile   bool
+		// starts: the damage shows at the first read of the project,
+		// not at start.
+		starts bool
 	}{
 		{
 			name: "header",
@@ -341,9 +347,9 @@ func TestReliabilityCorruptDatabase(t *testing.T) {
 				}
 				return fmt.Sprintf("bits of page %d of %d (events table) flipped", page, pages)
 			},
-			daemonSays: []string{"quick_check", "database damaged"},
+			daemonSays: []string{"database damaged", "malformed"},
 			verifySays: "malformed",
-			lockFile:   true,
+			starts:     true,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -355,7 +361,20 @@ func TestReliabilityCorruptDatabase(t *testing.T) {
 			before := snapshotFolder(t, filepath.Dir(db))
 
 			sock := filepath.Join(dir, "run-"+tc.name, "d.sock")
-			out := refusedStart(t, exec.Command(bin, "daemon", "--db", db, "--socket", sock), sock)
+			var out string
+			if tc.starts {
+				d, logs := startDaemon(t, bin, "--db", db, "--socket", sock)
+				c := dialDaemon(t, sock)
+				_, err := c.Call(context.Background(), control.CmdProjectEvents{Project: "acme"})
+				e := control.ErrorOf(err)
+				require.NotNil(t, e, "a read of the damaged page must fail")
+				assert.Equal(t, control.ReasonStorage, e.Data.Reason)
+				out = e.Message
+				require.NoError(t, d.Process.Signal(syscall.SIGTERM))
+				require.NoError(t, d.Wait(), "daemon exit: %s", logs)
+			} else {
+				out = refusedStart(t, exec.Command(bin, "daemon", "--db", db, "--socket", sock), sock)
+			}
 			assert.Contains(t, out, db, "the error names the database")
 			for _, s := range tc.daemonSays {
 				assert.Contains(t, out, s)
@@ -368,10 +387,13 @@ func TestReliabilityCorruptDatabase(t *testing.T) {
 			}
 			assert.Contains(t, string(vout), tc.verifySays)
 			after := snapshotFolder(t, filepath.Dir(db))
-			if tc.lockFile {
-				// Damage past the header shows when the ledger reads the
-				// file, after the daemon took its lock beside it.
-				delete(after, "ledger.db.lock")
+			if tc.starts {
+				// The daemon that started took its lock beside the file
+				// and opened its write-ahead log; the file itself is
+				// unchanged.
+				for _, f := range []string{"ledger.db.lock", "ledger.db-wal", "ledger.db-shm"} {
+					delete(after, f)
+				}
 			}
 			assert.Equal(t, before, after, "the file is byte-identical, nothing was created or deleted")
 			if !t.Failed() {

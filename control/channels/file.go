@@ -61,11 +61,7 @@ func ReadFile(path string) ([]Settings, error) {
 	}
 	list, err := ParseFile(b)
 	if err != nil {
-		var e *control.Error
-		if errors.As(err, &e) {
-			e.Message = fmt.Sprintf("settings file %s: %s", path, e.Message)
-		}
-		return nil, err
+		return nil, fmt.Errorf("settings file %s: %w", path, err)
 	}
 	return list, nil
 }
@@ -87,11 +83,7 @@ func ParseFile(b []byte) ([]Settings, error) {
 	for i, a := range f.Accounts {
 		s, err := a.settings()
 		if err != nil {
-			var e *control.Error
-			if errors.As(err, &e) {
-				e.Message = fmt.Sprintf("accounts[%d]: %s", i, e.Message)
-			}
-			return nil, err
+			return nil, fmt.Errorf("accounts[%d]: %w", i, err)
 		}
 		if seen[s.ID()] {
 			return nil, invalid("accounts[%d]: %s is listed twice", i, s.ID())

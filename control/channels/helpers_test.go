@@ -13,7 +13,8 @@ import (
 
 	"scv/control"
 	"scv/control/channels"
-	"scv/ledger"
+	"scv/ledger/local"
+	"scv/ledger/sqlite"
 )
 
 // wait bounds every Eventually: generous, for a loaded shared VM.
@@ -24,14 +25,14 @@ const (
 
 var ctx = context.Background()
 
-// openLedger opens a ledger on a real SQLite file in the test's folder and
-// closes it when the test ends.
-func openLedger(t *testing.T, path string) *ledger.Ledger {
+// openLedger opens a real SQLite file in the test's folder (the store of
+// the channel accounts) and closes it when the test ends.
+func openLedger(t *testing.T, path string) *sqlite.DB {
 	t.Helper()
-	l, err := ledger.Open(ctx, path, ledger.Options{})
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
 	require.NoError(t, err)
-	t.Cleanup(func() { l.Close() })
-	return l
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // fakeClock is a Clock that moves only when told to.
@@ -206,7 +207,7 @@ func (r *testRun) Release() { close(r.release) }
 type harness struct {
 	t      *testing.T
 	dbPath string
-	l      *ledger.Ledger
+	l      *sqlite.DB
 	m      *channels.Manager
 	clock  *fakeClock
 	tc     map[channels.Kind]*testConnector
@@ -299,7 +300,7 @@ func (h *harness) waitState(id string, state control.ComponentState) control.Com
 }
 
 // rows is every stored account.
-func (h *harness) rows() []ledger.ChannelAccount {
+func (h *harness) rows() []local.ChannelAccount {
 	h.t.Helper()
 	rs, err := h.l.ChannelAccounts(ctx)
 	require.NoError(h.t, err)
@@ -325,8 +326,8 @@ func ptr[T any](v T) *T { return &v }
 // requireInvalid asserts err is a -32602 invalid_argument refusal.
 func requireInvalid(t *testing.T, err error, contains string) {
 	t.Helper()
-	var e *control.Error
-	require.ErrorAs(t, err, &e)
+	e := control.ErrorOf(err)
+	require.NotNil(t, e)
 	require.Equal(t, control.CodeInvalidParams, e.Code, e.Message)
 	require.Equal(t, control.ReasonInvalidArgument, e.Data.Reason)
 	require.Contains(t, e.Message, contains)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"scv/control"
-	"scv/ledger"
+	"scv/ledger/local"
 )
 
 // Backoff defaults: the first retry waits DefaultBackoffBase, each next
@@ -35,7 +35,7 @@ const (
 // component per enabled account. It implements control.Channels. Set the
 // fields before Load; New fills in the defaults.
 type Manager struct {
-	Ledger *ledger.Ledger
+	Store local.Channels
 	// Path is the settings file Reload reads; "" is DefaultPath(). The
 	// daemon sets it from --config.
 	Path string
@@ -67,7 +67,7 @@ var _ control.Channels = (*Manager)(nil)
 // account is one account: its saved settings and its component.
 type account struct {
 	s   Settings
-	row ledger.ChannelAccount
+	row local.ChannelAccount
 	// bad says why the stored settings are invalid (found by Load); the
 	// component fails instead of starting.
 	bad string
@@ -95,9 +95,9 @@ type run struct {
 
 // New is a Manager of the accounts in l, with the default connectors,
 // clock and backoff.
-func New(l *ledger.Ledger) *Manager {
+func New(store local.Channels) *Manager {
 	return &Manager{
-		Ledger: l, Connectors: DefaultConnectors(), Clock: SystemClock,
+		Store: store, Connectors: DefaultConnectors(), Clock: SystemClock,
 		BackoffBase: DefaultBackoffBase, BackoffCap: DefaultBackoffCap,
 	}
 }
@@ -155,13 +155,12 @@ func (m *Manager) Load(ctx context.Context) error {
 // ops.
 func (m *Manager) ready(ctx context.Context) error {
 	if m.closed {
-		return &control.Error{Code: control.CodeUnavailable, Message: "the channel accounts are shut down",
-			Data: control.ErrorData{Reason: control.ReasonUnavailable}}
+		return control.Errorf(control.ErrUnavailable, "the channel accounts are shut down")
 	}
 	if m.loaded {
 		return nil
 	}
-	rows, err := m.Ledger.ChannelAccounts(ctx)
+	rows, err := m.Store.ChannelAccounts(ctx)
 	if err != nil {
 		return err
 	}
@@ -172,9 +171,7 @@ func (m *Manager) ready(ctx context.Context) error {
 	for _, r := range rows {
 		a := &account{s: fromRow(r), row: r, state: control.ComponentDisabled}
 		if err := a.s.check(false); err != nil {
-			var e *control.Error
-			errors.As(err, &e)
-			a.bad = "stored settings are invalid: " + e.Message
+			a.bad = "stored settings are invalid: " + err.Error()
 			a.err = a.bad
 		}
 		m.accounts[a.s.ID()] = a
@@ -226,7 +223,7 @@ func (m *Manager) Set(ctx context.Context, c control.CmdChannelSet) error {
 	id := ID(Kind(c.Channel), c.Account)
 	m.mu.Lock()
 	a := m.accounts[id]
-	prev, row := Defaults(Kind(c.Channel), c.Account), ledger.ChannelAccount{}
+	prev, row := Defaults(Kind(c.Channel), c.Account), local.ChannelAccount{}
 	if a != nil {
 		prev, row = a.s, a.row
 	}
@@ -236,7 +233,7 @@ func (m *Manager) Set(ctx context.Context, c control.CmdChannelSet) error {
 		return err
 	}
 	row = toRow(s, row, m.clock().Now().UnixMilli())
-	if err := m.Ledger.PutChannelAccount(ctx, row); err != nil {
+	if err := m.Store.ReplaceChannelAccounts(ctx, []local.ChannelAccount{row}, nil); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -269,7 +266,7 @@ func (m *Manager) Logout(ctx context.Context, c control.CmdChannelLogout) error 
 		}
 		return notFound("channel account %s not found", id)
 	}
-	if _, err := m.Ledger.DeleteChannelAccount(ctx, c.Channel, c.Account); err != nil {
+	if _, err := m.Store.DeleteChannelAccount(ctx, c.Channel, c.Account); err != nil {
 		return err
 	}
 	m.remove(id, a)
@@ -285,8 +282,7 @@ func (m *Manager) Logout(ctx context.Context, c control.CmdChannelLogout) error 
 func (m *Manager) Reload(ctx context.Context) error {
 	path, err := m.path()
 	if err != nil {
-		return &control.Error{Code: control.CodeUnavailable, Message: fmt.Sprintf("no settings file path: %v", err),
-			Data: control.ErrorData{Reason: control.ReasonUnavailable}}
+		return control.Errorf(control.ErrUnavailable, "no settings file path: %v", err)
 	}
 	list, err := ReadFile(path)
 	if err != nil {
@@ -306,8 +302,8 @@ func (m *Manager) Reload(ctx context.Context) error {
 
 	now := m.clock().Now().UnixMilli()
 	listed := map[string]bool{}
-	var put []ledger.ChannelAccount
-	var rows []ledger.ChannelAccount // every listed account's row after the reload
+	var put []local.ChannelAccount
+	var rows []local.ChannelAccount // every listed account's row after the reload
 	for _, s := range list {
 		listed[s.ID()] = true
 		cur, ok := current[s.ID()]
@@ -327,7 +323,7 @@ func (m *Manager) Reload(ctx context.Context) error {
 		}
 	}
 	if len(put) > 0 || len(del) > 0 {
-		if err := m.Ledger.ReplaceChannelAccounts(ctx, put, del); err != nil {
+		if err := m.Store.ReplaceChannelAccounts(ctx, put, del); err != nil {
 			return err
 		}
 	}

@@ -1,12 +1,11 @@
 package channels
 
 import (
-	"fmt"
 	"path/filepath"
 	"strings"
 
 	"scv/control"
-	"scv/ledger"
+	"scv/ledger/local"
 )
 
 // Kind is a chat channel: the platform an account belongs to.
@@ -157,22 +156,14 @@ func oneOf[T comparable](v T, allowed ...T) bool {
 	return false
 }
 
-// invalid is the -32602 invalid_argument refusal.
-func invalid(format string, args ...any) *control.Error {
-	return &control.Error{
-		Code:    control.CodeInvalidParams,
-		Message: fmt.Sprintf(format, args...),
-		Data:    control.ErrorData{Reason: control.ReasonInvalidArgument},
-	}
+// invalid is the invalid_argument refusal.
+func invalid(format string, args ...any) error {
+	return control.Errorf(control.ErrInvalidArgument, format, args...)
 }
 
-// notFound is the -32001 not_found refusal.
-func notFound(format string, args ...any) *control.Error {
-	return &control.Error{
-		Code:    control.CodeNotFound,
-		Message: fmt.Sprintf(format, args...),
-		Data:    control.ErrorData{Reason: control.ReasonNotFound},
-	}
+// notFound is the not_found refusal.
+func notFound(format string, args ...any) error {
+	return control.Errorf(control.ErrNotFound, format, args...)
 }
 
 // apply is s changed by a channel_set: omitted fields (and a null
@@ -206,7 +197,7 @@ func apply(s Settings, c control.CmdChannelSet) (Settings, error) {
 }
 
 // fromRow reads a stored account; it is not validated.
-func fromRow(r ledger.ChannelAccount) Settings {
+func fromRow(r local.ChannelAccount) Settings {
 	return Settings{
 		Channel: Kind(r.Channel), Account: r.Account, Enabled: r.Enabled, Workspace: r.Workspace,
 		RemoteTools: control.RemoteTools(r.RemoteTools), Senders: control.Senders(r.Senders),
@@ -216,8 +207,8 @@ func fromRow(r ledger.ChannelAccount) Settings {
 
 // toRow is the stored form of s, with the connector's credentials and
 // state of the stored row prev (empty for a new account).
-func toRow(s Settings, prev ledger.ChannelAccount, updatedMS int64) ledger.ChannelAccount {
-	return ledger.ChannelAccount{
+func toRow(s Settings, prev local.ChannelAccount, updatedMS int64) local.ChannelAccount {
+	return local.ChannelAccount{
 		Channel: string(s.Channel), Account: s.Account, Enabled: s.Enabled, Workspace: s.Workspace,
 		RemoteTools: string(s.RemoteTools), Senders: string(s.Senders), Purpose: string(s.Purpose),
 		OwnerID: s.OwnerID, BotID: s.BotID, Source: string(s.Source),

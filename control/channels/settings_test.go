@@ -9,7 +9,7 @@ import (
 
 	"scv/control"
 	"scv/control/channels"
-	"scv/ledger"
+	"scv/ledger/local"
 )
 
 // TestNewAccountDefaults: a new account takes the seed's defaults (no
@@ -21,7 +21,7 @@ func TestNewAccountDefaults(t *testing.T) {
 	rows := h.rows()
 	require.Len(t, rows, 1)
 	r := rows[0]
-	assert.Equal(t, ledger.ChannelAccount{
+	assert.Equal(t, local.ChannelAccount{
 		Channel: "slack", Account: "team", Enabled: false, Workspace: "",
 		RemoteTools: "none", Senders: "owner", Purpose: "chat", Source: "api",
 		Credentials: "{}", State: "{}", Updated: h.clock.Now().UnixMilli(),
@@ -137,8 +137,8 @@ func TestLogout(t *testing.T) {
 	assert.Equal(t, "other", h.rows()[0].Account)
 
 	err := h.m.Logout(ctx, control.CmdChannelLogout{Channel: "feishu", Account: "work"})
-	var e *control.Error
-	require.ErrorAs(t, err, &e)
+	e := control.ErrorOf(err)
+	require.NotNil(t, e)
 	assert.Equal(t, control.CodeNotFound, e.Code)
 	assert.Equal(t, control.ReasonNotFound, e.Data.Reason)
 
@@ -232,10 +232,10 @@ func TestLocalOwnerConnects(t *testing.T) {
 // removes it.
 func TestLoadInvalidStoredAccount(t *testing.T) {
 	h := newHarness(t)
-	require.NoError(t, h.l.PutChannelAccount(ctx, ledger.ChannelAccount{
+	require.NoError(t, h.l.ReplaceChannelAccounts(ctx, []local.ChannelAccount{{
 		Channel: "irc", Account: "libera", Enabled: true, RemoteTools: "none", Senders: "owner",
 		Purpose: "chat", Source: "api",
-	}))
+	}}, nil))
 	require.NoError(t, h.m.Load(ctx))
 	c := h.component("irc:libera")
 	assert.Equal(t, control.ComponentFailed, c.State)

@@ -135,8 +135,8 @@ func TestCloseStopsComponents(t *testing.T) {
 	assert.Equal(t, control.ComponentDisabled, h.component("slack:off").State)
 
 	err := h.m.Set(ctx, control.CmdChannelSet{Channel: "slack", Account: "a", Enabled: true})
-	var e *control.Error
-	require.ErrorAs(t, err, &e)
+	e := control.ErrorOf(err)
+	require.NotNil(t, e)
 	assert.Equal(t, control.ReasonUnavailable, e.Data.Reason)
 	tc.none(t)
 }

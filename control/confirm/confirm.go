@@ -16,7 +16,8 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"scv/control"
-	"scv/ledger"
+	"scv/control/startstop"
+	"scv/ledger/local"
 )
 
 // Limits and defaults of a question, as the seed fixes them
@@ -72,24 +73,28 @@ type Chats interface {
 // Manager asks the owner yes/no questions in chat and keeps what became of
 // them: every step is a record of the ledger's question log (confirm_log),
 // appended before memory changes, so that memory is always the fold of
-// the log. Set the fields, call Load once, then Run; the zero value of
+// the log. Set the fields, call Load once, then Start; the zero value of
 // the unexported state is ready.
 type Manager struct {
-	Ledger *ledger.Ledger
+	Log local.Questions
 	// Clock decides deadlines and withdrawals and stamps records;
 	// defaults to the system clock.
 	Clock func() time.Time
 	// Chats delivers questions; nil is no chat connected.
 	Chats Chats
 	// DelegationChat is the chat that started the work the SCV_PARENT
-	// chain parent names, or "" (control.Delegations.ChatOf); nil is
+	// chain parent names, or "" (delegations.Registry.ChatOf); nil is
 	// never one.
 	DelegationChat func(parent string) string
 	// Notify is the daemon's notify target (`--notify CHANNEL:ACCOUNT`),
 	// or "".
 	Notify string
 	Logger *slog.Logger
+	// TickEvery is how often deadlines are looked at once started (0:
+	// DefaultTickEvery).
+	TickEvery time.Duration
 
+	loop startstop.Loop
 	// wmu orders every step: a record is appended and applied under it,
 	// so that memory takes the records in the log's order and a question
 	// is decided once.
@@ -137,7 +142,7 @@ func (m *Manager) init() {
 func (m *Manager) Load(ctx context.Context) error {
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
-	recs, err := m.Ledger.ConfirmLog(ctx, 0)
+	recs, err := m.Log.ConfirmLog(ctx, 0)
 	if err != nil {
 		return err
 	}
@@ -158,7 +163,7 @@ func (m *Manager) Load(ctx context.Context) error {
 	m.mu.Unlock()
 	slices.SortFunc(lost, bySeq)
 	now := m.now()
-	out := make([]ledger.ConfirmRecord, len(lost))
+	out := make([]local.ConfirmRecord, len(lost))
 	for i, q := range lost {
 		out[i] = record(q.ID, KindFailed, now, endedData{Reason: reasonRestarted})
 	}
@@ -167,7 +172,7 @@ func (m *Manager) Load(ctx context.Context) error {
 }
 
 // Run calls Tick every interval until ctx ends.
-func (m *Manager) Run(ctx context.Context, every time.Duration) {
+func (m *Manager) run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -181,6 +186,21 @@ func (m *Manager) Run(ctx context.Context, every time.Duration) {
 		}
 	}
 }
+
+// Start starts the deadline keeper: every TickEvery (0:
+// DefaultTickEvery) it ends the questions whose time has come, until
+// Stop.
+func (m *Manager) Start(ctx context.Context) error {
+	every := m.TickEvery
+	if every <= 0 {
+		every = DefaultTickEvery
+	}
+	m.loop.Run(ctx, func(ctx context.Context) { m.run(ctx, every) })
+	return nil
+}
+
+// Stop stops the deadline keeper and waits for it.
+func (m *Manager) Stop() { m.loop.Stop() }
 
 // Tick ends the pending questions the clock has decided: expired at the
 // deadline, else withdrawn when nobody asked about them for WithdrawAfter.
@@ -196,7 +216,7 @@ func (m *Manager) Tick(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 	slices.SortFunc(ending, bySeq)
-	var out []ledger.ConfirmRecord
+	var out []local.ConfirmRecord
 	for _, q := range ending {
 		if kind, reason := m.due(q, now); kind != "" {
 			out = append(out, record(q.ID, kind, now, endedData{Reason: reason}))
@@ -231,7 +251,7 @@ func (m *Manager) Ask(ctx context.Context, c control.CmdConfirmAsk) (control.Con
 		reason = fmt.Sprintf(reasonNotConnected, chat)
 	}
 	id, now := ulid.Make().String(), m.now()
-	out := []ledger.ConfirmRecord{record(id, KindAsked, now, askedData{
+	out := []local.ConfirmRecord{record(id, KindAsked, now, askedData{
 		Question: c.Question, Chat: chat, DeadlineMS: now.Add(timeout).UnixMilli(),
 		Requester: requester(parent), Parent: parent,
 	})}
@@ -443,11 +463,11 @@ func (m *Manager) end(ctx context.Context, id, kind, reason string) (control.Con
 // record appends recs to the log in one transaction, then applies them to
 // memory and wakes the waiting lists; it returns the questions as the
 // records left them. m.wmu is held.
-func (m *Manager) record(ctx context.Context, recs ...ledger.ConfirmRecord) ([]*question, error) {
+func (m *Manager) record(ctx context.Context, recs ...local.ConfirmRecord) ([]*question, error) {
 	if len(recs) == 0 {
 		return nil, nil
 	}
-	appended, err := m.Ledger.AppendConfirm(ctx, recs...)
+	appended, err := m.Log.AppendConfirm(ctx, recs...)
 	if err != nil {
 		return nil, err
 	}
@@ -476,12 +496,12 @@ func (m *Manager) record(ctx context.Context, recs ...ledger.ConfirmRecord) ([]*
 }
 
 // record builds a record of the question log.
-func record(id, kind string, now time.Time, data any) ledger.ConfirmRecord {
+func record(id, kind string, now time.Time, data any) local.ConfirmRecord {
 	b, err := json.Marshal(data)
 	if err != nil {
 		panic(fmt.Sprintf("confirm: %s record: %v", kind, err))
 	}
-	return ledger.ConfirmRecord{QuestionID: id, Kind: kind, Timestamp: now.UnixMilli(), Data: string(b)}
+	return local.ConfirmRecord{QuestionID: id, Kind: kind, Timestamp: now.UnixMilli(), Data: string(b)}
 }
 
 // checkQuestion: 1 to MaxQuestion characters of valid UTF-8, not all
@@ -512,18 +532,14 @@ func requester(parent string) string {
 func bySeq(a, b *question) int { return cmp.Compare(a.Seq, b.Seq) }
 
 func invalid(format string, args ...any) error {
-	return &control.Error{Code: control.CodeInvalidParams, Message: fmt.Sprintf(format, args...),
-		Data: control.ErrorData{Reason: control.ReasonInvalidArgument}}
+	return control.Errorf(control.ErrInvalidArgument, format, args...)
 }
 
 func notFound(id string) error {
-	return &control.Error{Code: control.CodeNotFound, Message: fmt.Sprintf("question %q not found", id),
-		Data: control.ErrorData{Reason: control.ReasonNotFound}}
+	return control.Errorf(control.ErrNotFound, "question %q not found", id)
 }
 
 // conflict refuses an answer to q, which is not pending.
 func conflict(q *question) error {
-	return &control.Error{Code: control.CodeConflict,
-		Message: fmt.Sprintf("question %s is %s (%s): it takes no answer", q.ID, q.State, q.DecidedBy),
-		Data:    control.ErrorData{Reason: control.ReasonConflict}}
+	return control.Errorf(control.ErrConflict, "question %s is %s (%s): it takes no answer", q.ID, q.State, q.DecidedBy)
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
-	"scv/ledger"
+	"scv/ledger/local"
 )
 
 // TestAskAnswerYesNo: an asked question is pending in the chosen chat with
@@ -26,7 +26,7 @@ func TestAskAnswerYesNo(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	e.chats.onDeliver = func(d delivery) {
-		recs, err := e.l.ConfirmLog(ctx, 0)
+		recs, err := e.db.ConfirmLog(ctx, 0)
 		require.NoError(t, err)
 		require.NotEmpty(t, recs)
 		last := recs[len(recs)-1]
@@ -393,7 +393,7 @@ func TestAudit(t *testing.T) {
 	failed := e.ask("Nobody there?", "", 0)
 	require.NoError(t, e.l.Close())
 
-	e.l = openLedger(t, e.path)
+	e.db, e.l = openLedger(t, e.path)
 	e.clock.Advance(time.Minute)
 	e.m = e.manager()
 	qs := e.list()
@@ -416,10 +416,10 @@ func TestAudit(t *testing.T) {
 	for i, r := range recs {
 		assert.Equal(t, uint64(i+1), r.Seq)
 	}
-	assert.Equal(t, ledger.ConfirmRecord{Seq: 1, QuestionID: yes.ID, Kind: KindAsked, Timestamp: start.UnixMilli(),
+	assert.Equal(t, local.ConfirmRecord{Seq: 1, QuestionID: yes.ID, Kind: KindAsked, Timestamp: start.UnixMilli(),
 		Data: fmt.Sprintf(`{"question":"Merge the branch?","chat":"local:owner","deadline_ms":%d,"requester":"H2","parent":"H1,H2"}`,
 			start.Add(DefaultTimeout).UnixMilli())}, recs[0])
-	assert.Equal(t, ledger.ConfirmRecord{Seq: 2, QuestionID: yes.ID, Kind: KindAnswered, Timestamp: start.Add(7 * time.Second).UnixMilli(),
+	assert.Equal(t, local.ConfirmRecord{Seq: 2, QuestionID: yes.ID, Kind: KindAnswered, Timestamp: start.Add(7 * time.Second).UnixMilli(),
 		Data: `{"answer":"yes","by":"uid 1000 pid 4242"}`}, recs[1])
 }
 
@@ -523,25 +523,30 @@ func TestListWaits(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
-// TestRun: Run ticks on its own until its context ends.
-func TestRun(t *testing.T) {
+// TestStartStop: once started, the manager ticks on its own until Stop,
+// which returns once it has stopped.
+func TestStartStop(t *testing.T) {
 	e := newEnv(t)
 	a := e.ask("Run?", "", 0)
 	e.clock.Advance(time.Minute)
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() {
-		e.m.Run(ctx, 10*time.Millisecond)
-		close(stopped)
-	}()
+	e.m.TickEvery = 10 * time.Millisecond
+	require.NoError(t, e.m.Start(context.Background()))
 	require.Eventually(t, func() bool { return e.question(a.ID).State == control.ConfirmWithdrawn },
 		10*time.Second, 10*time.Millisecond)
-	cancel()
+	stopped := make(chan struct{})
+	go func() {
+		e.m.Stop()
+		close(stopped)
+	}()
 	select {
 	case <-stopped:
 	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not stop")
+		t.Fatal("Stop did not return")
 	}
+	b := e.ask("after stop?", "", 0)
+	e.clock.Advance(time.Minute)
+	time.Sleep(50 * time.Millisecond)
+	assert.Equal(t, control.ConfirmPending, e.question(b.ID).State, "no tick after Stop")
 }
 
 // TestThroughService: the control.Service answers the question actions

@@ -8,9 +8,9 @@
 // calls Load once before serving, runs Run in the background, and hands
 // the Manager to control.Service as its Questions:
 //
-//	m := &confirm.Manager{Ledger: l, Chats: chats, DelegationChat: delegations.ChatOf, Notify: notify}
+//	m := &confirm.Manager{Log: store, Chats: chats, DelegationChat: delegations.ChatOf, Notify: notify}
 //	if err := m.Load(ctx); err != nil { ... }
-//	go m.Run(ctx, confirm.DefaultTickEvery)
+//	err = m.Start(ctx) // the deadline keeper, until m.Stop()
 //	svc.Questions = m
 //
 // # State

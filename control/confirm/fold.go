@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"scv/control"
-	"scv/ledger"
+	"scv/ledger/local"
 )
 
 // The kinds of the question log's records: the steps of a question. A
@@ -64,7 +64,7 @@ type question struct {
 // record the log cannot hold (an unknown kind, a question asked twice, a
 // step of a question never asked or already decided, evidence that does
 // not parse) is an error, and q stands as it was.
-func evolve(q *question, r ledger.ConfirmRecord) (*question, error) {
+func evolve(q *question, r local.ConfirmRecord) (*question, error) {
 	if r.Kind == KindAsked {
 		if q != nil {
 			return q, fmt.Errorf("record %d: question %s asked twice", r.Seq, r.QuestionID)
@@ -119,7 +119,7 @@ func evolve(q *question, r ledger.ConfirmRecord) (*question, error) {
 // fold is the questions the records make, read in order. A record evolve
 // refuses is skipped (the question stands as the records before it made
 // it: the first decision stands) and reported among the errors.
-func fold(recs []ledger.ConfirmRecord) (map[string]*question, []error) {
+func fold(recs []local.ConfirmRecord) (map[string]*question, []error) {
 	qs := map[string]*question{}
 	var errs []error
 	for _, r := range recs {

@@ -29,6 +29,10 @@ func storageError(path string, err error) error {
 	if why, full := noRoom(path, err); full {
 		return fmt.Errorf("%w, nothing of the request was kept (%s): %v", driver.ErrStorageFull, why, err)
 	}
+	if damaged(err) {
+		return fmt.Errorf("%w: %w: %s: %v; nothing of the request was kept, and `scv ledger verify --db %s` says where",
+			driver.ErrStorage, ErrCorrupt, path, err, path)
+	}
 	return fmt.Errorf("%w: %v", driver.ErrStorage, err)
 }
 

@@ -1,4 +1,11 @@
-package control
+// Package delegations is the daemon's registry of delegated agent runs:
+// commands that an `scv delegate` process (the owner) started in their own
+// process group and registered (docs/delegations.md). The registry lives
+// in memory and in the machine's local store, so that a restarted daemon
+// still knows what runs; its reaper, a service the daemon starts and
+// stops, stops the trees whose owner is gone. Process trees are found and
+// signalled through package control/proc.
+package delegations
 
 import (
 	"context"
@@ -11,23 +18,28 @@ import (
 	"sync"
 	"time"
 
+	"scv/control"
 	"scv/control/proc"
-	"scv/ledger"
+	"scv/control/startstop"
+	"scv/ledger/local"
 	"scv/reducer"
 )
 
-// Delegations is the daemon's registry of delegated agent runs: commands
-// that an `scv delegate` process (the owner) started in their own process
-// group and registered. It keeps the registry in the ledger's database,
-// so that a restarted daemon still knows what runs, and stops trees whose
-// owner is gone (Sweep).
-type Delegations struct {
-	Ledger *ledger.Ledger
+// Registry is the daemon's registry of delegated agent runs. It keeps the
+// registry in Store, so that a restarted daemon still knows what runs, and
+// stops trees whose owner is gone (Sweep, every SweepEvery once started).
+// It implements control.Delegations.
+type Registry struct {
+	Store local.Delegations
 	// Grace is how long a stopped tree has between SIGTERM and SIGKILL.
 	Grace  time.Duration
 	Clock  func() time.Time
 	Logger *slog.Logger
+	// SweepEvery is how often the reaper looks for orphans (0:
+	// DefaultSweepEvery).
+	SweepEvery time.Duration
 
+	loop    startstop.Loop
 	mu      sync.Mutex
 	entries map[string]*delegation
 	reaped  uint64
@@ -37,7 +49,7 @@ type Delegations struct {
 // delegation is one registered run. stopping marks an entry whose tree is
 // being stopped: one caller stops it, the others leave it alone.
 type delegation struct {
-	ledger.Delegation
+	local.Delegation
 	orphaned bool
 	stopping bool
 }
@@ -50,14 +62,14 @@ const (
 	maxHandle         = 64
 )
 
-func (r *Delegations) now() time.Time {
+func (r *Registry) now() time.Time {
 	if r.Clock != nil {
 		return r.Clock()
 	}
 	return time.Now()
 }
 
-func (r *Delegations) logger() *slog.Logger {
+func (r *Registry) logger() *slog.Logger {
 	if r.Logger != nil {
 		return r.Logger
 	}
@@ -66,8 +78,8 @@ func (r *Delegations) logger() *slog.Logger {
 
 // Load reads the registry. Entries of an earlier boot are removed: every
 // process they named is gone, and their PIDs may name others now.
-func (r *Delegations) Load(ctx context.Context) error {
-	rows, err := r.Ledger.Delegations(ctx)
+func (r *Registry) Load(ctx context.Context) error {
+	rows, err := r.Store.Delegations(ctx)
 	if err != nil {
 		return err
 	}
@@ -81,7 +93,7 @@ func (r *Delegations) Load(ctx context.Context) error {
 	r.mu.Unlock()
 	for _, d := range rows {
 		if d.BootID != boot {
-			if _, err := r.Ledger.DeleteDelegation(ctx, d.Handle); err != nil {
+			if _, err := r.Store.DeleteDelegation(ctx, d.Handle); err != nil {
 				return err
 			}
 			r.logger().Info("delegation of an earlier boot dropped", "handle", d.Handle)
@@ -117,8 +129,8 @@ func validHandle(h string) bool {
 	return true
 }
 
-func invalid(format string, args ...any) *Error {
-	return newError(CodeInvalidParams, ReasonInvalidArgument, format, args...)
+func invalid(format string, args ...any) error {
+	return control.Errorf(control.ErrInvalidArgument, format, args...)
 }
 
 // Register checks c against the processes it names and records it: the
@@ -126,58 +138,58 @@ func invalid(format string, args ...any) *Error {
 // its own process group, and be a child of the owner. (Its tag is not
 // checked: /proc/PID/environ is empty while the process is in the middle
 // of an exec.)
-func (r *Delegations) Register(ctx context.Context, c CmdDelegationRegister) (DelegationInfo, error) {
+func (r *Registry) Register(ctx context.Context, c control.CmdDelegationRegister) (control.DelegationInfo, error) {
 	if !validHandle(c.Handle) {
-		return DelegationInfo{}, invalid("handle %q: want 1 to %d characters of [0-9A-Za-z_-]", c.Handle, maxHandle)
+		return control.DelegationInfo{}, invalid("handle %q: want 1 to %d characters of [0-9A-Za-z_-]", c.Handle, maxHandle)
 	}
 	if err := reducer.ValidName("agent", c.Agent); err != nil {
-		return DelegationInfo{}, err
+		return control.DelegationInfo{}, err
 	}
 	if len(c.Session) > 200 {
-		return DelegationInfo{}, invalid("session is longer than 200 bytes")
+		return control.DelegationInfo{}, invalid("session is longer than 200 bytes")
 	}
 	chain := proc.ParseChain(c.Parent)
 	if len(chain) == 0 || chain[len(chain)-1] != c.Handle || strings.Count(c.Parent, ",")+1 != len(chain) {
-		return DelegationInfo{}, invalid("parent %q: want the SCV_PARENT chain, comma-separated, ending with the handle %s", c.Parent, c.Handle)
+		return control.DelegationInfo{}, invalid("parent %q: want the SCV_PARENT chain, comma-separated, ending with the handle %s", c.Parent, c.Handle)
 	}
 	for _, h := range chain {
 		if !validHandle(h) {
-			return DelegationInfo{}, invalid("parent %q: %q is not a handle", c.Parent, h)
+			return control.DelegationInfo{}, invalid("parent %q: %q is not a handle", c.Parent, h)
 		}
 	}
 	if c.Chat != "" {
 		ch, acct, ok := strings.Cut(c.Chat, ":")
 		if !ok || ch == "" || acct == "" || reducer.ValidName("chat", c.Chat) != nil {
-			return DelegationInfo{}, invalid("chat %q: want <channel>:<account>", c.Chat)
+			return control.DelegationInfo{}, invalid("chat %q: want <channel>:<account>", c.Chat)
 		}
 	}
 	if !filepath.IsAbs(c.Cwd) {
-		return DelegationInfo{}, invalid("cwd %q is not an absolute path", c.Cwd)
+		return control.DelegationInfo{}, invalid("cwd %q is not an absolute path", c.Cwd)
 	}
 	owner, err := proc.Identify(int(c.OwnerPID))
 	if err != nil || !owner.Alive() {
-		return DelegationInfo{}, invalid("owner process %d is not running", c.OwnerPID)
+		return control.DelegationInfo{}, invalid("owner process %d is not running", c.OwnerPID)
 	}
 	p, err := proc.Read(int(c.PID))
 	if err != nil {
-		return DelegationInfo{}, invalid("process %d is not running", c.PID)
+		return control.DelegationInfo{}, invalid("process %d is not running", c.PID)
 	}
 	switch {
 	case p.PPID != owner.PID:
-		return DelegationInfo{}, invalid("process %d is not a child of owner %d", c.PID, c.OwnerPID)
+		return control.DelegationInfo{}, invalid("process %d is not a child of owner %d", c.PID, c.OwnerPID)
 	case p.PGID != p.PID:
-		return DelegationInfo{}, invalid("process %d does not lead its own process group", c.PID)
+		return control.DelegationInfo{}, invalid("process %d does not lead its own process group", c.PID)
 	}
 	r.mu.Lock()
 	boot := r.boot
 	r.mu.Unlock()
-	d := ledger.Delegation{
+	d := local.Delegation{
 		Handle: c.Handle, Agent: c.Agent, Session: c.Session, Depth: uint32(len(chain)), Parent: c.Parent,
 		PID: p.PID, PIDStart: p.Start, OwnerPID: owner.PID, OwnerStart: owner.Start, BootID: boot,
 		Cwd: filepath.Clean(c.Cwd), Started: r.now().UnixMilli(), Chat: c.Chat,
 	}
-	if err := r.Ledger.PutDelegation(ctx, d); err != nil {
-		return DelegationInfo{}, err
+	if err := r.Store.PutDelegation(ctx, d); err != nil {
+		return control.DelegationInfo{}, err
 	}
 	e := &delegation{Delegation: d}
 	r.mu.Lock()
@@ -190,7 +202,7 @@ func (r *Delegations) Register(ctx context.Context, c CmdDelegationRegister) (De
 // Done ends a delegation whose command has exited: whatever is left of its
 // tree is stopped, and the entry removed. It reports whether anything had
 // to be stopped. A handle being stopped by someone else is left to them.
-func (r *Delegations) Done(ctx context.Context, handle string) (stopped bool, err error) {
+func (r *Registry) Done(ctx context.Context, handle string) (stopped bool, err error) {
 	e, err := r.claim(handle)
 	if err != nil || e == nil {
 		return false, err
@@ -201,12 +213,12 @@ func (r *Delegations) Done(ctx context.Context, handle string) (stopped bool, er
 
 // claim marks handle's entry as being stopped by the caller; nil (and no
 // error) when someone else already is.
-func (r *Delegations) claim(handle string) (*delegation, error) {
+func (r *Registry) claim(handle string) (*delegation, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.entries[handle]
 	if !ok {
-		return nil, fmt.Errorf("%w: delegation %q", reducer.ErrNotFound, handle)
+		return nil, fmt.Errorf("%w: delegation %q", control.ErrNotFound, handle)
 	}
 	if e.stopping {
 		return nil, nil
@@ -218,7 +230,7 @@ func (r *Delegations) claim(handle string) (*delegation, error) {
 // stop stops e's tree and removes the entry; it returns how many
 // processes it signalled. If the tree would not stop, the entry stays, to
 // be tried again.
-func (r *Delegations) stop(ctx context.Context, e *delegation) (int, error) {
+func (r *Registry) stop(ctx context.Context, e *delegation) (int, error) {
 	t := proc.Tree{Handle: e.Handle, Leader: proc.Ident{PID: e.PID, Start: e.PIDStart}}
 	grace := r.Grace
 	if grace <= 0 {
@@ -228,7 +240,7 @@ func (r *Delegations) stop(ctx context.Context, e *delegation) (int, error) {
 	defer cancel()
 	n, err := t.Stop(stopCtx, grace)
 	if err == nil {
-		_, err = r.Ledger.DeleteDelegation(context.WithoutCancel(ctx), e.Handle)
+		_, err = r.Store.DeleteDelegation(context.WithoutCancel(ctx), e.Handle)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -241,13 +253,13 @@ func (r *Delegations) stop(ctx context.Context, e *delegation) (int, error) {
 }
 
 // Kill stops one delegation by handle.
-func (r *Delegations) Kill(ctx context.Context, handle string) error {
+func (r *Registry) Kill(ctx context.Context, handle string) error {
 	e, err := r.claim(handle)
 	if err != nil {
 		return err
 	}
 	if e == nil {
-		return fmt.Errorf("%w: delegation %s is already being stopped", reducer.ErrConflict, handle)
+		return fmt.Errorf("%w: delegation %s is already being stopped", control.ErrConflict, handle)
 	}
 	n, err := r.stop(ctx, e)
 	r.logger().Info("delegation killed", "handle", handle, "signalled", n, "err", err)
@@ -256,7 +268,7 @@ func (r *Delegations) Kill(ctx context.Context, handle string) error {
 
 // Sweep marks delegations whose owner is gone as orphaned and stops them,
 // counting each in reaped; it returns the handles it stopped.
-func (r *Delegations) Sweep(ctx context.Context) ([]string, error) {
+func (r *Registry) Sweep(ctx context.Context) ([]string, error) {
 	r.mu.Lock()
 	var orphans []*delegation
 	for _, e := range r.entries {
@@ -290,8 +302,22 @@ func (r *Delegations) Sweep(ctx context.Context) ([]string, error) {
 	return killed, nil
 }
 
-// Run sweeps every interval until ctx ends.
-func (r *Delegations) Run(ctx context.Context, every time.Duration) {
+// Start starts the reaper: it sweeps for orphans every SweepEvery until
+// Stop.
+func (r *Registry) Start(ctx context.Context) error {
+	every := r.SweepEvery
+	if every <= 0 {
+		every = DefaultSweepEvery
+	}
+	r.loop.Run(ctx, func(ctx context.Context) { r.run(ctx, every) })
+	return nil
+}
+
+// Stop stops the reaper and waits for it.
+func (r *Registry) Stop() { r.loop.Stop() }
+
+// run sweeps every interval until ctx ends.
+func (r *Registry) run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -307,7 +333,7 @@ func (r *Delegations) Run(ctx context.Context, every time.Duration) {
 }
 
 // Active reports whether handle is registered.
-func (r *Delegations) Active(handle string) bool {
+func (r *Registry) Active(handle string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, ok := r.entries[handle]
@@ -316,7 +342,7 @@ func (r *Delegations) Active(handle string) bool {
 
 // ChatOf is the chat that started the work the SCV_PARENT chain parent
 // names: that of its innermost registered delegation that has one, or "".
-func (r *Delegations) ChatOf(parent string) string {
+func (r *Registry) ChatOf(parent string) string {
 	chain := proc.ParseChain(parent)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -330,10 +356,10 @@ func (r *Delegations) ChatOf(parent string) string {
 
 // Summary counts running delegations (orphans awaiting cleanup not
 // included) and those reaped since the daemon started.
-func (r *Delegations) Summary() DelegationSummary {
+func (r *Registry) Summary() control.DelegationSummary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := DelegationSummary{Reaped: r.reaped}
+	s := control.DelegationSummary{Reaped: r.reaped}
 	for _, e := range r.entries {
 		if !e.orphaned {
 			s.Active++
@@ -344,7 +370,7 @@ func (r *Delegations) Summary() DelegationSummary {
 
 // List is the summary with its entries, oldest first; all adds orphans
 // awaiting cleanup.
-func (r *Delegations) List(all bool) DelegationSummary {
+func (r *Registry) List(all bool) control.DelegationSummary {
 	s := r.Summary()
 	r.mu.Lock()
 	var es []*delegation
@@ -367,14 +393,14 @@ func (r *Delegations) List(all bool) DelegationSummary {
 }
 
 // info is e on the wire, with its live process count.
-func (r *Delegations) info(e *delegation) DelegationInfo {
+func (r *Registry) info(e *delegation) control.DelegationInfo {
 	r.mu.Lock()
 	orphaned := e.orphaned
 	r.mu.Unlock()
 	t := proc.Tree{Handle: e.Handle, Leader: proc.Ident{PID: e.PID, Start: e.PIDStart}}
-	return DelegationInfo{
+	return control.DelegationInfo{
 		Handle: e.Handle, Agent: e.Agent, Session: e.Session, Depth: e.Depth,
 		PID: uint32(e.PID), OwnerPID: uint32(e.OwnerPID), Processes: uint32(t.Count()),
-		Cwd: e.Cwd, StartedUnixSeconds: seconds(e.Started), Orphaned: orphaned,
+		Cwd: e.Cwd, StartedUnixSeconds: uint64(e.Started / 1000), Orphaned: orphaned,
 	}
 }

@@ -1,4 +1,15 @@
-package main
+// Package restart is restart_when_idle: the daemon checks the release
+// installed at its own path, waits until the requesting delegation has
+// ended and no request is being answered (or until the deadline), then
+// hands its listening socket to a new process running that release,
+// which opens the same database. Clients are never refused: connections
+// made meanwhile wait in the socket's backlog for whichever process
+// accepts next.
+//
+// Restarter schedules restarts (control.Restarter) and calls the daemon's
+// handover when the moment comes; Successor starts the new process with
+// the listener, and Inherited is the new process's side.
+package restart
 
 import (
 	"context"
@@ -18,13 +29,6 @@ import (
 	"scv/ledger"
 )
 
-// restart_when_idle: the daemon checks the release installed at its own
-// path, waits until the requesting delegation has ended and no request is
-// being answered (or until the deadline), then hands its listening socket
-// to a new process running that release, which opens the same database.
-// Clients are never refused: connections made meanwhile wait in the
-// socket's backlog for whichever process accepts next.
-
 // Restart timing.
 const (
 	// DefaultRestartMaxWait is how long a restart waits for work to end
@@ -32,13 +36,10 @@ const (
 	DefaultRestartMaxWait = 10 * time.Minute
 	// versionCheckTimeout bounds `<path> version`.
 	versionCheckTimeout = 5 * time.Second
-	// restartPoll is how often a waiting restart looks again.
-	restartPoll = 50 * time.Millisecond
-	// pauseTimeout bounds the wait for the requests being answered when
-	// the restart begins.
-	pauseTimeout = 10 * time.Second
-	// defaultReadyTimeout bounds the wait for the new process.
-	defaultReadyTimeout = 30 * time.Second
+	// DefaultPoll is how often a waiting restart looks again.
+	DefaultPoll = 50 * time.Millisecond
+	// DefaultReadyTimeout bounds the wait for the new process.
+	DefaultReadyTimeout = 30 * time.Second
 	// maxWaitSeconds caps max_wait_seconds so the deadline cannot
 	// overflow (about 272 years).
 	maxWaitSeconds = 1 << 33
@@ -52,15 +53,23 @@ const (
 	envReadyFD  = "SCV_READY_FD"
 )
 
-// restarter implements control.Restarter for the Daemon.
-type restarter struct {
-	exe      string // the daemon's own path
-	log      *slog.Logger
-	active   func(handle string) bool     // the delegation still runs
-	inFlight func() int                   // requests being answered
-	restart  func(toVersion string) error // the handover; nil: a new process serves
-	now      func() time.Time
-	poll     time.Duration
+// Restarter implements control.Restarter: it schedules restarts and, when
+// one's moment comes, calls Handoff. As a service it has nothing to start;
+// Stop drops the pending restart and refuses new ones (the daemon is
+// closing).
+type Restarter struct {
+	Exe     string // the daemon's own path; "": restarts are refused
+	Version string // the running release, for messages
+	Log     *slog.Logger
+	// Active reports whether a delegation still runs; InFlight counts the
+	// requests being answered.
+	Active   func(handle string) bool
+	InFlight func() int
+	// Handoff hands over to the release of version toVersion; nil: a new
+	// process serves.
+	Handoff func(toVersion string) error
+	Now     func() time.Time // nil: the system clock
+	Poll    time.Duration    // 0: DefaultPoll
 
 	mu         sync.Mutex
 	pending    *pendingRestart
@@ -76,44 +85,50 @@ type pendingRestart struct {
 	cancel    chan struct{} // closed when replaced or the daemon closes
 }
 
-func newRestarter(d *Daemon, log *slog.Logger) *restarter {
-	return &restarter{
-		exe:      d.Executable,
-		log:      log,
-		active:   d.server.Service.DelegationActive,
-		inFlight: d.server.InFlight,
-		restart:  d.handoff,
-		now:      time.Now,
-		poll:     restartPoll,
+func (r *Restarter) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
 	}
+	return time.Now()
+}
+
+func (r *Restarter) poll() time.Duration {
+	if r.Poll > 0 {
+		return r.Poll
+	}
+	return DefaultPoll
+}
+
+func (r *Restarter) log() *slog.Logger {
+	if r.Log != nil {
+		return r.Log
+	}
+	return slog.New(slog.DiscardHandler)
 }
 
 // conflict is a refusal with nothing scheduled.
-func conflict(format string, args ...any) *control.Error {
-	return &control.Error{Code: control.CodeConflict, Message: fmt.Sprintf(format, args...),
-		Data: control.ErrorData{Reason: control.ReasonConflict}}
+func conflict(format string, args ...any) error {
+	return control.Errorf(control.ErrConflict, format, args...)
 }
 
 // RestartWhenIdle checks the installed release and schedules the restart,
 // replacing one already pending.
-func (r *restarter) RestartWhenIdle(c control.CmdRestartWhenIdle) (*control.RestartInfo, error) {
-	if r.exe == "" {
-		return nil, &control.Error{Code: control.CodeUnavailable,
-			Message: "this daemon does not know its own executable, so it cannot restart itself",
-			Data:    control.ErrorData{Reason: control.ReasonUnavailable}}
+func (r *Restarter) RestartWhenIdle(c control.CmdRestartWhenIdle) (*control.RestartInfo, error) {
+	if r.Exe == "" {
+		return nil, control.Errorf(control.ErrUnavailable, "this daemon does not know its own executable, so it cannot restart itself")
 	}
-	installed, err := installedVersion(r.exe)
+	installed, err := installedVersion(r.Exe)
 	if err != nil {
 		want := "its version"
 		if c.Version != nil {
 			want = fmt.Sprintf("version %q", *c.Version)
 		}
 		return nil, conflict("cannot check the release installed at %s (running %s, requested %s): %v; no restart scheduled",
-			r.exe, version, want, err)
+			r.Exe, r.Version, want, err)
 	}
 	if c.Version != nil && *c.Version != installed {
 		return nil, conflict("the release installed at %s is version %q, not the requested %q; no restart scheduled",
-			r.exe, installed, *c.Version)
+			r.Exe, installed, *c.Version)
 	}
 	wait := DefaultRestartMaxWait
 	if c.MaxWaitSeconds != nil {
@@ -130,8 +145,7 @@ func (r *restarter) RestartWhenIdle(c control.CmdRestartWhenIdle) (*control.Rest
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
-		return nil, &control.Error{Code: control.CodeUnavailable, Message: "the daemon is shutting down",
-			Data: control.ErrorData{Reason: control.ReasonUnavailable}}
+		return nil, control.Errorf(control.ErrUnavailable, "the daemon is shutting down")
 	}
 	if r.restarting {
 		r.mu.Unlock()
@@ -149,14 +163,14 @@ func (r *restarter) RestartWhenIdle(c control.CmdRestartWhenIdle) (*control.Rest
 	if c.Commit != nil {
 		commit = *c.Commit
 	}
-	r.log.Info("restart scheduled", "from_version", version, "to_version", installed, "commit", commit,
+	r.log().Info("restart scheduled", "from_version", r.Version, "to_version", installed, "commit", commit,
 		"requester", p.requester, "deadline", p.deadline, "replaces", replaced != nil)
 	go r.watch(p)
 	return &info, nil
 }
 
 // Pending is the scheduled restart, or nil.
-func (r *restarter) Pending() *control.RestartInfo {
+func (r *Restarter) Pending() *control.RestartInfo {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pending == nil {
@@ -166,9 +180,12 @@ func (r *restarter) Pending() *control.RestartInfo {
 	return &info
 }
 
-// cancel drops the pending restart and refuses new ones: the daemon is
+// Start does nothing: a restart is scheduled by request.
+func (r *Restarter) Start(context.Context) error { return nil }
+
+// Stop drops the pending restart and refuses new ones: the daemon is
 // closing.
-func (r *restarter) cancel() {
+func (r *Restarter) Stop() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stopped = true
@@ -179,7 +196,7 @@ func (r *restarter) cancel() {
 }
 
 // watch waits for p's moment and restarts, unless p was replaced.
-func (r *restarter) watch(p *pendingRestart) {
+func (r *Restarter) watch(p *pendingRestart) {
 	show := func(w *string) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
@@ -188,7 +205,7 @@ func (r *restarter) watch(p *pendingRestart) {
 		}
 	}
 	waitingFor := func() *string { return r.waitingFor(p.requester, 0) }
-	if !waitIdle(p.cancel, p.deadline, r.now, r.poll, waitingFor, show) {
+	if !waitIdle(p.cancel, p.deadline, r.now, r.poll(), waitingFor, show) {
 		return
 	}
 	r.mu.Lock()
@@ -202,11 +219,11 @@ func (r *restarter) watch(p *pendingRestart) {
 	r.mu.Unlock()
 
 	if waited != nil {
-		r.log.Warn("restarting at the deadline", "to_version", p.info.ToVersion, "still_waiting_for", *waited)
+		r.log().Warn("restarting at the deadline", "to_version", p.info.ToVersion, "still_waiting_for", *waited)
 	} else {
-		r.log.Info("restarting", "to_version", p.info.ToVersion)
+		r.log().Info("restarting", "to_version", p.info.ToVersion)
 	}
-	err := r.restart(p.info.ToVersion)
+	err := r.Handoff(p.info.ToVersion)
 
 	r.mu.Lock()
 	r.restarting = false
@@ -215,19 +232,19 @@ func (r *restarter) watch(p *pendingRestart) {
 	}
 	r.mu.Unlock()
 	if err != nil {
-		r.log.Error("restart failed; this daemon keeps serving", "to_version", p.info.ToVersion, "err", err)
+		r.log().Error("restart failed; this daemon keeps serving", "to_version", p.info.ToVersion, "err", err)
 	}
 }
 
 // waitingFor says what a restart still waits for, nil for nothing: the
 // requesting delegation while it is active, and the requests being
 // answered (less self, the caller's own).
-func (r *restarter) waitingFor(requester string, self int) *string {
+func (r *Restarter) waitingFor(requester string, self int) *string {
 	var parts []string
-	if requester != "" && r.active(requester) {
+	if requester != "" && r.Active != nil && r.Active(requester) {
 		parts = append(parts, "delegation "+requester)
 	}
-	switch n := r.inFlight() - self; {
+	switch n := r.InFlight() - self; {
 	case n == 1:
 		parts = append(parts, "1 request in flight")
 	case n > 1:
@@ -303,91 +320,18 @@ func installedVersion(exe string) (string, error) {
 	return v, nil
 }
 
-// handoff restarts into the release at d.Executable without refusing a
-// connection. It pauses the server (the listener stays open: new
-// connections queue), closes the ledger and releases the locks, and
-// starts the release with the same arguments, passing it the listener.
-// Once the new process is open it returns nil, and Serve returns: this
-// process is done. If the new process exits or is not ready in time, it
-// is killed, and this daemon takes its locks and ledger back and serves
-// on as before; the error says what went wrong.
-func (d *Daemon) handoff(toVersion string) error {
-	life := d.life
-	life.mu.Lock()
-	defer life.mu.Unlock()
-	if life.closed {
-		return errors.New("the daemon is shutting down")
-	}
-	log := d.Logger.With("component", "restart")
-	ctx, cancel := context.WithTimeout(context.Background(), pauseTimeout)
-	err := d.server.Pause(ctx)
-	cancel()
-	if err != nil {
-		d.server.Resume()
-		return fmt.Errorf("requests still being answered after %s: %w", pauseTimeout, err)
-	}
-	// Nothing is being answered now, and nothing will be until Resume.
-	d.stopLoops()
-	if err := d.closeLedger(); err != nil {
-		log.Warn("close ledger", "err", err)
-	}
-	d.unlock()
-
-	pid, err := d.startSuccessor()
-	if err == nil {
-		life.handedOff, life.successor = true, pid
-		// The socket is the new process's now: close this copy of the
-		// listener without removing the file.
-		d.ln.(*net.UnixListener).SetUnlinkOnClose(false)
-		d.server.Shutdown(context.Background()) // Serve returns
-		log.Info("handed over", "to_version", toVersion, "pid", pid)
-		return nil
-	}
-	err = fmt.Errorf("restart into %s: %w", toVersion, err)
-	if rerr := d.reopen(); rerr != nil {
-		// Nothing left to serve with: end, so that a service manager
-		// can start the daemon afresh.
-		life.broken = fmt.Errorf("%w; reopening failed too: %w", err, rerr)
-		d.server.Shutdown(context.Background())
-		return life.broken
-	}
-	d.server.Resume()
-	return err
-}
-
-// reopen takes back what handoff gave up: the locks, the ledger, the
-// background loops.
-func (d *Daemon) reopen() error {
-	if err := d.lock(); err != nil {
-		return err
-	}
-	if err := d.openLedger(context.Background()); err != nil {
-		d.unlock()
-		return err
-	}
-	d.startLoops()
-	return nil
-}
-
-// readyWithin bounds the wait for the new process.
-func (d *Daemon) readyWithin() time.Duration {
-	if d.readyTimeout > 0 {
-		return d.readyTimeout
-	}
-	return defaultReadyTimeout
-}
-
-// startSuccessor starts the release at d.Executable with the daemon's
-// arguments, in its own session, with the listener as descriptor 3 and a
-// readiness pipe as descriptor 4, and waits for its byte. It returns the
-// new process's pid; on failure the process is gone.
-func (d *Daemon) startSuccessor() (int, error) {
-	if err := ledger.FailRestartExec.Hit(); err != nil {
+// Successor starts the release at exe with args, in its own session,
+// with the listener ln as descriptor 3 and a readiness pipe as descriptor
+// 4, and waits up to timeout (0: DefaultReadyTimeout) for its byte. It
+// returns the new process's pid; on failure the process is gone. The
+// restart-exec failpoint is passed first.
+func Successor(exe string, args []string, ln net.Listener, timeout time.Duration, fail ledger.Failpoints) (int, error) {
+	if err := fail.Hit(ledger.FailRestartExec); err != nil {
 		return 0, err
 	}
-	ul, ok := d.ln.(*net.UnixListener)
+	ul, ok := ln.(*net.UnixListener)
 	if !ok {
-		return 0, fmt.Errorf("cannot pass a %T on", d.ln)
+		return 0, fmt.Errorf("cannot pass a %T on", ln)
 	}
 	lf, err := ul.File()
 	if err != nil {
@@ -399,7 +343,7 @@ func (d *Daemon) startSuccessor() (int, error) {
 		return 0, err
 	}
 	defer rd.Close()
-	cmd := exec.Command(d.Executable, d.Args...)
+	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{lf, wr} // descriptors 3 and 4
 	cmd.Env = append(handoffFree(os.Environ()), envListenFD+"=3", envReadyFD+"=4")
@@ -412,14 +356,16 @@ func (d *Daemon) startSuccessor() (int, error) {
 	// daemon serve on.
 	nbErr := setNonblock(ul)
 	if err != nil {
-		return 0, errors.Join(fmt.Errorf("start %s: %w", d.Executable, err), nbErr)
+		return 0, errors.Join(fmt.Errorf("start %s: %w", exe, err), nbErr)
 	}
 	if nbErr != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		return 0, nbErr
 	}
-	timeout := d.readyWithin()
+	if timeout <= 0 {
+		timeout = DefaultReadyTimeout
+	}
 	rd.SetReadDeadline(time.Now().Add(timeout))
 	var b [1]byte
 	n, err := rd.Read(b[:])
@@ -429,9 +375,9 @@ func (d *Daemon) startSuccessor() (int, error) {
 		return pid, nil
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		err = fmt.Errorf("%s (pid %d) was not ready within %s; killed it", d.Executable, cmd.Process.Pid, timeout)
+		err = fmt.Errorf("%s (pid %d) was not ready within %s; killed it", exe, cmd.Process.Pid, timeout)
 	} else {
-		err = fmt.Errorf("%s (pid %d) ended before it was ready", d.Executable, cmd.Process.Pid)
+		err = fmt.Errorf("%s (pid %d) ended before it was ready", exe, cmd.Process.Pid)
 	}
 	cmd.Process.Kill()
 	if werr := cmd.Wait(); werr != nil {
@@ -468,11 +414,11 @@ func handoffFree(env []string) []string {
 	return out
 }
 
-// inheritedListener is the listener a predecessor passed (SCV_LISTEN_FD)
+// Inherited is the listener a predecessor passed (SCV_LISTEN_FD)
 // and the pipe to tell it when this daemon is open (SCV_READY_FD); nil
 // when none was passed. Both variables are cleared, so that processes this
 // daemon starts do not see them.
-func inheritedListener(socketPath string) (net.Listener, *os.File, error) {
+func Inherited(socketPath string) (net.Listener, *os.File, error) {
 	lfd, rfd := os.Getenv(envListenFD), os.Getenv(envReadyFD)
 	os.Unsetenv(envListenFD)
 	os.Unsetenv(envReadyFD)

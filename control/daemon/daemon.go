@@ -1,0 +1,490 @@
+// Package daemon is `scv daemon` wired together: the ledger on its
+// database, the machine's local store, the control server on its socket,
+// and the daemon's services (the sweeper, the delegation reaper, the
+// question deadlines, the channel accounts, restart_when_idle), started
+// and stopped together. The CLI runs it (cmd/scv), and tests start it
+// in-process on a real socket and a real database file:
+//
+//	d := daemon.New(daemon.Config{DB: path, Socket: sock})
+//	if err := d.Open(ctx); err != nil { … }
+//	go d.Serve()
+//	defer d.Close()
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"scv/control"
+	"scv/control/channels"
+	"scv/control/confirm"
+	"scv/control/delegations"
+	"scv/control/restart"
+	"scv/control/startstop"
+	"scv/control/sweeper"
+	"scv/ledger"
+	"scv/ledger/local"
+	"scv/ledger/sqlite"
+)
+
+// Defaults of the daemon's settings.
+const (
+	DefaultStaleAfter   = 5 * time.Minute
+	DefaultCompactAfter = 10_000
+	DefaultRetain       = 1_000
+	DefaultKillGrace    = delegations.DefaultKillGrace
+	DefaultCacheSize    = ledger.DefaultCacheSize
+)
+
+// Config is what a daemon is started with.
+type Config struct {
+	// DB is the ledger database file (SQLite).
+	DB string
+	// Socket is the control socket's path.
+	Socket string
+	// StaleAfter is the stale window: a running run silent for longer is
+	// marked stale by the sweeper (0: DefaultStaleAfter).
+	StaleAfter time.Duration
+	// HeartbeatEvery coalesces heartbeats (0: journal every one);
+	// negative means a tenth of StaleAfter.
+	HeartbeatEvery time.Duration
+	// CompactAfter: a project whose live tail holds more events is
+	// compacted by the sweeper, keeping its Retain newest. 0 turns
+	// automatic compaction off.
+	CompactAfter int
+	Retain       int
+	// CompactDrop deletes compacted events instead of archiving them.
+	CompactDrop bool
+	// CacheSize is how many projects the ledger keeps in memory (0:
+	// DefaultCacheSize).
+	CacheSize int
+	// KillGrace is how long a delegation's processes have between SIGTERM
+	// and SIGKILL when the daemon stops them (0: DefaultKillGrace).
+	KillGrace time.Duration
+	// ConfigPath is the channel settings file that reload rereads.
+	ConfigPath string
+	// Notify is the chat (`<channel>:<account>`) a question goes to when
+	// the work that asks it was not started from a chat ("": the only
+	// connected chat, if there is exactly one).
+	Notify string
+	// Version is the release the daemon reports.
+	Version string
+	Logger  *slog.Logger
+	// Executable is the daemon's own binary, resolved once at start
+	// (before any release replaces it): restart_when_idle restarts into
+	// the release installed there. Empty: restarts are refused.
+	Executable string
+	// Args are the arguments the daemon was started with (after the
+	// program name); the release it restarts into gets them again.
+	Args []string
+	// Failpoints are the failpoints set (SCV_FAILPOINTS).
+	Failpoints ledger.Failpoints
+	// Clock stamps events, reports and questions (nil: the system
+	// clock), and PID is the pid replies report (0: the process's own);
+	// for tests.
+	Clock func() time.Time
+	PID   uint32
+	// LineTimeout bounds a request line's arrival (0: the server's
+	// default); ReadyTimeout bounds the wait for a restart's new process
+	// (0: restart.DefaultReadyTimeout). For tests.
+	LineTimeout  time.Duration
+	ReadyTimeout time.Duration
+}
+
+// Check refuses settings that cannot work together, saying which.
+func (c *Config) Check() error {
+	switch {
+	case c.StaleAfter < 0:
+		return errors.New("--stale-after must be positive")
+	case c.CompactAfter < 0 || c.Retain < 0 || (c.CompactAfter > 0 && c.Retain >= c.CompactAfter):
+		return errors.New("--retain must be at least 0 and smaller than --compact-after")
+	case c.KillGrace < 0:
+		return errors.New("--kill-grace must be positive")
+	case c.CacheSize < 0:
+		return errors.New("--cache-projects must be positive")
+	case c.StaleAfter > 0 && c.HeartbeatEvery >= c.StaleAfter:
+		// A live run's heartbeats would be coalesced past its window.
+		return errors.New("--heartbeat-every must be shorter than --stale-after")
+	}
+	if c.Notify != "" {
+		if ch, acct, ok := strings.Cut(c.Notify, ":"); !ok || ch == "" || acct == "" {
+			return errors.New("--notify wants CHANNEL:ACCOUNT, such as local:owner")
+		}
+	}
+	return nil
+}
+
+// Daemon is the ledger and the control server wired together.
+type Daemon struct {
+	cfg Config
+	log *slog.Logger
+
+	db        *sqlite.DB
+	ledger    *ledger.Ledger
+	server    *control.Server
+	ln        net.Listener
+	inherited bool     // ln came from the daemon this one replaced
+	ready     *os.File // that daemon's readiness pipe, written once open
+	locks     []*os.File
+	registry  *delegations.Registry
+	channels  *channels.Manager
+	questions *confirm.Manager
+	restarter *restart.Restarter
+	sweeper   *sweeper.Sweeper
+	// services are the background services that follow the ledger: a
+	// restart stops them before it closes the ledger and starts them again
+	// if the new process fails.
+	services startstop.Group
+	life     *lifecycle // made by Open
+}
+
+// lifecycle is the state Close and a restart agree on. Open makes it
+// anew, so that a Serve still returning from a closed daemon does not
+// touch a Daemon value opened again.
+type lifecycle struct {
+	mu        sync.Mutex // serialises Close and a restart
+	closed    bool
+	handedOff bool  // a new process took the socket over
+	successor int   // its pid
+	broken    error // a failed restart could not reopen: Serve returns it
+}
+
+// New is a daemon with cfg, not yet open.
+func New(cfg Config) *Daemon {
+	if cfg.StaleAfter == 0 {
+		cfg.StaleAfter = DefaultStaleAfter
+	}
+	if cfg.HeartbeatEvery < 0 {
+		cfg.HeartbeatEvery = cfg.StaleAfter / 10
+	}
+	if cfg.KillGrace == 0 {
+		cfg.KillGrace = DefaultKillGrace
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Daemon{cfg: cfg, log: log}
+}
+
+// Config is what the daemon was made with, defaults filled in.
+func (d *Daemon) Config() Config { return d.cfg }
+
+// Ledger is the open ledger (nil before Open and after Close).
+func (d *Daemon) Ledger() *ledger.Ledger { return d.ledger }
+
+// Open takes the daemon's locks, opens the socket, then the database: a
+// daemon that cannot have the socket never touches (or migrates) the
+// database. A daemon started by restart_when_idle takes the listener its
+// predecessor passed it instead of opening the socket, and tells it once
+// it is open.
+func (d *Daemon) Open(ctx context.Context) (err error) {
+	d.life = &lifecycle{}
+	defer func() {
+		if err != nil {
+			if d.channels != nil {
+				d.channels.Close()
+			}
+			d.closeStores()
+			d.release()
+		}
+	}()
+	// A database the daemon could not write, or one that is not SQLite's,
+	// is refused before the locks, so that it gets no lock file beside it.
+	if err := sqlite.CheckFile(d.cfg.DB); err != nil {
+		return err
+	}
+	if err := d.lock(); err != nil {
+		return err
+	}
+	if err := d.listen(); err != nil {
+		return err
+	}
+	pid := d.cfg.PID
+	if pid == 0 {
+		pid = uint32(os.Getpid())
+	}
+	svc := &control.Service{Version: d.cfg.Version, PID: pid, Clock: d.cfg.Clock, HeartbeatEvery: d.cfg.HeartbeatEvery}
+	d.server = &control.Server{Service: svc, Logger: d.log.With("component", "control"), LineTimeout: d.cfg.LineTimeout}
+	if err := d.openStores(ctx); err != nil {
+		return err
+	}
+	d.registry = &delegations.Registry{Store: d.db, Grace: d.cfg.KillGrace, Clock: d.cfg.Clock, Logger: d.log.With("component", "delegations")}
+	if err := d.registry.Load(ctx); err != nil {
+		return err
+	}
+	svc.Delegations = d.registry
+	d.channels = channels.New(d.db)
+	d.channels.Path = d.cfg.ConfigPath
+	d.channels.Logger = d.log.With("component", "channels")
+	if err := d.channels.Load(ctx); err != nil {
+		return err
+	}
+	svc.Channels = d.channels
+	d.questions = &confirm.Manager{
+		Log: d.db, Chats: d.channels, DelegationChat: d.registry.ChatOf, Clock: d.cfg.Clock,
+		Notify: d.cfg.Notify, Logger: d.log.With("component", "questions"),
+	}
+	// Questions still pending from before lose their answer here.
+	if err := d.questions.Load(ctx); err != nil {
+		return err
+	}
+	svc.Questions = d.questions
+	d.restarter = &restart.Restarter{
+		Exe: d.cfg.Executable, Version: d.cfg.Version, Log: d.log.With("component", "restart"),
+		Active: d.registry.Active, InFlight: d.server.InFlight, Handoff: d.handoff,
+	}
+	svc.Restarter = d.restarter
+	d.sweeper = &sweeper.Sweeper{StaleAfter: d.cfg.StaleAfter, CompactAfter: d.cfg.CompactAfter, Retain: d.cfg.Retain,
+		Drop: d.cfg.CompactDrop, Logger: d.log.With("component", "sweeper")}
+	d.wire()
+	d.services = startstop.Group{d.sweeper, d.registry, d.questions}
+	if err := d.services.Start(ctx); err != nil {
+		return err
+	}
+	if d.ready != nil {
+		// The daemon this one replaces waits for this byte to hand over.
+		_, err := d.ready.Write([]byte{1})
+		d.ready.Close()
+		d.ready = nil
+		if err != nil {
+			d.services.Stop()
+			return fmt.Errorf("signal readiness: %w", err)
+		}
+	}
+	return nil
+}
+
+// lock takes the daemon's locks. One daemon per socket and one per
+// database: flock(2) on a lock file beside each, released by the kernel
+// when the process ends, or by unlock before a restart.
+func (d *Daemon) lock() error {
+	for _, p := range []string{d.cfg.Socket, d.cfg.DB} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			d.unlock()
+			return err
+		}
+		f, err := lockFile(p + ".lock")
+		if err != nil {
+			d.unlock()
+			return err
+		}
+		d.locks = append(d.locks, f)
+	}
+	return nil
+}
+
+// unlock releases the locks lock took.
+func (d *Daemon) unlock() {
+	for _, f := range d.locks {
+		f.Close()
+	}
+	d.locks = nil
+}
+
+// listen opens the socket, or takes the listener passed by the daemon
+// this one replaces.
+func (d *Daemon) listen() error {
+	ln, ready, err := restart.Inherited(d.cfg.Socket)
+	if err != nil {
+		return err
+	}
+	if ln != nil {
+		d.ln, d.ready, d.inherited = ln, ready, true
+		return nil
+	}
+	if d.ln, err = control.Listen(d.cfg.Socket); err != nil {
+		return fmt.Errorf("listen on %s: %w", d.cfg.Socket, err)
+	}
+	return nil
+}
+
+// openStores opens the database and the ledger on it.
+func (d *Daemon) openStores(ctx context.Context) error {
+	db, err := sqlite.Open(ctx, d.cfg.DB, sqlite.Options{Clock: d.cfg.Clock})
+	if err != nil {
+		return openError(ctx, d.cfg.DB, err)
+	}
+	l, err := ledger.Open(ctx, db, ledger.Options{Clock: d.cfg.Clock, CacheSize: d.cfg.CacheSize, Failpoints: d.cfg.Failpoints})
+	if err != nil {
+		db.Close()
+		return openError(ctx, d.cfg.DB, err)
+	}
+	d.db, d.ledger = db, l
+	d.wire()
+	return nil
+}
+
+// wire hands the open stores to whoever uses them (again after a failed
+// restart reopened them).
+func (d *Daemon) wire() {
+	if d.server != nil {
+		d.server.Service.Ledger = d.ledger
+	}
+	if d.sweeper != nil {
+		d.sweeper.Ledger = d.ledger
+	}
+	if d.registry != nil {
+		d.registry.Store = d.db
+	}
+	if d.channels != nil {
+		d.channels.Store = d.db
+	}
+	if d.questions != nil {
+		d.questions.Log = d.db
+	}
+}
+
+// openError is the error of an open of path that failed with err, naming
+// the database. Opening stops at the first damaged page it reads, with
+// SQLite's bare words: if SQLite's quick_check finds the file damaged,
+// its findings are the error.
+func openError(ctx context.Context, path string, err error) error {
+	if errors.Is(err, sqlite.ErrCorrupt) || errors.Is(err, sqlite.ErrNotWritable) {
+		return err
+	}
+	if qerr := sqlite.QuickCheck(ctx, path); errors.Is(qerr, sqlite.ErrCorrupt) {
+		return qerr
+	}
+	if strings.Contains(err.Error(), path) {
+		return err
+	}
+	return fmt.Errorf("open ledger %s: %w", path, err)
+}
+
+// closeStores closes the ledger, if open (it answers the commands already
+// queued first), and the database under it.
+func (d *Daemon) closeStores() error {
+	if d.ledger == nil {
+		if d.db != nil {
+			d.db.Close()
+			d.db = nil
+		}
+		return nil
+	}
+	err := d.ledger.Close() // closes d.db
+	d.ledger, d.db = nil, nil
+	return err
+}
+
+// lockFile takes an exclusive, non-blocking flock on path.
+func lockFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another daemon is using %s", strings.TrimSuffix(path, ".lock"))
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// release closes the listener and the locks. It leaves a socket this
+// daemon did not create (it was passed one by the daemon it replaces,
+// which may still serve on it).
+func (d *Daemon) release() {
+	if d.ln != nil {
+		if d.inherited {
+			d.ln.(*net.UnixListener).SetUnlinkOnClose(false)
+		}
+		d.ln.Close()
+		if !d.inherited {
+			os.Remove(d.cfg.Socket)
+		}
+	}
+	if d.ready != nil {
+		d.ready.Close()
+		d.ready = nil
+	}
+	d.unlock()
+}
+
+// Serve answers requests until Close, or until a restart handed the
+// socket over to a new process (it returns nil then).
+func (d *Daemon) Serve() error {
+	life := d.life
+	err := d.server.Serve(d.ln)
+	life.mu.Lock()
+	defer life.mu.Unlock()
+	if life.broken != nil {
+		return life.broken
+	}
+	if errors.Is(err, net.ErrClosed) && life.closed {
+		return nil // closed before it served
+	}
+	return err
+}
+
+// HandedOff reports whether a restart handed the socket over to a new
+// process: this one has nothing left to close.
+func (d *Daemon) HandedOff() bool {
+	d.life.mu.Lock()
+	defer d.life.mu.Unlock()
+	return d.life.handedOff
+}
+
+// Successor is the pid of the process a restart handed over to (0: none).
+func (d *Daemon) Successor() int {
+	d.life.mu.Lock()
+	defer d.life.mu.Unlock()
+	return d.life.successor
+}
+
+// Inherited reports whether the socket came from the daemon this one
+// replaced.
+func (d *Daemon) Inherited() bool { return d.inherited }
+
+// Close stops taking requests, answers those in flight, stops the
+// services and closes the ledger. After a restart handed over, there is
+// nothing left to close.
+func (d *Daemon) Close() error {
+	d.life.mu.Lock()
+	defer d.life.mu.Unlock()
+	if d.life.closed {
+		return nil
+	}
+	d.life.closed = true
+	if d.restarter != nil {
+		d.restarter.Stop()
+	}
+	if d.life.handedOff {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := d.server.Shutdown(ctx)
+	d.services.Stop()
+	d.channels.Close()
+	os.Remove(d.cfg.Socket)
+	err = errors.Join(err, d.closeStores())
+	d.release()
+	return err
+}
+
+// Server is the control server (nil before Open).
+func (d *Daemon) Server() *control.Server { return d.server }
+
+// Store is the machine's local store (nil before Open and after Close).
+func (d *Daemon) Store() local.Store {
+	if d.db == nil {
+		return nil
+	}
+	return d.db
+}
+
+// Sweep runs one round of the sweeper now (stale runs, then compaction),
+// as its ticker would.
+func (d *Daemon) Sweep(ctx context.Context) { d.sweeper.Sweep(ctx) }
