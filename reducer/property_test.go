@@ -274,9 +274,9 @@ func projectRef(c reducer.Command) string {
 // propStats proves the generator reaches what the properties are about.
 type propStats struct {
 	accepted, refused, commits, rollbacks int
-	kinds                               map[string]int
-	taskStatuses                        map[reducer.TaskStatus]int
-	refusals                            map[error]int
+	kinds                                 map[string]int
+	taskStatuses                          map[reducer.TaskStatus]int
+	refusals                              map[error]int
 }
 
 type frozenProject struct {

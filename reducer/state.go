@@ -33,7 +33,7 @@ type Project struct {
 	runs       *immutable.List[*Run]
 	runIdx     *immutable.Map[string, int]
 	running    *immutable.Map[string, int] // run ID -> index, for the runs in RunRunning
-	byStatus   [numTaskStatuses]int         // tasks in each status, indexed by statusIndex
+	byStatus   [numTaskStatuses]int        // tasks in each status, indexed by statusIndex
 }
 
 // Task is the derived state of one task. Like a Project, it is never
