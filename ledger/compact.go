@@ -30,6 +30,10 @@ type CompactOptions struct {
 	// it on still verifies, but what the dropped events said is proven
 	// only by the snapshot's recorded state hash.
 	Drop bool
+	// Fence, when set, must still be held inside the transaction, or
+	// nothing is compacted (ErrLeaseLost): automatic compaction is the
+	// lease holder's job.
+	Fence *Lease
 }
 
 // Compact folds a project's live events into a snapshot, keeping its
@@ -42,6 +46,19 @@ type CompactOptions struct {
 func (l *Ledger) Compact(ctx context.Context, project string, opts CompactOptions) (Compaction, error) {
 	var c Compaction
 	err := l.exclusive(ctx, func(ctx context.Context, tx driver.Tx) error {
+		if f := opts.Fence; f != nil {
+			now, err := l.now(ctx)
+			if err != nil {
+				return err
+			}
+			held, err := tx.LeaseHeld(ctx, f.Name, f.Holder, f.Term, now)
+			if err != nil {
+				return err
+			}
+			if !held {
+				return fmt.Errorf("%w: %s no longer holds lease %s of term %d", ErrLeaseLost, f.Holder, f.Name, f.Term)
+			}
+		}
 		row, ok, err := tx.Project(ctx, project)
 		if err != nil {
 			return err

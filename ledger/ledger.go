@@ -28,6 +28,9 @@ var (
 	ErrUnavailable = driver.ErrUnavailable
 	// ErrBeyondHead: a sequence asked for is past the newest one.
 	ErrBeyondHead = errors.New("beyond the ledger's head")
+	// ErrLeaseLost: a write fenced by a lease was refused, because the
+	// writer no longer holds it (another daemon took it over).
+	ErrLeaseLost = errors.New("lease lost")
 )
 
 // MaxBatch bounds how many queued commands one transaction carries.
@@ -83,7 +86,10 @@ type Result struct {
 }
 
 type request struct {
-	cmd   reducer.Command
+	cmd reducer.Command
+	// fence, when set, must hold inside the transaction for cmd to be
+	// decided at all.
+	fence *Lease
 	op    func(ctx context.Context, tx driver.Tx) error // instead of cmd: maintenance, alone in its transaction
 	reply chan response
 }
@@ -321,7 +327,7 @@ func (l *Ledger) appendBatch(reqs []*request, out []response) (*batch, error) {
 		return nil, err
 	}
 	for i, req := range reqs {
-		evs, err := l.decide(ctx, b, req.cmd, now)
+		evs, err := l.decide(ctx, b, req, now)
 		if err != nil {
 			if !isRefusal(err) {
 				return nil, err
@@ -372,7 +378,17 @@ func (l *Ledger) now(ctx context.Context) (int64, error) {
 
 // decide decides one command of b against the newest state of the project
 // it names, appends its events to b and folds them in.
-func (l *Ledger) decide(ctx context.Context, b *batch, cmd reducer.Command, now int64) ([]reducer.Event, error) {
+func (l *Ledger) decide(ctx context.Context, b *batch, req *request, now int64) ([]reducer.Event, error) {
+	cmd := req.cmd
+	if f := req.fence; f != nil {
+		held, err := b.tx.LeaseHeld(ctx, f.Name, f.Holder, f.Term, now)
+		if err != nil {
+			return nil, err
+		}
+		if !held {
+			return nil, fmt.Errorf("%w: %s no longer holds lease %s of term %d", ErrLeaseLost, f.Holder, f.Name, f.Term)
+		}
+	}
 	var p *reducer.Project
 	if c, ok := cmd.(reducer.CreateProject); ok {
 		if err := l.checkNew(ctx, b, c); err != nil {
@@ -516,7 +532,7 @@ func summaryRow(p *reducer.Project) driver.Project {
 // refusal of one command, which the batch goes on without.
 func isRefusal(err error) bool {
 	for _, s := range []error{reducer.ErrNotFound, reducer.ErrConflict, reducer.ErrInvalidArgument,
-		reducer.ErrInvalidTransition, reducer.ErrRunNotRunning} {
+		reducer.ErrInvalidTransition, reducer.ErrRunNotRunning, ErrLeaseLost} {
 		if errors.Is(err, s) {
 			return true
 		}
@@ -644,9 +660,11 @@ func (l *Ledger) Events(ctx context.Context, projectID string, after uint64, lim
 // running run (the database's projects table says which, cached or not)
 // that has one silent for longer than window at the ledger's clock, it
 // executes reducer.MarkStale, which decides again inside the write
-// transaction (a heartbeat committed first keeps the run alive). It
-// returns how many runs it marked.
-func (l *Ledger) MarkStale(ctx context.Context, window time.Duration) (int, error) {
+// transaction (a heartbeat committed first keeps the run alive). With a
+// fence, each marking transaction first checks that the lease is still
+// held (ErrLeaseLost when not: nothing is marked). It returns how many
+// runs it marked.
+func (l *Ledger) MarkStale(ctx context.Context, window time.Duration, fence *Lease) (int, error) {
 	var ids []string
 	if err := l.drv.Read(ctx, func(r driver.Reader) error {
 		rows, err := r.Projects(ctx, driver.ProjectFilter{Running: true})
@@ -671,13 +689,39 @@ func (l *Ledger) MarkStale(ctx context.Context, window time.Duration) (int, erro
 		if len(reducer.StaleRuns(p, now, ms)) == 0 {
 			continue
 		}
-		res, err := l.Execute(ctx, reducer.MarkStale{Project: id, Window: ms})
+		res, err := l.enqueue(ctx, &request{cmd: reducer.MarkStale{Project: id, Window: ms}, fence: fence, reply: make(chan response, 1)})
 		if err != nil {
 			return marked, err
 		}
 		marked += len(res.Events)
 	}
 	return marked, nil
+}
+
+// Lease is a lease held: a ledger-wide job (the sweeper) is done by the
+// one holder of its lease, whose term fences every write it makes for it.
+type Lease struct {
+	Name, Holder string
+	Term         uint64
+	// Expires is when it ends unless renewed, in Unix milliseconds of the
+	// ledger's clock.
+	Expires int64
+}
+
+// AcquireLease takes the lease name for holder for ttl, or renews it if
+// holder has it; held is false, and nothing changes, while another holder
+// has it unexpired. It runs as the writer, in its own transaction.
+func (l *Ledger) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (lease Lease, held bool, err error) {
+	err = l.exclusive(ctx, func(ctx context.Context, tx driver.Tx) error {
+		now, err := l.now(ctx)
+		if err != nil {
+			return err
+		}
+		term, ok, err := tx.Lease(ctx, name, holder, ttl.Milliseconds(), now)
+		lease, held = Lease{Name: name, Holder: holder, Term: term, Expires: now + ttl.Milliseconds()}, ok
+		return err
+	})
+	return lease, held, err
 }
 
 // exclusive runs op as the writer, alone in one write transaction; op's

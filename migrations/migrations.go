@@ -18,8 +18,16 @@ import (
 //go:embed sqlite/*.sql
 var sqliteFiles embed.FS
 
-// SQLite holds the SQLite schema's migrations.
-var SQLite = sub(sqliteFiles, "sqlite")
+//go:embed postgres/*.sql
+var postgresFiles embed.FS
+
+// SQLite holds the SQLite schema's migrations; Postgres the PostgreSQL
+// schema's (the project ledger only: a fleet keeps the machine's own
+// state in each daemon's local SQLite file).
+var (
+	SQLite   = sub(sqliteFiles, "sqlite")
+	Postgres = sub(postgresFiles, "postgres")
+)
 
 func sub(f embed.FS, dir string) fs.FS {
 	s, err := fs.Sub(f, dir)

@@ -67,6 +67,10 @@ type Config struct {
 	// CacheSize is how many projects the ledger keeps in memory (0:
 	// DefaultCacheSize).
 	CacheSize int
+	// LeaseTTL is the length of the sweeper's lease (0:
+	// sweeper.DefaultLeaseTTL): with daemons sharing a ledger, a sweeper
+	// that dies is replaced within it.
+	LeaseTTL time.Duration
 	// KillGrace is how long a delegation's processes have between SIGTERM
 	// and SIGKILL when the daemon stops them (0: DefaultKillGrace).
 	KillGrace time.Duration
@@ -245,7 +249,7 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	}
 	svc.Restarter = d.restarter
 	d.sweeper = &sweeper.Sweeper{StaleAfter: d.cfg.StaleAfter, CompactAfter: d.cfg.CompactAfter, Retain: d.cfg.Retain,
-		Drop: d.cfg.CompactDrop, Logger: d.log.With("component", "sweeper")}
+		Drop: d.cfg.CompactDrop, Logger: d.log.With("component", "sweeper"), Holder: holder(), LeaseTTL: d.cfg.LeaseTTL}
 	d.wire()
 	d.services = startstop.Group{d.sweeper, d.registry, d.questions}
 	if err := d.services.Start(ctx); err != nil {
@@ -262,6 +266,16 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 		}
 	}
 	return nil
+}
+
+// holder names this daemon among those that share a ledger: its host and
+// pid.
+func holder() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
 }
 
 // lock takes the daemon's locks. One daemon per socket and one per

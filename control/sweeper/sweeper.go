@@ -2,6 +2,15 @@
 // and stops: it marks silent runs stale and compacts projects whose live
 // tail has grown past a threshold.
 //
+// # One sweeper for the ledger
+//
+// Daemons that share a ledger sweep it one at a time: each round, the
+// sweeper takes (or renews) the ledger's lease named LeaseName, and only
+// the holder marks and compacts, every write fenced by the lease's term
+// (checked inside the write transaction: a daemon that lost the lease
+// marks nothing). A holder that dies is replaced once its lease has run
+// out, within LeaseTTL. On SQLite the one daemon always holds it.
+//
 // Staleness is the daemon's own observation. Every twentieth of the stale
 // window the sweeper asks the ledger which projects have running runs
 // (the projects table knows, cached or not) and has it mark the silent
@@ -20,9 +29,17 @@ import (
 	"scv/ledger"
 )
 
+// LeaseName is the lease of the sweeper's job.
+const LeaseName = "sweeper"
+
+// DefaultLeaseTTL is the sweeper lease's length unless LeaseTTL says
+// otherwise.
+const DefaultLeaseTTL = 10 * time.Second
+
 // Ledger is what the sweeper needs of the ledger (*ledger.Ledger).
 type Ledger interface {
-	MarkStale(ctx context.Context, window time.Duration) (int, error)
+	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (ledger.Lease, bool, error)
+	MarkStale(ctx context.Context, window time.Duration, fence *ledger.Lease) (int, error)
 	CompactDue(ctx context.Context, threshold int) ([]string, error)
 	Compact(ctx context.Context, project string, opts ledger.CompactOptions) (ledger.Compaction, error)
 }
@@ -40,8 +57,44 @@ type Sweeper struct {
 	Retain       int
 	Drop         bool
 	Logger       *slog.Logger
+	// Holder names this daemon for the lease; LeaseTTL is the lease's
+	// length (0: DefaultLeaseTTL).
+	Holder   string
+	LeaseTTL time.Duration
 
-	loop startstop.Loop
+	loop  startstop.Loop
+	lease *ledger.Lease // held, as of the last round
+	taken time.Time     // when it was last taken or renewed, by this clock
+}
+
+func (s *Sweeper) ttl() time.Duration {
+	if s.LeaseTTL > 0 {
+		return s.LeaseTTL
+	}
+	return DefaultLeaseTTL
+}
+
+// hold takes or renews the lease when it is not held, or held for less
+// than half its length: it returns the lease to fence with, or nil when
+// another daemon holds it.
+func (s *Sweeper) hold(ctx context.Context) (*ledger.Lease, error) {
+	if s.lease != nil && time.Since(s.taken) < s.ttl()/2 {
+		return s.lease, nil
+	}
+	at := time.Now()
+	lease, held, err := s.Ledger.AcquireLease(ctx, LeaseName, s.Holder, s.ttl())
+	if err != nil || !held {
+		if s.lease != nil {
+			s.logger().Info("sweeper lease lost", "term", s.lease.Term)
+		}
+		s.lease = nil
+		return nil, err
+	}
+	if s.lease == nil || s.lease.Term != lease.Term {
+		s.logger().Info("sweeper lease taken", "holder", s.Holder, "term", lease.Term)
+	}
+	s.lease, s.taken = &lease, at
+	return s.lease, nil
 }
 
 // Every is how often the sweeper looks for silent runs: a twentieth of
@@ -79,12 +132,23 @@ func (s *Sweeper) run(ctx context.Context) {
 	}
 }
 
-// Sweep is one round: mark the silent runs, then compact what is due.
+// Sweep is one round: unless another daemon holds the lease, mark the
+// silent runs, then compact what is due.
 func (s *Sweeper) Sweep(ctx context.Context) {
 	log := s.logger()
-	n, err := s.Ledger.MarkStale(ctx, s.StaleAfter)
+	lease, err := s.hold(ctx)
+	if err != nil {
+		log.Error("sweeper lease", "err", err)
+		return
+	}
+	if lease == nil {
+		return // another daemon sweeps
+	}
+	n, err := s.Ledger.MarkStale(ctx, s.StaleAfter, lease)
 	if err != nil {
 		log.Error("sweep", "err", err)
+		s.lease = nil // taken again (or not) next round
+		return
 	} else if n > 0 {
 		log.Info("marked runs stale", "runs", n)
 	}
@@ -97,7 +161,7 @@ func (s *Sweeper) Sweep(ctx context.Context) {
 		return
 	}
 	for _, id := range due {
-		c, err := s.Ledger.Compact(ctx, id, ledger.CompactOptions{Retain: s.Retain, Drop: s.Drop})
+		c, err := s.Ledger.Compact(ctx, id, ledger.CompactOptions{Retain: s.Retain, Drop: s.Drop, Fence: lease})
 		if err != nil {
 			log.Error("compact", "project", id, "err", err)
 			continue

@@ -191,6 +191,16 @@ type Tx interface {
 	// Archive copies the project's live events up to sequence upTo into
 	// the archive and returns how many.
 	Archive(ctx context.Context, projectID string, upTo uint64) (int, error)
+	// Lease takes the lease name for holder until nowMs+ttlMs, or renews
+	// it when holder has it: it returns the lease's term (which grows with
+	// every new holder) and whether holder has it now. Another holder's
+	// unexpired lease is not taken. It runs under the write lock, so that
+	// LeaseHeld, checked in a later transaction, fences the holder's
+	// writes: no new holder can commit in between.
+	Lease(ctx context.Context, name, holder string, ttlMs, nowMs int64) (term uint64, held bool, err error)
+	// LeaseHeld reports whether holder still holds the lease name with
+	// term, unexpired at nowMs.
+	LeaseHeld(ctx context.Context, name, holder string, term uint64, nowMs int64) (bool, error)
 	// DeleteLive removes the project's live events up to sequence upTo,
 	// which a snapshot must cover (the schema refuses otherwise), and
 	// returns how many.

@@ -230,3 +230,32 @@ var (
 	_ driver.Driver = (*DB)(nil)
 	_ local.Store   = (*DB)(nil)
 )
+
+// leaseSQL takes or renews a lease: a free or expired one gets a new term,
+// the holder's own keeps its term and gets a new expiry, another holder's
+// unexpired one is left alone (no row returned).
+const leaseSQL = `INSERT INTO leases (name, holder, term, expires_ms) VALUES (?1, ?2, 1, ?3 + ?4)
+	ON CONFLICT (name) DO UPDATE SET
+		term = CASE WHEN leases.holder = excluded.holder AND leases.expires_ms >= ?3 THEN leases.term ELSE leases.term + 1 END,
+		holder = excluded.holder, expires_ms = excluded.expires_ms
+	WHERE leases.holder = excluded.holder OR leases.expires_ms < ?3
+	RETURNING term`
+
+func (t *writeTx) Lease(ctx context.Context, name, holder string, ttlMs, nowMs int64) (uint64, bool, error) {
+	var term uint64
+	err := t.tx.GetContext(ctx, &term, leaseSQL, name, holder, nowMs, ttlMs)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, t.d.fail(err)
+	}
+	return term, true, nil
+}
+
+func (t *writeTx) LeaseHeld(ctx context.Context, name, holder string, term uint64, nowMs int64) (bool, error) {
+	var n int
+	err := t.tx.GetContext(ctx, &n, `SELECT count(*) FROM leases WHERE name = ? AND holder = ? AND term = ? AND expires_ms >= ?`,
+		name, holder, term, nowMs)
+	return n == 1, t.d.fail(err)
+}
