@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.0.
 LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/scv
 
-.PHONY: all build run test fuzz bench reliability verify clean
+.PHONY: all build run test fuzz bench reliability verify clean pg fleet
 
 all: build
 
@@ -21,6 +21,14 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_SHORT)
+
+## pg: start a private PostgreSQL cluster in bin/pg (Debian's postgresql package) and print its URL; the fleet tests run against it with SCV_TEST_PG=URL
+pg:
+	@$(GO) run ./cmd/scvpg start bin/pg
+
+## fleet: build, then start a private PostgreSQL cluster and two daemons sharing one ledger on it, until Ctrl-C (README: a fleet)
+fleet: build
+	$(GO) run ./cmd/scvpg fleet bin/fleet/pg
 
 ## bench: measure the daemon against same-run baselines (docs/performance.md)
 bench:

@@ -16,6 +16,7 @@ import (
 	"scv/control/daemon"
 	"scv/ledger"
 	"scv/ledger/driver"
+	"scv/ledger/postgres"
 	"scv/ledger/sqlite"
 )
 
@@ -27,12 +28,22 @@ func defaultDBPath() string {
 	return filepath.Join(control.StateDir(), "ledger.db")
 }
 
+// defaultLocalDBPath is $SCV_LOCAL_DB, else $XDG_STATE_HOME/scv/local.db.
+func defaultLocalDBPath() string {
+	if p := os.Getenv("SCV_LOCAL_DB"); p != "" {
+		return p
+	}
+	return filepath.Join(control.StateDir(), "local.db")
+}
+
 // parseDaemonFlags reads `scv daemon` flags into a daemon configuration.
 func parseDaemonFlags(args []string, stderr io.Writer) (daemon.Config, error) {
 	var c daemon.Config
 	fs := flag.NewFlagSet("scv daemon", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.DB, "db", defaultDBPath(), "ledger database `path` (env SCV_DB)")
+	fs.StringVar(&c.DB, "db", defaultDBPath(), "ledger database: a SQLite `path`, or a postgres:// URL a fleet shares (env SCV_DB)")
+	fs.StringVar(&c.LocalDB, "local-db", defaultLocalDBPath(), "with a postgres:// --db, this machine's own state (delegations, channels, questions): a SQLite `path` (env SCV_LOCAL_DB)")
+	fs.DurationVar(&c.LeaseTTL, "lease", 0, "with a shared --db, the sweeper lease's `length`: a dead sweeper is replaced within it (default 10s)")
 	fs.StringVar(&c.Socket, "socket", control.DefaultSocketPath(), "control socket `path` (env SCV_SOCKET)")
 	fs.DurationVar(&c.StaleAfter, "stale-after", daemon.DefaultStaleAfter, "mark a running run stale after this long without a heartbeat or progress")
 	fs.DurationVar(&c.HeartbeatEvery, "heartbeat-every", -1, "journal at most one heartbeat per run per `interval` (0: every one; default: a tenth of --stale-after)")
@@ -104,7 +115,11 @@ func runDaemon(args []string, stderr io.Writer) error {
 		return err
 	}
 	cfg = d.Config()
-	log.Info("daemon started", "version", version, "db", cfg.DB, "socket", cfg.Socket,
+	db := cfg.DB
+	if d.Shared() {
+		db = postgres.Redact(db) + " (local " + cfg.LocalDB + ")"
+	}
+	log.Info("daemon started", "version", version, "db", db, "socket", cfg.Socket,
 		"stale_after", cfg.StaleAfter, "heartbeat_every", cfg.HeartbeatEvery, "cache_projects", cfg.CacheSize,
 		"pid", os.Getpid(), "inherited_socket", d.Inherited())
 	served := make(chan error, 1)
@@ -146,8 +161,12 @@ func logFileSizeLimit(log *slog.Logger, c <-chan os.Signal) {
 	}
 }
 
-// openReadOnly opens the ledger database db for the auditor's tools, as
-// it is, creating and migrating nothing.
+// openReadOnly opens the ledger database db (a SQLite file or a
+// PostgreSQL URL) for the auditor's tools, as it is, creating and
+// migrating nothing.
 func openReadOnly(ctx context.Context, db string) (driver.Driver, error) {
+	if postgres.IsURL(db) {
+		return postgres.Open(ctx, db, postgres.Options{ReadOnly: true})
+	}
 	return sqlite.OpenReadOnly(ctx, db)
 }

@@ -32,7 +32,9 @@ import (
 	"scv/control/startstop"
 	"scv/control/sweeper"
 	"scv/ledger"
+	"scv/ledger/driver"
 	"scv/ledger/local"
+	"scv/ledger/postgres"
 	"scv/ledger/sqlite"
 )
 
@@ -47,8 +49,13 @@ const (
 
 // Config is what a daemon is started with.
 type Config struct {
-	// DB is the ledger database file (SQLite).
+	// DB is the ledger database: a SQLite file, or a PostgreSQL URL
+	// (postgres://…) that daemons on many machines may share.
 	DB string
+	// LocalDB is the machine's own state (delegations, channel accounts,
+	// questions) when DB is a URL: a SQLite file. With a SQLite DB it is
+	// kept in that file and LocalDB is not used.
+	LocalDB string
 	// Socket is the control socket's path.
 	Socket string
 	// StaleAfter is the stale window: a running run silent for longer is
@@ -107,6 +114,10 @@ type Config struct {
 // Check refuses settings that cannot work together, saying which.
 func (c *Config) Check() error {
 	switch {
+	case postgres.IsURL(c.DB) && c.LocalDB == "":
+		return errors.New("a shared ledger (--db postgres://…) needs --local-db, the file of this machine's own state")
+	case postgres.IsURL(c.LocalDB):
+		return errors.New("--local-db is a file of this machine: a SQLite path, not a URL")
 	case c.StaleAfter < 0:
 		return errors.New("--stale-after must be positive")
 	case c.CompactAfter < 0 || c.Retain < 0 || (c.CompactAfter > 0 && c.Retain >= c.CompactAfter):
@@ -132,7 +143,8 @@ type Daemon struct {
 	cfg Config
 	log *slog.Logger
 
-	db        *sqlite.DB
+	drv       driver.Driver // the ledger's database
+	db        *sqlite.DB    // the local store (drv itself, for SQLite)
 	ledger    *ledger.Ledger
 	server    *control.Server
 	ln        net.Listener
@@ -202,9 +214,10 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 			d.release()
 		}
 	}()
-	// A database the daemon could not write, or one that is not SQLite's,
-	// is refused before the locks, so that it gets no lock file beside it.
-	if err := sqlite.CheckFile(d.cfg.DB); err != nil {
+	// A database file the daemon could not write, or one that is not
+	// SQLite's, is refused before the locks, so that it gets no lock file
+	// beside it.
+	if err := sqlite.CheckFile(d.localPath()); err != nil {
 		return err
 	}
 	if err := d.lock(); err != nil {
@@ -278,11 +291,24 @@ func holder() string {
 	return fmt.Sprintf("%s:%d", host, os.Getpid())
 }
 
+// Shared reports whether the ledger is a database daemons share.
+func (d *Daemon) Shared() bool { return postgres.IsURL(d.cfg.DB) }
+
+// localPath is the SQLite file of the machine's own state: the ledger's
+// file itself, unless the ledger is shared.
+func (d *Daemon) localPath() string {
+	if d.Shared() {
+		return d.cfg.LocalDB
+	}
+	return d.cfg.DB
+}
+
 // lock takes the daemon's locks. One daemon per socket and one per
-// database: flock(2) on a lock file beside each, released by the kernel
-// when the process ends, or by unlock before a restart.
+// database file: flock(2) on a lock file beside each, released by the
+// kernel when the process ends, or by unlock before a restart. A shared
+// ledger is locked by nobody: its writers serialize in the database.
 func (d *Daemon) lock() error {
-	for _, p := range []string{d.cfg.Socket, d.cfg.DB} {
+	for _, p := range []string{d.cfg.Socket, d.localPath()} {
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			d.unlock()
 			return err
@@ -322,18 +348,31 @@ func (d *Daemon) listen() error {
 	return nil
 }
 
-// openStores opens the database and the ledger on it.
+// openStores opens the databases and the ledger.
 func (d *Daemon) openStores(ctx context.Context) error {
-	db, err := sqlite.Open(ctx, d.cfg.DB, sqlite.Options{Clock: d.cfg.Clock})
+	db, err := sqlite.Open(ctx, d.localPath(), sqlite.Options{Clock: d.cfg.Clock})
 	if err != nil {
+		return openError(ctx, d.localPath(), err)
+	}
+	var drv driver.Driver = db
+	if d.Shared() {
+		if drv, err = postgres.Open(ctx, d.cfg.DB, postgres.Options{}); err != nil {
+			db.Close()
+			return err
+		}
+	}
+	l, err := ledger.Open(ctx, drv, ledger.Options{Clock: d.cfg.Clock, CacheSize: d.cfg.CacheSize, Failpoints: d.cfg.Failpoints})
+	if err != nil {
+		drv.Close()
+		if drv != driver.Driver(db) {
+			db.Close()
+		}
+		if d.Shared() {
+			return err
+		}
 		return openError(ctx, d.cfg.DB, err)
 	}
-	l, err := ledger.Open(ctx, db, ledger.Options{Clock: d.cfg.Clock, CacheSize: d.cfg.CacheSize, Failpoints: d.cfg.Failpoints})
-	if err != nil {
-		db.Close()
-		return openError(ctx, d.cfg.DB, err)
-	}
-	d.db, d.ledger = db, l
+	d.drv, d.db, d.ledger = drv, db, l
 	d.wire()
 	return nil
 }
@@ -376,17 +415,16 @@ func openError(ctx context.Context, path string, err error) error {
 }
 
 // closeStores closes the ledger, if open (it answers the commands already
-// queued first), and the database under it.
+// queued first), the database under it, and the local store.
 func (d *Daemon) closeStores() error {
-	if d.ledger == nil {
-		if d.db != nil {
-			d.db.Close()
-			d.db = nil
-		}
-		return nil
+	var err error
+	if d.ledger != nil {
+		err = d.ledger.Close() // closes d.drv
 	}
-	err := d.ledger.Close() // closes d.db
-	d.ledger, d.db = nil, nil
+	if d.db != nil && (d.ledger == nil || d.Shared()) {
+		err = errors.Join(err, d.db.Close())
+	}
+	d.ledger, d.drv, d.db = nil, nil, nil
 	return err
 }
 
