@@ -170,3 +170,12 @@ func openReadOnly(ctx context.Context, db string) (driver.Driver, error) {
 	}
 	return sqlite.OpenReadOnly(ctx, db)
 }
+
+// openWritable opens (creating and migrating it) the ledger database db,
+// a SQLite file or a PostgreSQL URL, for `ledger copy`.
+func openWritable(ctx context.Context, db string) (driver.Driver, error) {
+	if postgres.IsURL(db) {
+		return postgres.Open(ctx, db, postgres.Options{})
+	}
+	return sqlite.Open(ctx, db, sqlite.Options{})
+}

@@ -26,10 +26,13 @@ func runLedger(c *client, args []string, stdout, stderr io.Writer) error {
 		return runCompact(c, args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "export":
 		return runExport(args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "copy":
+		return runCopy(args[1:], stdout, stderr)
 	}
 	return usageError{"usage: scv ledger verify --db PATH [--project P] [--head PROJECT=HEX ...]\n" +
 		"       scv ledger verify --bundle FILE [--head PROJECT=HEX ...]\n" +
 		"       scv ledger export --db PATH PROJECT [-o FILE]\n" +
+		"       scv ledger copy --from PATH --to URL\n" +
 		"       scv ledger compact PROJECT [--retain K] [--socket PATH] [--json]"}
 }
 
@@ -264,4 +267,52 @@ func dash(s string) string {
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// runCopy is `scv ledger copy --from PATH --to URL`: move a ledger,
+// sequences and hashes unchanged, into an empty database (a SQLite file
+// into PostgreSQL, for a fleet), and verify the copy against the
+// original. The source is read as it is, with no daemon writing it.
+func runCopy(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("scv ledger copy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	from := fs.String("from", "", "the ledger to copy: a SQLite `path` (or a URL)")
+	to := fs.String("to", "", "the empty database to copy it into: a postgres:// `URL` (or a path)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{"scv ledger copy: " + err.Error()}
+	}
+	if fs.NArg() > 0 || *from == "" || *to == "" {
+		return usageError{"usage: scv ledger copy --from PATH --to URL"}
+	}
+	ctx := context.Background()
+	src, err := openReadOnly(ctx, *from)
+	if err != nil {
+		return fmt.Errorf("ledger copy: %w", err)
+	}
+	defer src.Close()
+	dst, err := openWritable(ctx, *to)
+	if err != nil {
+		return fmt.Errorf("ledger copy: %w", err)
+	}
+	defer dst.Close()
+	var progress func(done, total int)
+	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
+		progress = func(done, total int) {
+			fmt.Fprintf(f, "\rcopying: %d/%d events (%d%%)", done, total, done*100/max(total, 1))
+			if done == total {
+				fmt.Fprintln(f)
+			}
+		}
+	}
+	rep, err := ledger.Copy(ctx, src, dst, progress)
+	if err != nil {
+		return err
+	}
+	printChains(stdout, rep.To)
+	fmt.Fprintf(stdout, "copied %d events (%d archived), %d snapshots, %d projects from %s to %s: verified, the same chains and heads\n",
+		rep.Events, rep.Archived, rep.Snapshots, rep.Projects, src.Name(), dst.Name())
+	return nil
 }

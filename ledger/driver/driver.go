@@ -57,6 +57,8 @@ type Event struct {
 	TimestampMs int64 // the same instant in Unix milliseconds
 	Data        string
 	Hash        []byte // nil for a row the ledger did not write
+	// Archived says History read it from the archive, not the live tail.
+	Archived bool
 }
 
 // Snapshot is one stored snapshot of a project's state.
@@ -184,7 +186,10 @@ type Tx interface {
 	// UpdateProject rewrites the row with p's ID (everything but ID,
 	// Name, CreatedSeq and Live) and adds liveDelta to its live events.
 	UpdateProject(ctx context.Context, p Project, liveDelta int) error
-	// Append inserts events, whose sequences follow LastSequence.
+	// Append inserts events, whose sequences follow LastSequence: into the
+	// live tail, or, for those marked Archived, straight into the archive
+	// (a ledger copied from another database keeps what it had archived).
+	// The last sequence is the highest appended, archived or not.
 	Append(ctx context.Context, events []Event) error
 	// InsertSnapshot stores a snapshot.
 	InsertSnapshot(ctx context.Context, s Snapshot) error

@@ -32,10 +32,15 @@ func (r reader) each(ctx context.Context, fn func(driver.Event) error, query str
 		return r.d.fail(err)
 	}
 	defer rows.Close()
+	archived := len(rows.FieldDescriptions()) > 7
 	for rows.Next() {
 		var e driver.Event
 		var seq int64
-		if err := rows.Scan(&seq, &e.ProjectID, &e.Kind, &e.Timestamp, &e.TimestampMs, &e.Data, &e.Hash); err != nil {
+		dst := []any{&seq, &e.ProjectID, &e.Kind, &e.Timestamp, &e.TimestampMs, &e.Data, &e.Hash}
+		if archived {
+			dst = append(dst, &e.Archived)
+		}
+		if err := rows.Scan(dst...); err != nil {
 			return r.d.fail(err)
 		}
 		e.Sequence = uint64(seq)
@@ -161,8 +166,8 @@ func (r reader) Live(ctx context.Context, projectID string, after, upTo uint64, 
 }
 
 func (r reader) History(ctx context.Context, projectID string, after, upTo uint64, fn func(driver.Event) error) error {
-	return r.each(ctx, fn, `SELECT `+eventColumns+` FROM events WHERE ($1 = '' OR project_id = $1) AND sequence > $2 AND sequence <= $3
-		UNION ALL SELECT `+eventColumns+` FROM events_archive WHERE ($1 = '' OR project_id = $1) AND sequence > $2 AND sequence <= $3
+	return r.each(ctx, fn, `SELECT `+eventColumns+`, false FROM events WHERE ($1 = '' OR project_id = $1) AND sequence > $2 AND sequence <= $3
+		UNION ALL SELECT `+eventColumns+`, true FROM events_archive WHERE ($1 = '' OR project_id = $1) AND sequence > $2 AND sequence <= $3
 		ORDER BY sequence`, projectID, int64(after), int64(upTo))
 }
 
@@ -233,18 +238,31 @@ func (t *writeTx) Append(ctx context.Context, events []driver.Event) error {
 	if len(events) == 0 {
 		return nil
 	}
-	rows := make([][]any, len(events))
+	var live, archived [][]any
 	last := t.head
-	for i, e := range events {
+	for _, e := range events {
 		if int64(e.Sequence) <= last {
 			return fmt.Errorf("%w: event %d does not follow %d", driver.ErrStorage, e.Sequence, last)
 		}
 		last = int64(e.Sequence)
-		rows[i] = []any{int64(e.Sequence), e.ProjectID, e.Kind, e.Timestamp, e.TimestampMs, e.Data, e.Hash}
+		row := []any{int64(e.Sequence), e.ProjectID, e.Kind, e.Timestamp, e.TimestampMs, e.Data, e.Hash}
+		if e.Archived {
+			archived = append(archived, row)
+		} else {
+			live = append(live, row)
+		}
 	}
-	if _, err := t.tx.CopyFrom(ctx, pgx.Identifier{"events"},
-		[]string{"sequence", "project_id", "kind", "timestamp", "timestamp_ms", "data", "hash"}, pgx.CopyFromRows(rows)); err != nil {
-		return t.d.fail(err)
+	cols := []string{"sequence", "project_id", "kind", "timestamp", "timestamp_ms", "data", "hash"}
+	for _, c := range []struct {
+		table string
+		rows  [][]any
+	}{{"events", live}, {"events_archive", archived}} {
+		if len(c.rows) == 0 {
+			continue
+		}
+		if _, err := t.tx.CopyFrom(ctx, pgx.Identifier{c.table}, cols, pgx.CopyFromRows(c.rows)); err != nil {
+			return t.d.fail(err)
+		}
 	}
 	if _, err := t.tx.Exec(ctx, `UPDATE ledger_head SET seq = $1`, last); err != nil {
 		return t.d.fail(err)
@@ -263,9 +281,13 @@ func (t *writeTx) InsertProject(ctx context.Context, p driver.Project) (bool, er
 }
 
 func (t *writeTx) UpdateProject(ctx context.Context, p driver.Project, liveDelta int) error {
+	var status, phase any // NULL: not summarized
+	if p.Summarized {
+		status, phase = p.Status, p.Phase
+	}
 	tag, err := t.tx.Exec(ctx, `UPDATE projects SET head = $1, live = live + $2, status = $3, phase = $4, tasks = $5, done = $6,
 		running = $7, created_ms = $8, updated_ms = $9 WHERE id = $10`,
-		int64(p.Head), liveDelta, p.Status, p.Phase, p.Tasks, p.Done, p.Running, p.CreatedMs, p.UpdatedMs, p.ID)
+		int64(p.Head), liveDelta, status, phase, p.Tasks, p.Done, p.Running, p.CreatedMs, p.UpdatedMs, p.ID)
 	if err != nil {
 		return t.d.fail(err)
 	}

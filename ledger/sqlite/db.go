@@ -167,8 +167,28 @@ const insertEventSQL = `INSERT INTO events (sequence, project_id, kind, timestam
 func (t *writeTx) Append(ctx context.Context, events []driver.Event) error {
 	ins := t.tx.StmtxContext(ctx, t.d.insert)
 	defer ins.Close()
+	var archived uint64
 	for _, e := range events {
-		if _, err := ins.ExecContext(ctx, e.Sequence, e.ProjectID, e.Kind, e.Timestamp, e.TimestampMs, e.Data, e.Hash); err != nil {
+		var err error
+		if e.Archived {
+			_, err = t.tx.ExecContext(ctx, `INSERT INTO events_archive (sequence, project_id, kind, timestamp, timestamp_ms, data, hash)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, e.Sequence, e.ProjectID, e.Kind, e.Timestamp, e.TimestampMs, e.Data, e.Hash)
+			archived = max(archived, e.Sequence)
+		} else {
+			_, err = ins.ExecContext(ctx, e.Sequence, e.ProjectID, e.Kind, e.Timestamp, e.TimestampMs, e.Data, e.Hash)
+		}
+		if err != nil {
+			return t.d.fail(err)
+		}
+	}
+	if archived > 0 {
+		// AUTOINCREMENT's counter, which LastSequence reads, counts the
+		// live tail's inserts only: raise it past the archived ones too.
+		if _, err := t.tx.ExecContext(ctx, `INSERT INTO sqlite_sequence (name, seq) SELECT 'events', 0
+			WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'events')`); err != nil {
+			return t.d.fail(err)
+		}
+		if _, err := t.tx.ExecContext(ctx, `UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'events'`, archived); err != nil {
 			return t.d.fail(err)
 		}
 	}
@@ -189,7 +209,11 @@ const updateProjectSQL = `UPDATE projects SET head = ?, live = live + ?, status 
 	created_ms = ?, updated_ms = ? WHERE id = ?`
 
 func (t *writeTx) UpdateProject(ctx context.Context, p driver.Project, liveDelta int) error {
-	res, err := t.tx.StmtxContext(ctx, t.d.update).ExecContext(ctx, p.Head, liveDelta, p.Status, p.Phase, p.Tasks, p.Done, p.Running,
+	var status, phase any // NULL: not summarized
+	if p.Summarized {
+		status, phase = p.Status, p.Phase
+	}
+	res, err := t.tx.StmtxContext(ctx, t.d.update).ExecContext(ctx, p.Head, liveDelta, status, phase, p.Tasks, p.Done, p.Running,
 		p.CreatedMs, p.UpdatedMs, p.ID)
 	if err != nil {
 		return t.d.fail(err)

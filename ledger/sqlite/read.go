@@ -24,11 +24,17 @@ type reader struct {
 // eventColumns are read into driver.Event, in its order.
 const eventColumns = `sequence, project_id, kind, timestamp, timestamp_ms, data, hash`
 
-// history is the archive and the live tail as one table.
-const history = `(SELECT ` + eventColumns + ` FROM events UNION ALL SELECT ` + eventColumns + ` FROM events_archive)`
+// history is the archive and the live tail as one table, with an
+// archived column saying where each row is.
+const history = `(SELECT ` + eventColumns + `, 0 AS archived FROM events UNION ALL SELECT ` + eventColumns + `, 1 AS archived FROM events_archive)`
 
 func scanEvent(rows *sqlx.Rows) (driver.Event, error) {
 	var e driver.Event
+	cols, _ := rows.Columns()
+	if len(cols) > 7 {
+		err := rows.Scan(&e.Sequence, &e.ProjectID, &e.Kind, &e.Timestamp, &e.TimestampMs, &e.Data, &e.Hash, &e.Archived)
+		return e, err
+	}
 	err := rows.Scan(&e.Sequence, &e.ProjectID, &e.Kind, &e.Timestamp, &e.TimestampMs, &e.Data, &e.Hash)
 	return e, err
 }
@@ -197,11 +203,11 @@ func (r reader) Live(ctx context.Context, projectID string, after, upTo uint64, 
 
 func (r reader) History(ctx context.Context, projectID string, after, upTo uint64, fn func(driver.Event) error) error {
 	if projectID == "" {
-		return r.each(ctx, fn, `SELECT `+eventColumns+` FROM `+history+`
+		return r.each(ctx, fn, `SELECT `+eventColumns+`, archived FROM `+history+`
 			WHERE sequence > ? AND sequence <= ? ORDER BY sequence`, after, upTo)
 	}
-	return r.each(ctx, fn, `SELECT `+eventColumns+` FROM events WHERE project_id = ?1 AND sequence > ?2 AND sequence <= ?3
-		UNION ALL SELECT `+eventColumns+` FROM events_archive WHERE project_id = ?1 AND sequence > ?2 AND sequence <= ?3
+	return r.each(ctx, fn, `SELECT `+eventColumns+`, 0 FROM events WHERE project_id = ?1 AND sequence > ?2 AND sequence <= ?3
+		UNION ALL SELECT `+eventColumns+`, 1 FROM events_archive WHERE project_id = ?1 AND sequence > ?2 AND sequence <= ?3
 		ORDER BY sequence`, projectID, after, upTo)
 }
 
