@@ -58,7 +58,7 @@ func rebuild(ctx context.Context, r driver.Reader, p *reducer.Project, id string
 // restore decodes a stored snapshot, refusing a format this build does not
 // read.
 func restore(sn driver.Snapshot) (*reducer.Project, error) {
-	if sn.Version != reducer.SnapshotVersion {
+	if !reducer.ReadsSnapshot(sn.Version) {
 		return nil, fmt.Errorf("%w: project %s: snapshot at %d has format %d; this build reads %d",
 			ErrStorage, sn.ProjectID, sn.Sequence, sn.Version, reducer.SnapshotVersion)
 	}

@@ -303,7 +303,7 @@ func (w *walker) startFromSnapshot(c *ChainReport, r driver.Event) bool {
 	w.snaps[r.ProjectID] = pending
 	w.rep.Snapshots++
 	sum := sha256.Sum256(sn.State)
-	if sn.Version != reducer.SnapshotVersion || !bytes.Equal(sum[:], sn.StateHash) {
+	if !reducer.ReadsSnapshot(sn.Version) || !bytes.Equal(sum[:], sn.StateHash) {
 		w.problem(r.ProjectID, sn.Sequence, "the history before this snapshot was dropped, and the snapshot does not match its recorded state hash (or has a format this build does not read)")
 		w.bad[r.ProjectID] = true
 		return true
@@ -335,8 +335,8 @@ func (w *walker) checkSnapshot(sn driver.Snapshot) {
 	}
 	sum := sha256.Sum256(sn.State)
 	switch {
-	case sn.Version != reducer.SnapshotVersion:
-		w.problem(sn.ProjectID, sn.Sequence, fmt.Sprintf("the snapshot has format %d; this build reads %d", sn.Version, reducer.SnapshotVersion))
+	case !reducer.ReadsSnapshot(sn.Version):
+		w.problem(sn.ProjectID, sn.Sequence, fmt.Sprintf("the snapshot has format %d; this build reads 1 to %d", sn.Version, reducer.SnapshotVersion))
 	case !bytes.Equal(sum[:], sn.StateHash):
 		w.problem(sn.ProjectID, sn.Sequence, "the snapshot's state does not match its recorded state hash: the snapshot was changed")
 	case !bytes.Equal(derived, sn.State):

@@ -99,6 +99,57 @@ type MarkStale struct {
 	Now     int64
 }
 
+// RetryTask puts a failed task back to work (the owner's decision):
+// ready, or pending while a dependency is not done; its retries start
+// again from 0, with MaxRetries as its new budget when set. By is who
+// retried it.
+type RetryTask struct {
+	Project    string
+	TaskID     string // ID or unique title
+	MaxRetries *uint32
+	By         string
+	Now        int64
+}
+
+// AskApproval records a question to the owner that gates the project,
+// and the named task's next run (TaskID, an ID or unique title, may be
+// empty), until it is decided. QuestionID is the question's own (the
+// question manager mints it); Deadline is when it expires, Unix
+// milliseconds.
+type AskApproval struct {
+	Project    string
+	TaskID     string
+	QuestionID string
+	Question   string
+	Deadline   int64
+	By         string
+	Now        int64
+}
+
+// DecideApproval records a pending approval's outcome.
+type DecideApproval struct {
+	Project    string
+	QuestionID string
+	Outcome    ApprovalOutcome
+	By         string
+	Now        int64
+}
+
+// ReleaseProject moves a project whose tasks are all done to phase
+// production.
+type ReleaseProject struct {
+	Project string
+	By      string
+	Now     int64
+}
+
+// ArchiveProject retires a project: from then on it takes no write.
+type ArchiveProject struct {
+	Project string
+	By      string
+	Now     int64
+}
+
 func (c CreateProject) ProjectRef() string   { return c.ProjectID }
 func (c AddTask) ProjectRef() string         { return c.Project }
 func (c UpdateTask) ProjectRef() string      { return c.Project }
@@ -107,6 +158,11 @@ func (c ProgressRun) ProjectRef() string     { return c.Project }
 func (c FinishRun) ProjectRef() string       { return c.Project }
 func (c RecordHeartbeat) ProjectRef() string { return c.Project }
 func (c MarkStale) ProjectRef() string       { return c.Project }
+func (c RetryTask) ProjectRef() string       { return c.Project }
+func (c AskApproval) ProjectRef() string     { return c.Project }
+func (c DecideApproval) ProjectRef() string  { return c.Project }
+func (c ReleaseProject) ProjectRef() string  { return c.Project }
+func (c ArchiveProject) ProjectRef() string  { return c.Project }
 
 func (CreateProject) command()   {}
 func (AddTask) command()         {}
@@ -116,6 +172,11 @@ func (ProgressRun) command()     {}
 func (FinishRun) command()       {}
 func (RecordHeartbeat) command() {}
 func (MarkStale) command()       {}
+func (RetryTask) command()       {}
+func (AskApproval) command()     {}
+func (DecideApproval) command()  {}
+func (ReleaseProject) command()  {}
+func (ArchiveProject) command()  {}
 
 // Stamp returns c decided at now (Unix milliseconds). The ledger stamps each
 // command with its own clock inside the write transaction.
@@ -143,6 +204,21 @@ func Stamp(c Command, now int64) Command {
 		c.Now = now
 		return c
 	case MarkStale:
+		c.Now = now
+		return c
+	case RetryTask:
+		c.Now = now
+		return c
+	case AskApproval:
+		c.Now = now
+		return c
+	case DecideApproval:
+		c.Now = now
+		return c
+	case ReleaseProject:
+		c.Now = now
+		return c
+	case ArchiveProject:
 		c.Now = now
 		return c
 	}

@@ -33,6 +33,12 @@ const (
 	KindRunFinished    = "run_finished"
 	KindRunStale       = "run_stale"
 	KindHeartbeat      = "heartbeat"
+	// The owner's decisions (SPEC section 5).
+	KindTaskRetried     = "task_retried"
+	KindApprovalAsked   = "approval_asked"
+	KindApprovalDecided = "approval_decided"
+	KindProjectReleased = "project_released"
+	KindProjectArchived = "project_archived"
 )
 
 // ProjectCreated opens a project's history.
@@ -88,14 +94,60 @@ type Heartbeat struct {
 	RunID  string `json:"run_id,omitempty"`
 }
 
-func (ProjectCreated) Kind() string { return KindProjectCreated }
-func (TaskAdded) Kind() string      { return KindTaskAdded }
-func (TaskUpdated) Kind() string    { return KindTaskUpdated }
-func (RunStarted) Kind() string     { return KindRunStarted }
-func (RunProgress) Kind() string    { return KindRunProgress }
-func (RunFinished) Kind() string    { return KindRunFinished }
-func (RunStaleMarked) Kind() string { return KindRunStale }
-func (Heartbeat) Kind() string      { return KindHeartbeat }
+// TaskRetried puts a failed task back to work: its retry budget starts
+// again (with a new max_retries when MaxRetries is set), its attempts go
+// on counting. By is who retried it.
+type TaskRetried struct {
+	TaskID     string  `json:"task_id"`
+	MaxRetries *uint32 `json:"max_retries,omitempty"`
+	By         string  `json:"by"`
+}
+
+// ApprovalAsked records a question to the owner that gates the project
+// (and, when TaskID is set, that task's next run) until it is decided.
+type ApprovalAsked struct {
+	QuestionID string `json:"question_id"`
+	TaskID     string `json:"task_id,omitempty"`
+	Question   string `json:"question"`
+	// Deadline is when the question expires, Unix milliseconds.
+	Deadline int64  `json:"deadline_ms"`
+	By       string `json:"by,omitempty"`
+}
+
+// ApprovalDecided records an approval's outcome: yes lifts the gate;
+// any other leaves its task blocked, with the refusal as its progress.
+// By is who answered, or why it ended (expired, the daemon restarted).
+type ApprovalDecided struct {
+	QuestionID string          `json:"question_id"`
+	Outcome    ApprovalOutcome `json:"outcome"`
+	By         string          `json:"by"`
+}
+
+// Released records the owner's release of a project whose tasks are all
+// done: its phase is production.
+type Released struct {
+	By string `json:"by"`
+}
+
+// Archived records the owner retiring a project: status archived, phase
+// reporting, and no write is taken any more.
+type Archived struct {
+	By string `json:"by"`
+}
+
+func (ProjectCreated) Kind() string  { return KindProjectCreated }
+func (TaskAdded) Kind() string       { return KindTaskAdded }
+func (TaskUpdated) Kind() string     { return KindTaskUpdated }
+func (RunStarted) Kind() string      { return KindRunStarted }
+func (RunProgress) Kind() string     { return KindRunProgress }
+func (RunFinished) Kind() string     { return KindRunFinished }
+func (RunStaleMarked) Kind() string  { return KindRunStale }
+func (Heartbeat) Kind() string       { return KindHeartbeat }
+func (TaskRetried) Kind() string     { return KindTaskRetried }
+func (ApprovalAsked) Kind() string   { return KindApprovalAsked }
+func (ApprovalDecided) Kind() string { return KindApprovalDecided }
+func (Released) Kind() string        { return KindProjectReleased }
+func (Archived) Kind() string        { return KindProjectArchived }
 
 // EncodeBody returns the stored `data` of b: JSON without HTML escaping.
 func EncodeBody(b Body) ([]byte, error) {
@@ -128,6 +180,16 @@ func DecodeBody(kind string, data []byte) (Body, error) {
 		b = &RunStaleMarked{}
 	case KindHeartbeat:
 		b = &Heartbeat{}
+	case KindTaskRetried:
+		b = &TaskRetried{}
+	case KindApprovalAsked:
+		b = &ApprovalAsked{}
+	case KindApprovalDecided:
+		b = &ApprovalDecided{}
+	case KindProjectReleased:
+		b = &Released{}
+	case KindProjectArchived:
+		b = &Archived{}
 	default:
 		return nil, fmt.Errorf("unknown event kind %q", kind)
 	}
@@ -154,6 +216,16 @@ func deref(b Body) Body {
 	case *RunStaleMarked:
 		return *v
 	case *Heartbeat:
+		return *v
+	case *TaskRetried:
+		return *v
+	case *ApprovalAsked:
+		return *v
+	case *ApprovalDecided:
+		return *v
+	case *Released:
+		return *v
+	case *Archived:
 		return *v
 	}
 	panic(fmt.Sprintf("reducer: unknown body %T", b))

@@ -266,6 +266,7 @@ type taskDump struct {
 	Progress      string
 	LastHeartbeat int64
 	Attempts      uint32
+	Approval      string
 }
 
 type runDump struct {
@@ -294,6 +295,9 @@ type projectDump struct {
 	Evidence      []string
 	Tasks         []taskDump
 	Runs          []runDump
+	Released      bool
+	Archived      bool
+	Approvals     []reducer.Approval
 }
 
 type stateDump struct {
@@ -315,12 +319,16 @@ func dumpProject(p *reducer.Project) projectDump {
 		ID: p.ID, Name: p.Name, Workspace: p.Workspace,
 		Created: p.Created, Updated: p.Updated, LastHeartbeat: p.LastHeartbeat, LastSequence: p.LastSequence,
 		Phase: p.Phase(), Status: p.Status(), DoneCount: p.DoneCount(), Evidence: reducer.Evidence(p),
+		Released: p.Released, Archived: p.Archived,
+	}
+	for _, a := range p.Approvals() {
+		d.Approvals = append(d.Approvals, *a)
 	}
 	for _, t := range p.Tasks() {
 		d.Tasks = append(d.Tasks, taskDump{
 			ID: t.ID, Title: t.Title, Status: t.Status, DependsOn: append([]string(nil), t.DependsOn...),
 			Retries: t.Retries, MaxRetries: t.MaxRetries, RunID: t.RunID, Progress: optString(t.Progress),
-			LastHeartbeat: t.LastHeartbeat, Attempts: t.Attempts,
+			LastHeartbeat: t.LastHeartbeat, Attempts: t.Attempts, Approval: t.Approval,
 		})
 	}
 	for _, r := range p.Runs() {

@@ -79,6 +79,9 @@ func (g *gen) command(ps []*reducer.Project) reducer.Command {
 	if g.chance(60) {
 		ref = "no-such-project"
 	}
+	if g.chance(10) {
+		return g.ownerDecision(p, ref)
+	}
 	k := g.r.IntN(100)
 	if k >= 50 && k < 78 && !hasLiveRun(p) && !g.chance(5) {
 		k = 30 // progress and finish need a running run: start one instead
@@ -106,6 +109,53 @@ func (g *gen) command(ps []*reducer.Project) reducer.Command {
 	default:
 		return reducer.MarkStale{Project: ref, Window: int64(g.r.IntN(120)), Now: g.now}
 	}
+}
+
+// ownerDecision is one of the owner's commands (SPEC section 5), mostly
+// ones that apply: retrying a failed task, asking and deciding approvals,
+// releasing, and now and then archiving.
+func (g *gen) ownerDecision(p *reducer.Project, ref string) reducer.Command {
+	by := pick(g, []string{"owner", "uid 1000 pid 7"})
+	var pendingQ []string
+	for _, a := range p.Approvals() {
+		if a.Outcome == reducer.ApprovalPending {
+			pendingQ = append(pendingQ, a.ID)
+		}
+	}
+	switch k := g.r.IntN(100); {
+	case k < 30:
+		task := g.task(p)
+		for _, t := range p.Tasks() {
+			if t.Status == reducer.TaskFailed && !g.chance(4) {
+				task = t.ID
+				break
+			}
+		}
+		var budget *uint32
+		if g.chance(2) {
+			m := uint32(g.r.IntN(3))
+			budget = &m
+		}
+		return reducer.RetryTask{Project: ref, TaskID: task, MaxRetries: budget, By: by, Now: g.now}
+	case k < 55:
+		task := ""
+		if !g.chance(3) {
+			task = g.task(p)
+		}
+		return reducer.AskApproval{Project: ref, TaskID: task, QuestionID: g.fresh("Q"), Question: "may I?",
+			Deadline: g.now + int64(1+g.r.IntN(1000)), By: by, Now: g.now}
+	case k < 85:
+		id := "no-such-question"
+		if len(pendingQ) > 0 && !g.chance(6) {
+			id = pick(g, pendingQ)
+		}
+		outcome := pick(g, []reducer.ApprovalOutcome{reducer.ApprovalYes, reducer.ApprovalYes, reducer.ApprovalNo,
+			reducer.ApprovalExpired, reducer.ApprovalFailed, reducer.ApprovalWithdrawn, reducer.ApprovalPending})
+		return reducer.DecideApproval{Project: ref, QuestionID: id, Outcome: outcome, By: by, Now: g.now}
+	case k < 95:
+		return reducer.ReleaseProject{Project: ref, By: by, Now: g.now}
+	}
+	return reducer.ArchiveProject{Project: ref, By: by, Now: g.now}
 }
 
 func hasStartable(p *reducer.Project) bool {
@@ -267,6 +317,16 @@ func projectRef(c reducer.Command) string {
 		return c.Project
 	case reducer.MarkStale:
 		return c.Project
+	case reducer.RetryTask:
+		return c.Project
+	case reducer.AskApproval:
+		return c.Project
+	case reducer.DecideApproval:
+		return c.Project
+	case reducer.ReleaseProject:
+		return c.Project
+	case reducer.ArchiveProject:
+		return c.Project
 	}
 	return ""
 }
@@ -301,6 +361,8 @@ func TestPropertyReplayCopyOnWriteInvariants(t *testing.T) {
 	for _, k := range []string{
 		reducer.KindProjectCreated, reducer.KindTaskAdded, reducer.KindTaskUpdated, reducer.KindRunStarted,
 		reducer.KindRunProgress, reducer.KindRunFinished, reducer.KindRunStale, reducer.KindHeartbeat,
+		reducer.KindTaskRetried, reducer.KindApprovalAsked, reducer.KindApprovalDecided,
+		reducer.KindProjectReleased, reducer.KindProjectArchived,
 	} {
 		assert.Positive(t, st.kinds[k], "no %s event was generated", k)
 	}
@@ -410,11 +472,13 @@ func runSequence(t *testing.T, seed uint64, st *propStats) {
 				st.taskStatuses[tk.Status]++
 			}
 		}
-		// (d) done and failed are final.
+		// (d) done and failed are final, but for the owner's retry of a
+		// failed task.
 		if hadTarget {
 			after, _ := work.project(target.ID)
+			_, retry := c.(reducer.RetryTask)
 			for _, was := range finals {
-				if now, _ := after.Task(was.ID); now.Status != was.Status {
+				if now, _ := after.Task(was.ID); now.Status != was.Status && !(retry && was.Status == reducer.TaskFailed) {
 					require.Equal(t, was.Status, now.Status, "final task %s changed; %s", was.ID, where())
 				}
 			}
@@ -582,12 +646,30 @@ func invariants(p *reducer.Project) []string {
 				spent++
 			}
 		}
-		if spent != tk.Retries {
-			fail("task %s has %d retries and %d failed or stale runs", tk.ID, tk.Retries, spent)
+		if spent < tk.Retries {
+			fail("task %s has %d retries and only %d failed or stale runs", tk.ID, tk.Retries, spent)
+		}
+		if tk.Approval != "" {
+			a, ok := p.Approval(tk.Approval)
+			if !ok || a.Outcome != reducer.ApprovalPending || a.TaskID != tk.ID {
+				fail("task %s is gated by %s, which is not its pending approval", tk.ID, tk.Approval)
+			}
 		}
 	}
 	if runningRuns != runningTasks {
 		fail("%d runs running, %d tasks running", runningRuns, runningTasks)
+	}
+	pending := 0
+	for _, a := range p.Approvals() {
+		if a.Outcome == reducer.ApprovalPending {
+			pending++
+			if tk, ok := p.Task(a.TaskID); a.TaskID != "" && (!ok || tk.Approval != a.ID) {
+				fail("approval %s is pending, but its task %s is not gated by it", a.ID, a.TaskID)
+			}
+		}
+	}
+	if pending != p.PendingApprovals() {
+		fail("%d approvals pending, the count says %d", pending, p.PendingApprovals())
 	}
 	if got, want := p.Phase(), naivePhase(p); got != want {
 		fail("phase %s, want %s", got, want)
@@ -610,6 +692,10 @@ func naivePhase(p *reducer.Project) reducer.Phase {
 	}
 	live := slices.ContainsFunc(rs, func(r *reducer.Run) bool { return r.Status == reducer.RunRunning })
 	switch {
+	case p.Archived:
+		return reducer.PhaseReporting
+	case p.Released:
+		return reducer.PhaseProduction
 	case len(ts) == 0:
 		return reducer.PhaseDiscovery
 	case done == len(ts):
@@ -628,9 +714,14 @@ func naiveStatus(p *reducer.Project) reducer.ProjectStatus {
 		return slices.ContainsFunc(ts, func(t *reducer.Task) bool { return slices.Contains(ss, t.Status) })
 	}
 	allDone := !slices.ContainsFunc(ts, func(t *reducer.Task) bool { return t.Status != reducer.TaskDone })
+	waiting := slices.ContainsFunc(p.Approvals(), func(a *reducer.Approval) bool { return a.Outcome == reducer.ApprovalPending })
 	switch {
+	case p.Archived:
+		return reducer.ProjectArchived
 	case has(reducer.TaskFailed):
 		return reducer.ProjectFailed
+	case waiting:
+		return reducer.ProjectWaitingApproval
 	case len(ts) > 0 && allDone:
 		return reducer.ProjectCompleted
 	case len(ts) > 0 && !has(reducer.TaskReady, reducer.TaskRunning, reducer.TaskStale):
@@ -662,11 +753,16 @@ func appendFingerprint(b []byte, p *reducer.Project) []byte {
 		}
 		return str(b, *s)
 	}
-	b = str(b, "project", p.ID, p.Name, p.Workspace)
+	b = str(b, "project", p.ID, p.Name, p.Workspace, strconv.FormatBool(p.Released), strconv.FormatBool(p.Archived))
 	b = num(b, p.Created, p.Updated, p.LastHeartbeat, int64(p.LastSequence))
 	b = append(b, '\n')
+	for _, a := range p.Approvals() {
+		b = str(b, "approval", a.ID, a.TaskID, a.Question, a.AskedBy, string(a.Outcome), a.DecidedBy)
+		b = num(b, a.Asked, a.Deadline, int64(a.AskedSeq), a.Decided, int64(a.DecidedSeq))
+		b = append(b, '\n')
+	}
 	for _, t := range p.Tasks() {
-		b = str(b, "task", t.ID, t.Title, string(t.Status), t.RunID)
+		b = str(b, "task", t.ID, t.Title, string(t.Status), t.RunID, t.Approval)
 		b = str(b, t.DependsOn...)
 		b = num(b, int64(len(t.DependsOn)), int64(t.Retries), int64(t.MaxRetries), t.LastHeartbeat, int64(t.Attempts))
 		b = append(opt(b, t.Progress), '\n')
@@ -702,10 +798,14 @@ func hashProject(p *reducer.Project) uint64 {
 			str(*s)
 		}
 	}
-	str(p.ID, p.Name, p.Workspace)
+	str(p.ID, p.Name, p.Workspace, strconv.FormatBool(p.Released), strconv.FormatBool(p.Archived))
 	num(p.Created, p.Updated, p.LastHeartbeat, int64(p.LastSequence), int64(len(p.Tasks())), int64(len(p.Runs())))
+	for _, a := range p.Approvals() {
+		str(a.ID, a.TaskID, a.Question, a.AskedBy, string(a.Outcome), a.DecidedBy)
+		num(a.Asked, a.Deadline, int64(a.AskedSeq), a.Decided, int64(a.DecidedSeq))
+	}
 	for _, t := range p.Tasks() {
-		str(t.ID, t.Title, string(t.Status), t.RunID)
+		str(t.ID, t.Title, string(t.Status), t.RunID, t.Approval)
 		str(t.DependsOn...)
 		num(int64(len(t.DependsOn)), int64(t.Retries), int64(t.MaxRetries), t.LastHeartbeat, int64(t.Attempts))
 		opt(t.Progress)

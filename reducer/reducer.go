@@ -19,6 +19,9 @@ func Decide(p *Project, c Command) ([]Event, error) {
 	if _, create := c.(CreateProject); !create && p == nil {
 		return nil, fmt.Errorf("%w: project %q", ErrNotFound, c.ProjectRef())
 	}
+	if _, sweep := c.(MarkStale); p != nil && p.Archived && !sweep {
+		return nil, fmt.Errorf("%w: project %s is archived: it takes no more writes", ErrInvalidTransition, p.Name)
+	}
 	switch c := c.(type) {
 	case CreateProject:
 		return decideCreate(p, c)
@@ -43,6 +46,16 @@ func Decide(p *Project, c Command) ([]Event, error) {
 			evs = append(evs, Event{ProjectID: p.ID, Time: c.Now, Body: RunStaleMarked{RunID: r}})
 		}
 		return evs, nil
+	case RetryTask:
+		return one(p, c.Now)(decideRetry(p, c))
+	case AskApproval:
+		return one(p, c.Now)(decideAsk(p, c))
+	case DecideApproval:
+		return one(p, c.Now)(decideApproval(p, c))
+	case ReleaseProject:
+		return one(p, c.Now)(decideRelease(p, c))
+	case ArchiveProject:
+		return one(p, c.Now)(decideArchive(p, c))
 	}
 	panic(fmt.Sprintf("reducer: unknown command %T", c))
 }
@@ -85,23 +98,25 @@ func decideAddTask(p *Project, c AddTask) (Body, error) {
 		return nil, fmt.Errorf("%w: task ID %s exists", ErrConflict, c.TaskID)
 	}
 	seen := map[string]bool{}
-	for _, d := range c.DependsOn {
-		if _, ok := p.Task(d); !ok {
-			return nil, fmt.Errorf("%w: depends_on names unknown task %q", ErrNotFound, d)
+	deps := make([]string, 0, len(c.DependsOn)) // the event owns its data, the tasks' IDs
+	for _, ref := range c.DependsOn {
+		d, err := p.ResolveTask(ref)
+		if err != nil {
+			return nil, fmt.Errorf("depends_on: %w", err)
 		}
-		if seen[d] {
-			return nil, fmt.Errorf("%w: depends_on names task %s twice", ErrInvalidArgument, d)
+		if seen[d.ID] {
+			return nil, fmt.Errorf("%w: depends_on names task %s twice", ErrInvalidArgument, d.ID)
 		}
-		seen[d] = true
+		seen[d.ID] = true
+		deps = append(deps, d.ID)
 	}
-	deps := append([]string{}, c.DependsOn...) // the event owns its data
 	return TaskAdded{TaskID: c.TaskID, Title: c.Title, DependsOn: deps, MaxRetries: c.MaxRetries}, nil
 }
 
 func decideUpdateTask(p *Project, c UpdateTask) (Body, error) {
-	t, ok := p.Task(c.TaskID)
-	if !ok {
-		return nil, fmt.Errorf("%w: task %q", ErrNotFound, c.TaskID)
+	t, err := p.ResolveTask(c.TaskID)
+	if err != nil {
+		return nil, err
 	}
 	to := c.Status
 	refuse := func(why string) (Body, error) {
@@ -139,15 +154,19 @@ func decideUpdateTask(p *Project, c UpdateTask) (Body, error) {
 }
 
 func decideStartRun(p *Project, c StartRun) (Body, error) {
-	t, ok := p.Task(c.TaskID)
-	if !ok {
-		return nil, fmt.Errorf("%w: task %q", ErrNotFound, c.TaskID)
+	t, err := p.ResolveTask(c.TaskID)
+	if err != nil {
+		return nil, err
 	}
 	if err := ValidName("agent", c.Agent); err != nil {
 		return nil, err
 	}
 	if t.Status != TaskReady && t.Status != TaskStale {
 		return nil, fmt.Errorf("%w: task %s is %s; a run starts only from ready or stale", ErrInvalidTransition, t.ID, t.Status)
+	}
+	if t.Approval != "" {
+		a, _ := p.Approval(t.Approval)
+		return nil, fmt.Errorf("%w: task %s waits for the owner's approval %s (%q)", ErrInvalidTransition, t.ID, a.ID, a.Question)
 	}
 	if _, taken := p.Run(c.RunID); taken {
 		return nil, fmt.Errorf("%w: run ID %s exists", ErrConflict, c.RunID)
@@ -173,29 +192,119 @@ func decideHeartbeat(p *Project, c RecordHeartbeat) (Body, error) {
 		if err != nil {
 			return nil, err
 		}
-		if c.TaskID != "" && c.TaskID != r.TaskID {
-			return nil, fmt.Errorf("%w: run %s belongs to task %s, not %s", ErrInvalidArgument, r.ID, r.TaskID, c.TaskID)
+		if c.TaskID != "" {
+			if t, err := p.ResolveTask(c.TaskID); err != nil || t.ID != r.TaskID {
+				return nil, fmt.Errorf("%w: run %s belongs to task %s, not %s", ErrInvalidArgument, r.ID, r.TaskID, c.TaskID)
+			}
 		}
 		if coalesced(r.LastHeartbeat, c) {
 			return nil, nil
 		}
 		return Heartbeat{TaskID: r.TaskID, RunID: r.ID}, nil
 	}
-	last := p.LastHeartbeat
+	last, task := p.LastHeartbeat, ""
 	if c.TaskID != "" {
-		t, ok := p.Task(c.TaskID)
-		if !ok {
-			return nil, fmt.Errorf("%w: task %q", ErrNotFound, c.TaskID)
+		t, err := p.ResolveTask(c.TaskID)
+		if err != nil {
+			return nil, err
 		}
 		if t.Status.Final() {
 			return nil, fmt.Errorf("%w: task %s is %s", ErrInvalidTransition, t.ID, t.Status)
 		}
-		last = t.LastHeartbeat
+		last, task = t.LastHeartbeat, t.ID
 	}
 	if coalesced(last, c) {
 		return nil, nil
 	}
-	return Heartbeat{TaskID: c.TaskID}, nil
+	return Heartbeat{TaskID: task}, nil
+}
+
+func decideRetry(p *Project, c RetryTask) (Body, error) {
+	t, err := p.ResolveTask(c.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	if t.Status != TaskFailed {
+		return nil, fmt.Errorf("%w: task %s is %s; only a failed task is retried", ErrInvalidTransition, t.ID, t.Status)
+	}
+	var budget *uint32
+	if c.MaxRetries != nil {
+		m := *c.MaxRetries
+		budget = &m
+	}
+	return TaskRetried{TaskID: t.ID, MaxRetries: budget, By: c.By}, nil
+}
+
+// MaxQuestionLen is the longest question an approval takes, in
+// characters.
+const MaxQuestionLen = 2000
+
+func decideAsk(p *Project, c AskApproval) (Body, error) {
+	if c.QuestionID == "" {
+		panic("reducer: AskApproval without a question ID")
+	}
+	if _, taken := p.Approval(c.QuestionID); taken {
+		return nil, fmt.Errorf("%w: question %s was asked already", ErrConflict, c.QuestionID)
+	}
+	if n := utf8.RuneCountInString(c.Question); c.Question == "" || n > MaxQuestionLen || !utf8.ValidString(c.Question) {
+		return nil, fmt.Errorf("%w: a question is 1 to %d characters of UTF-8", ErrInvalidArgument, MaxQuestionLen)
+	}
+	if c.Deadline <= c.Now {
+		return nil, fmt.Errorf("%w: the question's deadline is not after now", ErrInvalidArgument)
+	}
+	task := ""
+	if c.TaskID != "" {
+		t, err := p.ResolveTask(c.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case t.Status.Final():
+			return nil, fmt.Errorf("%w: task %s is %s: there is nothing left to approve", ErrInvalidTransition, t.ID, t.Status)
+		case t.Status == TaskRunning:
+			return nil, fmt.Errorf("%w: task %s is running: ask before its run starts", ErrInvalidTransition, t.ID)
+		case t.Approval != "":
+			return nil, fmt.Errorf("%w: task %s waits for approval %s already", ErrConflict, t.ID, t.Approval)
+		}
+		task = t.ID
+	}
+	return ApprovalAsked{QuestionID: c.QuestionID, TaskID: task, Question: c.Question, Deadline: c.Deadline, By: c.By}, nil
+}
+
+func decideApproval(p *Project, c DecideApproval) (Body, error) {
+	a, ok := p.Approval(c.QuestionID)
+	if !ok {
+		return nil, fmt.Errorf("%w: approval %q", ErrNotFound, c.QuestionID)
+	}
+	if a.Outcome != ApprovalPending {
+		return nil, fmt.Errorf("%w: approval %s is %s already", ErrConflict, a.ID, a.Outcome)
+	}
+	if parseEnum(&c.Outcome, approvalOutcomes, []byte(c.Outcome)) != nil || c.Outcome == ApprovalPending {
+		return nil, fmt.Errorf("%w: an approval ends yes, no, expired, withdrawn or failed, not %q", ErrInvalidArgument, c.Outcome)
+	}
+	return ApprovalDecided{QuestionID: a.ID, Outcome: c.Outcome, By: c.By}, nil
+}
+
+func decideRelease(p *Project, c ReleaseProject) (Body, error) {
+	switch n := p.TaskCount(); {
+	case p.Released:
+		return nil, fmt.Errorf("%w: project %s is released already", ErrInvalidTransition, p.Name)
+	case n == 0:
+		return nil, fmt.Errorf("%w: project %s has no tasks: there is nothing to release", ErrInvalidTransition, p.Name)
+	case p.DoneCount() < n:
+		return nil, fmt.Errorf("%w: project %s has %d of %s done: release takes every task done", ErrInvalidTransition, p.Name, p.DoneCount(), plural(n, "task"))
+	}
+	return Released{By: c.By}, nil
+}
+
+func decideArchive(p *Project, c ArchiveProject) (Body, error) {
+	switch {
+	case p.RunningCount() > 0:
+		return nil, fmt.Errorf("%w: project %s has %s: finish or cancel them first", ErrInvalidTransition, p.Name, plural(p.RunningCount(), "running run"))
+	case p.pending > 0:
+		return nil, fmt.Errorf("%w: project %s waits for %s: decide first", ErrInvalidTransition, p.Name, plural(p.pending, "approval"))
+	}
+	return Archived{By: c.By}, nil
 }
 
 // coalesced reports whether a heartbeat at c.Now comes within c.Every of
@@ -258,6 +367,7 @@ func Evolve(p *Project, e Event) *Project {
 	q.ChainHead = e.Hash
 	switch b := e.Body.(type) {
 	case TaskAdded:
+		q.Released = false // new work
 		status := TaskPending
 		if q.depsDone(b.DependsOn) {
 			status = TaskReady
@@ -316,6 +426,44 @@ func Evolve(p *Project, e Event) *Project {
 		})
 	case Heartbeat:
 		q.beat(b.RunID, b.TaskID, e.Time)
+	case TaskRetried:
+		q.Released = false
+		q.updateTask(b.TaskID, func(t *Task) {
+			if t.Status != TaskFailed {
+				panic(fmt.Sprintf("reducer: task %s retried from %s", t.ID, t.Status))
+			}
+			t.Status, t.Since, t.Retries = TaskPending, e.Sequence, 0
+			if q.depsDone(t.DependsOn) {
+				t.Status = TaskReady
+			}
+			if b.MaxRetries != nil {
+				t.MaxRetries = *b.MaxRetries
+			}
+		})
+	case ApprovalAsked:
+		q.addApproval(&Approval{ID: b.QuestionID, TaskID: b.TaskID, Question: b.Question, AskedBy: b.By,
+			Asked: e.Time, Deadline: b.Deadline, AskedSeq: e.Sequence, Outcome: ApprovalPending})
+		if b.TaskID != "" {
+			q.updateTask(b.TaskID, func(t *Task) { t.Approval = b.QuestionID })
+		}
+	case ApprovalDecided:
+		a := q.decideApproval(b.QuestionID, func(a *Approval) {
+			a.Outcome, a.Decided, a.DecidedBy, a.DecidedSeq = b.Outcome, e.Time, b.By, e.Sequence
+		})
+		if a.TaskID != "" {
+			q.updateTask(a.TaskID, func(t *Task) {
+				t.Approval = ""
+				if b.Outcome == ApprovalYes || t.Status.Final() || t.Status == TaskRunning {
+					return
+				}
+				refusal := fmt.Sprintf("approval %s (%s): %q", b.Outcome, b.By, a.Question)
+				t.Status, t.Since, t.Progress = TaskBlocked, e.Sequence, &refusal
+			})
+		}
+	case Released:
+		q.Released = true
+	case Archived:
+		q.Archived = true
 	default:
 		panic(fmt.Sprintf("reducer: unknown event %T", e.Body))
 	}

@@ -44,12 +44,18 @@ func Evidence(p *Project) []string {
 	var roots []*Task // the root causes, in task order
 	sets := make([]*causeSet, len(tasks))
 	for i, t := range tasks {
-		switch t.Status {
-		case TaskFailed, TaskBlocked, TaskStale:
+		switch {
+		case t.Status == TaskFailed || t.Status == TaskBlocked || t.Status == TaskStale:
 			sets[i] = singleCause(len(roots))
 			roots = append(roots, t)
 			notes = append(notes, fmt.Sprintf("task %s (%s) cannot progress: %s [event %d]", t.ID, t.Title, rootCause(t, lastRun[t.ID]), t.Since))
-		case TaskPending:
+		case t.Approval != "":
+			a, _ := p.Approval(t.Approval)
+			sets[i] = singleCause(len(roots))
+			roots = append(roots, t)
+			notes = append(notes, fmt.Sprintf("task %s (%s) cannot progress: it waits for the owner's answer to approval %s (%q) [event %d]",
+				t.ID, t.Title, a.ID, a.Question, a.AskedSeq))
+		case t.Status == TaskPending:
 			if sets[i] = p.causesOf(t, sets); sets[i] != nil {
 				notes = append(notes, fmt.Sprintf("task %s (%s) cannot progress: %s", t.ID, t.Title, p.heldBy(t, tasks, sets, roots)))
 			}
@@ -132,7 +138,7 @@ func (p *Project) heldBy(t *Task, tasks []*Task, sets []*causeSet, roots []*Task
 	var parts []string
 	set.members(func(i int) bool {
 		r := roots[i]
-		part := fmt.Sprintf("%s (%s), %s [event %d]", r.ID, r.Title, heldVerb(r), r.Since)
+		part := fmt.Sprintf("%s (%s), %s", r.ID, r.Title, p.heldVerb(r))
 		for _, id := range t.DependsOn {
 			if d, ok := p.taskIdx.Get(id); ok && sets[d] != nil && sets[d].has(i) {
 				if id != r.ID {
@@ -183,15 +189,19 @@ func rootCause(t *Task, last *Run) string {
 	panic(fmt.Sprintf("reducer: %s is not a root cause", t.Status))
 }
 
-// heldVerb is the short form of a root cause, for the tasks it holds.
-func heldVerb(r *Task) string {
+// heldVerb is the short form of a root cause, with its event, for the
+// tasks it holds.
+func (p *Project) heldVerb(r *Task) string {
 	switch r.Status {
 	case TaskFailed:
-		return "which failed"
+		return fmt.Sprintf("which failed [event %d]", r.Since)
 	case TaskBlocked:
-		return "which is blocked"
+		return fmt.Sprintf("which is blocked [event %d]", r.Since)
+	case TaskStale:
+		return fmt.Sprintf("whose run went silent [event %d]", r.Since)
 	}
-	return "whose run went silent"
+	a, _ := p.Approval(r.Approval)
+	return fmt.Sprintf("which waits for approval %s [event %d]", a.ID, a.AskedSeq)
 }
 
 // plural counts noun: "1 run", "2 runs", "1 retry", "3 retries", "1 more

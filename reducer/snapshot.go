@@ -9,8 +9,16 @@ import (
 
 // SnapshotVersion is the format of Snapshot's encoding. A change of the
 // format bumps it; a ledger refuses a snapshot of a version it does not
-// know rather than guess.
-const SnapshotVersion = 1
+// know rather than guess. Version 2 added the owner's decisions
+// (released, archived, approvals, a task's pending approval), each left
+// out when empty, so that a state without them encodes as version 1 did:
+// a version 1 snapshot is read as it is, and re-derives to the same
+// bytes.
+const SnapshotVersion = 2
+
+// ReadsSnapshot reports whether this build reads snapshots of format
+// version v.
+func ReadsSnapshot(v int) bool { return v >= 1 && v <= SnapshotVersion }
 
 // snapshot is the stored form of one project's state: every field Evolve
 // keeps, in a fixed order, so that the same state always encodes to the
@@ -26,6 +34,24 @@ type snapshot struct {
 	ChainHead     []byte     `json:"chain_head"`
 	Tasks         []taskSnap `json:"tasks"`
 	Runs          []runSnap  `json:"runs"`
+	// Version 2.
+	Released  bool           `json:"released,omitempty"`
+	Archived  bool           `json:"archived,omitempty"`
+	Approvals []approvalSnap `json:"approvals,omitempty"`
+}
+
+type approvalSnap struct {
+	ID         string          `json:"id"`
+	TaskID     string          `json:"task_id"`
+	Question   string          `json:"question"`
+	AskedBy    string          `json:"asked_by"`
+	Asked      int64           `json:"asked"`
+	Deadline   int64           `json:"deadline"`
+	AskedSeq   uint64          `json:"asked_seq"`
+	Outcome    ApprovalOutcome `json:"outcome"`
+	Decided    int64           `json:"decided"`
+	DecidedBy  string          `json:"decided_by"`
+	DecidedSeq uint64          `json:"decided_seq"`
 }
 
 type taskSnap struct {
@@ -40,6 +66,7 @@ type taskSnap struct {
 	LastHeartbeat int64      `json:"last_heartbeat"`
 	Attempts      uint32     `json:"attempts"`
 	Since         uint64     `json:"since"`
+	Approval      string     `json:"approval,omitempty"` // version 2
 }
 
 type runSnap struct {
@@ -62,9 +89,13 @@ func Snapshot(p *Project) ([]byte, error) {
 		ID: p.ID, Name: p.Name, Workspace: p.Workspace, Created: p.Created, Updated: p.Updated,
 		LastHeartbeat: p.LastHeartbeat, LastSequence: p.LastSequence, ChainHead: p.ChainHead,
 		Tasks: make([]taskSnap, 0, p.TaskCount()), Runs: make([]runSnap, 0, p.RunCount()),
+		Released: p.Released, Archived: p.Archived,
 	}
 	for _, t := range p.Tasks() {
-		s.Tasks = append(s.Tasks, taskSnap{t.ID, t.Title, t.Status, t.DependsOn, t.Retries, t.MaxRetries, t.RunID, t.Progress, t.LastHeartbeat, t.Attempts, t.Since})
+		s.Tasks = append(s.Tasks, taskSnap{t.ID, t.Title, t.Status, t.DependsOn, t.Retries, t.MaxRetries, t.RunID, t.Progress, t.LastHeartbeat, t.Attempts, t.Since, t.Approval})
+	}
+	for _, a := range p.Approvals() {
+		s.Approvals = append(s.Approvals, approvalSnap{a.ID, a.TaskID, a.Question, a.AskedBy, a.Asked, a.Deadline, a.AskedSeq, a.Outcome, a.Decided, a.DecidedBy, a.DecidedSeq})
 	}
 	for _, r := range p.Runs() {
 		s.Runs = append(s.Runs, runSnap{r.ID, r.TaskID, r.Agent, r.Status, r.Attempt, r.Started, r.Updated, r.Progress, r.LastHeartbeat})
@@ -80,17 +111,23 @@ func Restore(data []byte) (*Project, error) {
 	}
 	p := newProject(snap.ID, snap.Name, snap.Workspace)
 	p.Created, p.Updated, p.LastHeartbeat, p.LastSequence, p.ChainHead = snap.Created, snap.Updated, snap.LastHeartbeat, snap.LastSequence, snap.ChainHead
+	p.Released, p.Archived = snap.Released, snap.Archived
 	tasks, taskIdx := immutable.NewListBuilder[*Task](), immutable.NewMapBuilder[string, int](nil)
-	deps := map[string][]int{}
-	var depOrder []string
+	deps, titles := map[string][]int{}, map[string][]int{}
+	var depOrder, titleOrder []string
 	for i, t := range snap.Tasks {
 		if t.DependsOn == nil {
 			t.DependsOn = []string{}
 		}
 		tasks.Append(&Task{ID: t.ID, Title: t.Title, Status: t.Status, DependsOn: t.DependsOn, Retries: t.Retries,
-			MaxRetries: t.MaxRetries, RunID: t.RunID, Progress: t.Progress, LastHeartbeat: t.LastHeartbeat, Attempts: t.Attempts, Since: t.Since})
+			MaxRetries: t.MaxRetries, RunID: t.RunID, Progress: t.Progress, LastHeartbeat: t.LastHeartbeat, Attempts: t.Attempts,
+			Since: t.Since, Approval: t.Approval})
 		taskIdx.Set(t.ID, i)
 		p.byStatus[statusIndex(t.Status)]++
+		if titles[t.Title] == nil {
+			titleOrder = append(titleOrder, t.Title)
+		}
+		titles[t.Title] = append(titles[t.Title], i)
 		for _, d := range t.DependsOn {
 			if deps[d] == nil {
 				depOrder = append(depOrder, d)
@@ -111,7 +148,21 @@ func Restore(data []byte) (*Project, error) {
 			running.Set(r.ID, i)
 		}
 	}
-	p.tasks, p.taskIdx, p.dependants = tasks.List(), taskIdx.Map(), dependants.Map()
+	titleIdx := immutable.NewMapBuilder[string, *immutable.List[int]](nil)
+	for _, title := range titleOrder {
+		titleIdx.Set(title, immutable.NewList(titles[title]...))
+	}
+	approvals, approvalIx := immutable.NewListBuilder[*Approval](), immutable.NewMapBuilder[string, int](nil)
+	for i, a := range snap.Approvals {
+		approvals.Append(&Approval{ID: a.ID, TaskID: a.TaskID, Question: a.Question, AskedBy: a.AskedBy, Asked: a.Asked,
+			Deadline: a.Deadline, AskedSeq: a.AskedSeq, Outcome: a.Outcome, Decided: a.Decided, DecidedBy: a.DecidedBy, DecidedSeq: a.DecidedSeq})
+		approvalIx.Set(a.ID, i)
+		if a.Outcome == ApprovalPending {
+			p.pending++
+		}
+	}
+	p.tasks, p.taskIdx, p.dependants, p.titles = tasks.List(), taskIdx.Map(), dependants.Map(), titleIdx.Map()
 	p.runs, p.runIdx, p.running = runs.List(), runIdx.Map(), running.Map()
+	p.approvals, p.approvalIx = approvals.List(), approvalIx.Map()
 	return p, nil
 }

@@ -3,6 +3,7 @@ package reducer
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/benbjohnson/immutable"
 )
@@ -26,14 +27,44 @@ type Project struct {
 	LastHeartbeat int64 // 0 when none
 	LastSequence  uint64
 	ChainHead     []byte // Hash of the newest event
+	// Released: the owner released the project, all of whose tasks were
+	// done (phase production until new work is added). Archived: the
+	// owner archived it (status archived, phase reporting; no more
+	// writes).
+	Released bool
+	Archived bool
 
 	tasks      *immutable.List[*Task]
 	taskIdx    *immutable.Map[string, int]
 	dependants *immutable.Map[string, *immutable.List[int]] // task ID -> indices of the tasks that depend on it
 	runs       *immutable.List[*Run]
 	runIdx     *immutable.Map[string, int]
-	running    *immutable.Map[string, int] // run ID -> index, for the runs in RunRunning
-	byStatus   [numTaskStatuses]int        // tasks in each status, indexed by statusIndex
+	running    *immutable.Map[string, int]                  // run ID -> index, for the runs in RunRunning
+	byStatus   [numTaskStatuses]int                         // tasks in each status, indexed by statusIndex
+	titles     *immutable.Map[string, *immutable.List[int]] // title -> indices of the tasks of that title
+	approvals  *immutable.List[*Approval]                   // in the order asked
+	approvalIx *immutable.Map[string, int]                  // question ID -> index
+	pending    int                                          // approvals pending
+}
+
+// Approval is a question to the owner that gates a project (and, with
+// TaskID, that task's next run) until it is decided. Never changed once a
+// project holds it.
+type Approval struct {
+	ID       string // the question's ID
+	TaskID   string // "" for the project as a whole
+	Question string
+	AskedBy  string
+	Asked    int64  // Unix milliseconds
+	Deadline int64  // Unix milliseconds
+	AskedSeq uint64 // the sequence of its approval_asked event
+	Outcome  ApprovalOutcome
+	// Decided and DecidedBy are when and by whom (or why) it was decided,
+	// DecidedSeq the approval_decided event's sequence; zero while
+	// pending.
+	Decided    int64
+	DecidedBy  string
+	DecidedSeq uint64
 }
 
 // Task is the derived state of one task. Like a Project, it is never
@@ -50,6 +81,9 @@ type Task struct {
 	LastHeartbeat int64  // 0 when none
 	Attempts      uint32 // runs started
 	Since         uint64 // the sequence of the event that set Status
+	// Approval is the pending approval that gates the task's next run,
+	// or "".
+	Approval string
 }
 
 // Run is the derived state of one run, never changed once a project holds
@@ -76,6 +110,9 @@ func newProject(id, name, workspace string) *Project {
 		runs:       immutable.NewList[*Run](),
 		runIdx:     immutable.NewMap[string, int](nil),
 		running:    immutable.NewMap[string, int](nil),
+		titles:     immutable.NewMap[string, *immutable.List[int]](nil),
+		approvals:  immutable.NewList[*Approval](),
+		approvalIx: immutable.NewMap[string, int](nil),
 	}
 }
 
@@ -128,14 +165,57 @@ func (p *Project) Run(id string) (*Run, bool) {
 	return p.runs.Get(i), true
 }
 
-// Status derives the project status; the first rule that matches wins.
+// Approvals returns the project's approvals in the order they were asked.
+func (p *Project) Approvals() []*Approval { return listOf(p.approvals) }
+
+// Approval returns the approval of question id.
+func (p *Project) Approval(id string) (*Approval, bool) {
+	i, ok := p.approvalIx.Get(id)
+	if !ok {
+		return nil, false
+	}
+	return p.approvals.Get(i), true
+}
+
+// PendingApprovals is the number of approvals not decided yet.
+func (p *Project) PendingApprovals() int { return p.pending }
+
+// ResolveTask finds the task ref names: its ID, else its title when that
+// title is unique in the project. An ambiguous title is refused
+// (ErrInvalidArgument) with the IDs it could mean.
+func (p *Project) ResolveTask(ref string) (*Task, error) {
+	if t, ok := p.Task(ref); ok {
+		return t, nil
+	}
+	l, ok := p.titles.Get(ref)
+	switch {
+	case !ok || l.Len() == 0:
+		return nil, fmt.Errorf("%w: task %q", ErrNotFound, ref)
+	case l.Len() > 1:
+		ids := make([]string, 0, l.Len())
+		for it := l.Iterator(); !it.Done(); {
+			_, i := it.Next()
+			ids = append(ids, p.tasks.Get(i).ID)
+		}
+		return nil, fmt.Errorf("%w: %d tasks are titled %q; name one by ID: %s", ErrInvalidArgument, len(ids), ref, strings.Join(ids, ", "))
+	}
+	return p.tasks.Get(l.Get(0)), nil
+}
+
+// Status derives the project status; the first rule that matches wins
+// (SPEC section 5): archived; failed; waiting_approval; completed;
+// blocked; active.
 func (p *Project) Status() ProjectStatus {
 	n := p.TaskCount()
 	switch {
-	case n == 0:
-		return ProjectActive
+	case p.Archived:
+		return ProjectArchived
 	case p.CountOf(TaskFailed) > 0:
 		return ProjectFailed
+	case p.pending > 0:
+		return ProjectWaitingApproval
+	case n == 0:
+		return ProjectActive
 	case p.DoneCount() == n:
 		return ProjectCompleted
 	case p.CountOf(TaskReady)+p.CountOf(TaskRunning)+p.CountOf(TaskStale) == 0:
@@ -145,11 +225,15 @@ func (p *Project) Status() ProjectStatus {
 }
 
 // Phase derives the lifecycle phase; the first rule that matches wins:
-// discovery without tasks, staging when every task is done,
-// implementation while a run runs, planning until a run has started,
-// else verification.
+// reporting once archived, production once released, discovery without
+// tasks, staging when every task is done, implementation while a run
+// runs, planning until a run has started, else verification.
 func (p *Project) Phase() Phase {
 	switch {
+	case p.Archived:
+		return PhaseReporting
+	case p.Released:
+		return PhaseProduction
 	case p.TaskCount() == 0:
 		return PhaseDiscovery
 	case p.DoneCount() == p.TaskCount():
@@ -204,6 +288,11 @@ func (p *Project) addTask(t *Task) {
 	p.tasks = p.tasks.Append(t)
 	p.taskIdx = p.taskIdx.Set(t.ID, i)
 	p.byStatus[statusIndex(t.Status)]++
+	titled, ok := p.titles.Get(t.Title)
+	if !ok {
+		titled = immutable.NewList[int]()
+	}
+	p.titles = p.titles.Set(t.Title, titled.Append(i))
 	for _, d := range t.DependsOn {
 		l, ok := p.dependants.Get(d)
 		if !ok {
@@ -258,6 +347,30 @@ func (p *Project) updateRun(id string, change func(r *Run)) *Run {
 		p.running = p.running.Delete(r.ID)
 	}
 	return &r
+}
+
+// addApproval appends a, which is pending.
+func (p *Project) addApproval(a *Approval) {
+	p.approvalIx = p.approvalIx.Set(a.ID, p.approvals.Len())
+	p.approvals = p.approvals.Append(a)
+	p.pending++
+}
+
+// decideApproval replaces approval id by a copy that change has decided.
+func (p *Project) decideApproval(id string, change func(a *Approval)) *Approval {
+	i, ok := p.approvalIx.Get(id)
+	if !ok {
+		panic(fmt.Sprintf("reducer: event for unknown approval %s", id))
+	}
+	old := p.approvals.Get(i)
+	if old.Outcome != ApprovalPending {
+		panic(fmt.Sprintf("reducer: approval %s decided twice", id))
+	}
+	a := *old
+	change(&a)
+	p.approvals = p.approvals.Set(i, &a)
+	p.pending--
+	return &a
 }
 
 // dependantsOf returns the indices of the tasks that depend on id, in the

@@ -434,6 +434,141 @@ func transitionCases() []transitionCase {
 		{name: "title/refused: tab", cmd: addTitled("a\tb"), wantErr: reducer.ErrInvalidArgument},
 		{name: "title/refused: escape", cmd: addTitled("a\x1b[31mb"), wantErr: reducer.ErrInvalidArgument},
 		{name: "title/refused: invalid UTF-8", cmd: addTitled("\xc3"), wantErr: reducer.ErrInvalidArgument},
+
+		// Tasks named by title (SPEC section 5 and issue: a unique title works as the ID does).
+		{name: "title ref/update by a unique title", setup: cmds(add("a", 0)), cmd: upd("task a", blocked), want: "a:blocked",
+			events: []reducer.Body{reducer.TaskUpdated{TaskID: "a", Status: blocked}}},
+		{name: "title ref/start by a unique title", setup: cmds(add("a", 0)), cmd: start("task a", "r1"), want: "a:running@r1 | r1:running#1"},
+		{name: "title ref/depends_on by title is stored as the ID", setup: cmds(add("a", 0)), cmd: add("b", 0, "task a"),
+			events: []reducer.Body{reducer.TaskAdded{TaskID: "b", Title: "task b", DependsOn: []string{"a"}}}},
+		{name: "title ref/heartbeat by title is journaled with the ID", setup: cmds(add("a", 0)), cmd: beat("task a", ""),
+			events: []reducer.Body{reducer.Heartbeat{TaskID: "a"}}},
+		{name: "title ref/refused: an ambiguous title names its tasks",
+			setup: cmds(reducer.AddTask{Project: projID, TaskID: "a", Title: "same"}, reducer.AddTask{Project: projID, TaskID: "b", Title: "same"}),
+			cmd: upd("same", blocked), wantErr: reducer.ErrInvalidArgument},
+		{name: "title ref/an ID wins over another task's title",
+			setup: cmds(reducer.AddTask{Project: projID, TaskID: "a", Title: "b"}, reducer.AddTask{Project: projID, TaskID: "b", Title: "x"}),
+			cmd: upd("b", blocked), want: "a:ready b:blocked"},
+
+		// The owner's retry.
+		{name: "retry/a failed task is ready again, budget reset, attempts kept",
+			setup: cmds(add("a", 0), start("a", "r1"), finish("r1", runFailed)), cmd: retry("a", nil), want: "a:ready | r1:failed#1",
+			check: func(t *testing.T, s *world) {
+				p, _ := s.project(projID)
+				tk, _ := p.Task("a")
+				assert.Zero(t, tk.Retries)
+				assert.Equal(t, uint32(1), tk.Attempts)
+				assert.Equal(t, reducer.ProjectActive, p.Status(), "no failed task left")
+			}},
+		{name: "retry/with a new budget", setup: cmds(add("a", 0), upd("a", failed)), cmd: retry("a", ptrU32(3)),
+			events: []reducer.Body{reducer.TaskRetried{TaskID: "a", MaxRetries: ptrU32(3), By: "owner"}},
+			check: func(t *testing.T, s *world) {
+				p, _ := s.project(projID)
+				tk, _ := p.Task("a")
+				assert.Equal(t, uint32(3), tk.MaxRetries)
+			}},
+		{name: "retry/pending while a dependency is not done", setup: cmds(add("z", 0), add("a", 0, "z"), upd("a", failed)),
+			cmd: retry("a", nil), want: "z:ready a:pending"},
+		{name: "retry/by title", setup: cmds(add("a", 0), upd("a", failed)), cmd: retry("task a", nil), want: "a:ready"},
+		{name: "retry/refused: not failed", setup: cmds(add("a", 0)), cmd: retry("a", nil), wantErr: reducer.ErrInvalidTransition},
+		{name: "retry/refused: done", setup: cmds(add("a", 0), upd("a", done)), cmd: retry("a", nil), wantErr: reducer.ErrInvalidTransition},
+		{name: "retry/refused: unknown task", cmd: retry("ghost", nil), wantErr: reducer.ErrNotFound},
+
+		// Approvals.
+		{name: "approval/asked: the project waits, the task is gated", setup: cmds(add("a", 0)), cmd: ask("q1", "a"),
+			events: []reducer.Body{reducer.ApprovalAsked{QuestionID: "q1", TaskID: "a", Question: "ship a?", Deadline: cmdNow + 60_000, By: "agent"}},
+			check: func(t *testing.T, s *world) {
+				p, _ := s.project(projID)
+				assert.Equal(t, reducer.ProjectWaitingApproval, p.Status())
+				tk, _ := p.Task("a")
+				assert.Equal(t, "q1", tk.Approval)
+				assert.Equal(t, 1, p.PendingApprovals())
+			}},
+		{name: "approval/a project-wide question", cmd: ask("q1", ""), check: func(t *testing.T, s *world) {
+			p, _ := s.project(projID)
+			assert.Equal(t, reducer.ProjectWaitingApproval, p.Status())
+		}},
+		{name: "approval/refused: a gated task starts no run", setup: cmds(add("a", 0), ask("q1", "a")), cmd: start("a", "r1"),
+			wantErr: reducer.ErrInvalidTransition},
+		{name: "approval/yes lifts the gate", setup: cmds(add("a", 0), ask("q1", "a")), cmd: decide("q1", reducer.ApprovalYes),
+			want: "a:ready", check: func(t *testing.T, s *world) {
+				p, _ := s.project(projID)
+				assert.Equal(t, reducer.ProjectActive, p.Status())
+				tk, _ := p.Task("a")
+				assert.Empty(t, tk.Approval)
+				a, _ := p.Approval("q1")
+				assert.Equal(t, reducer.ApprovalYes, a.Outcome)
+				assert.Equal(t, "owner", a.DecidedBy)
+				assert.Equal(t, cmdNow, a.Decided)
+			}},
+		{name: "approval/no leaves the task blocked with the refusal", setup: cmds(add("a", 0), ask("q1", "a")),
+			cmd: decide("q1", reducer.ApprovalNo), want: "a:blocked", check: taskProgress("a", `approval no (owner): "ship a?"`)},
+		{name: "approval/expired leaves the task blocked", setup: cmds(add("a", 0), ask("q1", "a")),
+			cmd: decide("q1", reducer.ApprovalExpired), want: "a:blocked"},
+		{name: "approval/failed leaves the task gated off, blocked", setup: cmds(add("a", 0), ask("q1", "a")),
+			cmd: decide("q1", reducer.ApprovalFailed), want: "a:blocked"},
+		{name: "approval/refused: decided twice", setup: cmds(add("a", 0), ask("q1", "a"), decide("q1", reducer.ApprovalYes)),
+			cmd: decide("q1", reducer.ApprovalNo), wantErr: reducer.ErrConflict},
+		{name: "approval/refused: an unknown question", cmd: decide("q9", reducer.ApprovalYes), wantErr: reducer.ErrNotFound},
+		{name: "approval/refused: decided pending", setup: cmds(ask("q1", "")), cmd: decide("q1", reducer.ApprovalPending),
+			wantErr: reducer.ErrInvalidArgument},
+		{name: "approval/refused: asked twice", setup: cmds(ask("q1", "")), cmd: ask("q1", ""), wantErr: reducer.ErrConflict},
+		{name: "approval/refused: a second gate on one task", setup: cmds(add("a", 0), ask("q1", "a")), cmd: ask("q2", "a"),
+			wantErr: reducer.ErrConflict},
+		{name: "approval/refused: a running task", setup: taskIn(running), cmd: ask("q1", "a"), wantErr: reducer.ErrInvalidTransition},
+		{name: "approval/refused: a done task", setup: taskIn(done), cmd: ask("q1", "a"), wantErr: reducer.ErrInvalidTransition},
+		{name: "approval/refused: a deadline in the past",
+			cmd: reducer.AskApproval{Project: projID, QuestionID: "q1", Question: "x", Deadline: cmdNow}, wantErr: reducer.ErrInvalidArgument},
+		{name: "approval/refused: an empty question",
+			cmd: reducer.AskApproval{Project: projID, QuestionID: "q1", Deadline: cmdNow + 1}, wantErr: reducer.ErrInvalidArgument},
+
+		// Release and archive.
+		{name: "release/every task done: production", setup: cmds(add("a", 0), upd("a", done)), cmd: release(),
+			check: phaseStatus(reducer.PhaseProduction, reducer.ProjectCompleted)},
+		{name: "release/new work ends production", setup: cmds(add("a", 0), upd("a", done), release()), cmd: add("b", 0),
+			check: phaseStatus(reducer.PhasePlanning, reducer.ProjectActive)},
+		{name: "release/refused: a task not done", setup: cmds(add("a", 0), add("b", 0), upd("a", done)), cmd: release(),
+			wantErr: reducer.ErrInvalidTransition},
+		{name: "release/refused: no tasks", cmd: release(), wantErr: reducer.ErrInvalidTransition},
+		{name: "release/refused: twice", setup: cmds(add("a", 0), upd("a", done), release()), cmd: release(), wantErr: reducer.ErrInvalidTransition},
+		{name: "archive/archived, reporting", setup: cmds(add("a", 0), upd("a", failed)), cmd: archive(),
+			check: phaseStatus(reducer.PhaseReporting, reducer.ProjectArchived)},
+		{name: "archive/refused: a run is running", setup: taskIn(running), cmd: archive(), wantErr: reducer.ErrInvalidTransition},
+		{name: "archive/refused: an approval is pending", setup: cmds(ask("q1", "")), cmd: archive(), wantErr: reducer.ErrInvalidTransition},
+		{name: "archive/refused: twice", setup: cmds(archive()), cmd: archive(), wantErr: reducer.ErrInvalidTransition},
+		{name: "archive/refused: a task added after", setup: cmds(archive()), cmd: add("a", 0), wantErr: reducer.ErrInvalidTransition},
+		{name: "archive/refused: a heartbeat after", setup: cmds(archive()), cmd: beat("", ""), wantErr: reducer.ErrInvalidTransition},
+		{name: "archive/refused: a retry after", setup: cmds(add("a", 0), upd("a", failed), archive()), cmd: retry("a", nil),
+			wantErr: reducer.ErrInvalidTransition},
+		{name: "archive/the sweeper still looks, and marks nothing", setup: cmds(archive()), cmd: markStale(), events: []reducer.Body{}},
+	}
+}
+
+func ptrU32(v uint32) *uint32 { return &v }
+
+func retry(task string, maxRetries *uint32) reducer.RetryTask {
+	return reducer.RetryTask{Project: projID, TaskID: task, MaxRetries: maxRetries, By: "owner"}
+}
+
+// ask asks question id about task ("" for the project), a minute from
+// the decision.
+func ask(id, task string) reducer.AskApproval {
+	return reducer.AskApproval{Project: projID, QuestionID: id, TaskID: task, Question: "ship a?", Deadline: cmdNow + 60_000, By: "agent"}
+}
+
+func decide(id string, outcome reducer.ApprovalOutcome) reducer.DecideApproval {
+	return reducer.DecideApproval{Project: projID, QuestionID: id, Outcome: outcome, By: "owner"}
+}
+
+func release() reducer.ReleaseProject { return reducer.ReleaseProject{Project: projID, By: "owner"} }
+func archive() reducer.ArchiveProject { return reducer.ArchiveProject{Project: projID, By: "owner"} }
+
+// phaseStatus checks the base project's derived phase and status.
+func phaseStatus(ph reducer.Phase, st reducer.ProjectStatus) func(t *testing.T, s *world) {
+	return func(t *testing.T, s *world) {
+		p, _ := s.project(projID)
+		assert.Equal(t, ph, p.Phase(), "phase")
+		assert.Equal(t, st, p.Status(), "status")
 	}
 }
 

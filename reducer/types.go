@@ -31,11 +31,31 @@ const (
 	RunStale     RunStatus = "stale"
 )
 
+// ApprovalOutcome is where an approval stands: pending until the owner
+// answers yes or no, or it expires, or it fails (the daemon restarted, no
+// chat could take it). The words are the seed's ConfirmState values.
+type ApprovalOutcome string
+
+// The approval outcomes.
+const (
+	ApprovalPending   ApprovalOutcome = "pending"
+	ApprovalYes       ApprovalOutcome = "yes"
+	ApprovalNo        ApprovalOutcome = "no"
+	ApprovalExpired   ApprovalOutcome = "expired"
+	ApprovalWithdrawn ApprovalOutcome = "withdrawn"
+	ApprovalFailed    ApprovalOutcome = "failed"
+)
+
+var approvalOutcomes = []ApprovalOutcome{ApprovalPending, ApprovalYes, ApprovalNo, ApprovalExpired, ApprovalWithdrawn, ApprovalFailed}
+
+// UnmarshalText accepts only the outcomes above.
+func (o *ApprovalOutcome) UnmarshalText(b []byte) error { return parseEnum(o, approvalOutcomes, b) }
+
 // Phase is the lifecycle phase derived for a project.
 type Phase string
 
-// The phases. Production and Reporting need owner decisions that no
-// command carries yet; the reducer never derives them.
+// The phases. Production follows the owner's release of a completed
+// project, reporting its archiving.
 const (
 	PhaseDiscovery      Phase = "discovery"
 	PhasePlanning       Phase = "planning"
@@ -49,8 +69,8 @@ const (
 // ProjectStatus is the status derived for a project.
 type ProjectStatus string
 
-// The project statuses. WaitingApproval and Archived need owner decisions
-// that no command carries yet; the reducer never derives them.
+// The project statuses. WaitingApproval holds while an approval is
+// pending, Archived once the owner archived the project.
 const (
 	ProjectActive          ProjectStatus = "active"
 	ProjectBlocked         ProjectStatus = "blocked"
