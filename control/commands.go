@@ -57,11 +57,16 @@ type CmdRestartWhenIdle struct {
 	MaxWaitSeconds *uint64 `json:"max_wait_seconds,omitempty"`
 }
 
-// CmdConfirmAsk asks the owner a yes/no question.
+// CmdConfirmAsk asks the owner a yes/no question. Project and Task are
+// extensions (SPEC section 5): with Project, the question is an approval
+// of that project (and of Task's next run, an ID or unique title), whose
+// asking and outcome are events of the project.
 type CmdConfirmAsk struct {
 	Question       string  `json:"question"`
 	Parent         *string `json:"parent,omitempty"`
 	TimeoutSeconds *uint64 `json:"timeout_seconds,omitempty"`
+	Project        *string `json:"project,omitempty"`
+	Task           *string `json:"task,omitempty"`
 }
 
 // CmdConfirmStatus reports where a question stands.
@@ -189,6 +194,36 @@ type CmdConfirmAnswer struct {
 	Answer string `json:"answer"`
 }
 
+// CmdProjectList is an extension (action `project_list`): one summary per
+// project in creation order, archived ones only with All. The reply's
+// DaemonStatus carries them in its extension field `projects`.
+type CmdProjectList struct {
+	All bool `json:"all,omitempty" serde:"default"`
+}
+
+// CmdProjectTaskRetry is an extension (action `project_task_retry`): the
+// owner puts a failed task back to work, its retry budget started again
+// (MaxRetries, when set, is the new budget). It answers `updated`.
+type CmdProjectTaskRetry struct {
+	Project    string  `json:"project"`
+	Task       string  `json:"task"`
+	MaxRetries *uint32 `json:"max_retries,omitempty"`
+}
+
+// CmdProjectRelease is an extension (action `project_release`): a project
+// whose tasks are all done goes to phase production. It answers
+// `updated`.
+type CmdProjectRelease struct {
+	Project string `json:"project"`
+}
+
+// CmdProjectArchive is an extension (action `project_archive`): the
+// project goes to status archived and phase reporting, and takes no more
+// writes. It answers `updated`.
+type CmdProjectArchive struct {
+	Project string `json:"project"`
+}
+
 // CmdProjectHeartbeat records a heartbeat.
 type CmdProjectHeartbeat struct {
 	Project string  `json:"project"`
@@ -221,6 +256,10 @@ func (CmdDelegationRegister) Action() string { return "delegation_register" }
 func (CmdDelegationDone) Action() string     { return "delegation_done" }
 func (CmdConfirmList) Action() string        { return "confirm_list" }
 func (CmdConfirmAnswer) Action() string      { return "confirm_answer" }
+func (CmdProjectList) Action() string        { return "project_list" }
+func (CmdProjectTaskRetry) Action() string   { return "project_task_retry" }
+func (CmdProjectRelease) Action() string     { return "project_release" }
+func (CmdProjectArchive) Action() string     { return "project_archive" }
 
 // actions lists every command of the seed, in the seed's order; the
 // decoder builds a new value of the matching type for each request.
@@ -235,6 +274,7 @@ var actions = []Command{
 	// Extensions, after the seed's own.
 	CmdLedgerCompact{}, CmdDelegationRegister{}, CmdDelegationDone{},
 	CmdConfirmList{}, CmdConfirmAnswer{},
+	CmdProjectList{}, CmdProjectTaskRetry{}, CmdProjectRelease{}, CmdProjectArchive{},
 }
 
 // EncodeCommand writes c as serde writes the seed's DaemonCommand: the

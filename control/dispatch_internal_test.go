@@ -26,8 +26,8 @@ import (
 // package (fuzz_test.go) uses the same lists; they exist only in the test
 // binary.
 
-// SeedCommandParams holds one valid params object for each of the 25
-// actions (the seed's twenty and the five extensions), in the order of
+// SeedCommandParams holds one valid params object for each of the 29
+// actions (the seed's twenty and the nine extensions), in the order of
 // actions; TestSeedCommandParamsCoverActions keeps it complete.
 var SeedCommandParams = []string{
 	`{"action":"status"}`,
@@ -55,6 +55,10 @@ var SeedCommandParams = []string{
 	`{"action":"delegation_done","handle":"h1"}`,
 	`{"action":"confirm_list","chat":"local:owner","after":0,"wait_seconds":0}`,
 	`{"action":"confirm_answer","id":"01M8KE1H8NNPNK7QV6PJBNDHYE","answer":"yes"}`,
+	`{"action":"project_list","all":true}`,
+	`{"action":"project_task_retry","project":"acme","task":"build","max_retries":2}`,
+	`{"action":"project_release","project":"acme"}`,
+	`{"action":"project_archive","project":"acme"}`,
 }
 
 // SeedMalformedParams are params objects the strict decoder refuses.

@@ -58,6 +58,7 @@ type daemon struct {
 	ledger    *ledger.Ledger
 	srv       *control.Server
 	store     local.Store
+	stop      func() // closes the daemon (at most once; also at cleanup)
 }
 
 // startDaemon starts a daemon whose ledger and service use clock (nil: the
@@ -75,9 +76,15 @@ func startDaemonWith(t testing.TB, cfg scvdaemon.Config) *daemon {
 	dir, err := os.MkdirTemp("", "scv")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	ws := filepath.Join(dir, "acme")
-	require.NoError(t, os.Mkdir(ws, 0o755))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "acme"), 0o755))
+	return startDaemonIn(t, dir, cfg)
+}
 
+// startDaemonIn starts a daemon with cfg on the database, socket and
+// settings of folder dir (again, after a stop).
+func startDaemonIn(t testing.TB, dir string, cfg scvdaemon.Config) *daemon {
+	t.Helper()
+	ws := filepath.Join(dir, "acme")
 	cfg.DB = filepath.Join(dir, "ledger.db")
 	cfg.Socket = filepath.Join(dir, "run", "d.sock")
 	cfg.ConfigPath = filepath.Join(dir, "channels.json")
@@ -94,16 +101,20 @@ func startDaemonWith(t testing.TB, cfg scvdaemon.Config) *daemon {
 	require.NoError(t, d.Open(context.Background()))
 	served := make(chan error, 1)
 	go func() { served <- d.Serve() }()
-	t.Cleanup(func() {
-		assert.NoError(t, d.Close(), "close")
-		select {
-		case err := <-served:
-			assert.NoError(t, err, "Serve after Close")
-		case <-time.After(ioTimeout):
-			t.Error("Serve did not return after Close")
-		}
-	})
-	return &daemon{dir: dir, sock: cfg.Socket, workspace: ws, d: d, ledger: d.Ledger(), srv: d.Server(), store: d.Store()}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			assert.NoError(t, d.Close(), "close")
+			select {
+			case err := <-served:
+				assert.NoError(t, err, "Serve after Close")
+			case <-time.After(ioTimeout):
+				t.Error("Serve did not return after Close")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return &daemon{dir: dir, sock: cfg.Socket, workspace: ws, d: d, ledger: d.Ledger(), srv: d.Server(), store: d.Store(), stop: stop}
 }
 
 // serve runs srv on ln until the test ends, then shuts it down, checks

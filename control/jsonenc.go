@@ -113,6 +113,12 @@ func appendStatus(b []byte, st *DaemonStatus) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if st.Projects != nil {
+		b = append(b, `,"projects":`...)
+		if b, err = appendMarshal(b, st.Projects); err != nil {
+			return nil, err
+		}
+	}
 	return append(b, '}'), nil
 }
 

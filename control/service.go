@@ -47,6 +47,7 @@ type Ledger interface {
 	Project(ctx context.Context, ref string) (*reducer.Project, error)
 	EventsPage(ctx context.Context, projectID string, after uint64, limit int) (ledger.Page, error)
 	Compact(ctx context.Context, project string, opts ledger.CompactOptions) (ledger.Compaction, error)
+	Projects(ctx context.Context, all bool) ([]ledger.Summary, error)
 }
 
 // Delegations is the registry of delegated runs
@@ -243,6 +244,20 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 		return s.execute(ctx, KindUpdated, "", reducer.RecordHeartbeat{
 			Project: c.Project, TaskID: deref(c.Task), RunID: deref(c.Run),
 			Every: s.HeartbeatEvery.Milliseconds()})
+	case CmdProjectList:
+		rows, err := s.Ledger.Projects(ctx, c.All)
+		if err != nil {
+			return nil, err
+		}
+		st := s.status(nil)
+		st.Projects = ProjectListOf(rows)
+		return st, nil
+	case CmdProjectTaskRetry:
+		return s.execute(ctx, KindUpdated, "", reducer.RetryTask{Project: c.Project, TaskID: c.Task, MaxRetries: c.MaxRetries, By: who(ctx)})
+	case CmdProjectRelease:
+		return s.execute(ctx, KindUpdated, "", reducer.ReleaseProject{Project: c.Project, By: who(ctx)})
+	case CmdProjectArchive:
+		return s.execute(ctx, KindUpdated, "", reducer.ArchiveProject{Project: c.Project, By: who(ctx)})
 	}
 	return nil, newError(CodeUnimplemented, ReasonUnimplemented, "action %s is not implemented by this daemon yet", cmd.Action())
 }
@@ -265,11 +280,7 @@ func (s *Service) confirm(ctx context.Context, cmd Command) (*DaemonStatus, erro
 		default:
 			return nil, Errorf(ErrInvalidArgument, "answer %q: want yes or no", c.Answer)
 		}
-		by := "unknown peer"
-		if p, ok := PeerOf(ctx); ok {
-			by = p.String()
-		}
-		info, err = s.Questions.Answer(ctx, c.ID, yes, by)
+		info, err = s.Questions.Answer(ctx, c.ID, yes, who(ctx))
 	case CmdConfirmList:
 		qs, err := s.Questions.List(ctx, c)
 		if err != nil {
@@ -401,6 +412,15 @@ func CheckWorkspace(dir string) (string, error) {
 }
 
 func newID() string { return ulid.Make().String() }
+
+// who names the peer of the request in ctx, for the events that record
+// who decided: "uid U pid P".
+func who(ctx context.Context) string {
+	if p, ok := PeerOf(ctx); ok {
+		return p.String()
+	}
+	return "unknown peer"
+}
 
 func deref[T any](p *T) T {
 	var zero T

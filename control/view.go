@@ -1,6 +1,9 @@
 package control
 
-import "scv/reducer"
+import (
+	"scv/ledger"
+	"scv/reducer"
+)
 
 // The views of a project's state that replies carry: the daemon builds
 // them from its committed state, `scv project ... --at SEQ` from the state
@@ -57,4 +60,21 @@ func ProjectReportOf(p *reducer.Project, now int64) *ProjectReport {
 		Project: *ProjectSummaryOf(p), Tasks: ProjectTasksOf(p), Runs: runs,
 		GeneratedUnixSeconds: seconds(now), Evidence: reducer.Evidence(p),
 	}
+}
+
+// ProjectListOf is project_list's list of summary rows (never nil).
+func ProjectListOf(rows []ledger.Summary) *[]ProjectListItem {
+	out := make([]ProjectListItem, len(rows))
+	for i, r := range rows {
+		out[i] = ProjectListItem{
+			ProjectSummary: ProjectSummary{
+				ID: r.ID, Name: r.Name, Workspace: r.Workspace,
+				Phase: reducer.Phase(r.Phase), Status: reducer.ProjectStatus(r.Status),
+				CreatedUnixSeconds: seconds(r.CreatedMs), UpdatedUnixSeconds: seconds(r.UpdatedMs),
+				TaskCount: uint64(r.Tasks), CompletedTasks: uint64(r.Done), LastHeartbeatUnixSeconds: unixOrNil(r.HeartbeatMs),
+			},
+			RunningRuns: uint64(r.Running),
+		}
+	}
+	return &out
 }

@@ -154,6 +154,17 @@ type DaemonStatus struct {
 	// Questions is an extension (confirm_list): not in the seed, whose
 	// DaemonStatus ignores it.
 	Questions []Question `json:"questions,omitempty"`
+	// Projects is an extension (project_list): set, also empty, on its
+	// replies only.
+	Projects *[]ProjectListItem `json:"projects,omitempty"`
+}
+
+// ProjectListItem is one project of project_list: the seed's
+// ProjectSummary (a seed client reads it as one, ignoring the rest) and
+// its running runs.
+type ProjectListItem struct {
+	ProjectSummary
+	RunningRuns uint64 `json:"running_runs"`
 }
 
 // Question is one question to the owner with its text and outcome, as

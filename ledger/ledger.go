@@ -406,7 +406,8 @@ func (l *Ledger) decide(ctx context.Context, b *batch, req *request, now int64) 
 		return nil, err
 	}
 	if p == nil {
-		row := driver.Project{ID: evs[0].ProjectID, Name: cmd.(reducer.CreateProject).Name, CreatedSeq: b.seq + 1, Head: b.seq + 1}
+		c := cmd.(reducer.CreateProject)
+		row := driver.Project{ID: evs[0].ProjectID, Name: c.Name, Workspace: c.Workspace, CreatedSeq: b.seq + 1, Head: b.seq + 1}
 		ok, err := b.tx.InsertProject(ctx, row)
 		if err != nil {
 			return nil, err
@@ -521,10 +522,10 @@ func chained(e *reducer.Event, seq uint64, p *reducer.Project) (driver.Event, er
 // UpdateProject counts).
 func summaryRow(p *reducer.Project) driver.Project {
 	return driver.Project{
-		ID: p.ID, Name: p.Name, Head: p.LastSequence, Summarized: true,
+		ID: p.ID, Name: p.Name, Workspace: p.Workspace, Head: p.LastSequence, Summarized: true,
 		Status: string(p.Status()), Phase: string(p.Phase()),
 		Tasks: p.TaskCount(), Done: p.DoneCount(), Running: p.RunningCount(),
-		CreatedMs: p.Created, UpdatedMs: p.Updated,
+		CreatedMs: p.Created, UpdatedMs: p.Updated, HeartbeatMs: p.LastHeartbeat,
 	}
 }
 

@@ -61,7 +61,38 @@ func Evidence(p *Project) []string {
 			}
 		}
 	}
-	return notes
+	return append(notes, p.approvalNotes()...)
+}
+
+// approvalNotes is one note per approval, pending first: what was asked,
+// of which task, by whom, and what became of it.
+func (p *Project) approvalNotes() []string {
+	var pending, past []string
+	for _, a := range p.Approvals() {
+		what := fmt.Sprintf("approval %s (%q)", a.ID, a.Question)
+		if a.TaskID != "" {
+			if t, ok := p.Task(a.TaskID); ok {
+				what += fmt.Sprintf(" of task %s (%s)", t.ID, t.Title)
+			}
+		}
+		if a.AskedBy != "" {
+			what += ", asked by " + a.AskedBy
+		}
+		if a.Outcome == ApprovalPending {
+			pending = append(pending, fmt.Sprintf("%s: pending [event %d]", what, a.AskedSeq))
+		} else {
+			past = append(past, fmt.Sprintf("%s: %s, %s [events %d, %d]", what, a.Outcome, decidedBy(a), a.AskedSeq, a.DecidedSeq))
+		}
+	}
+	return append(pending, past...)
+}
+
+// decidedBy says who or what decided a.
+func decidedBy(a *Approval) string {
+	if a.Outcome == ApprovalYes || a.Outcome == ApprovalNo {
+		return "answered by " + a.DecidedBy
+	}
+	return a.DecidedBy
 }
 
 // causeSet is a set of root causes (indices into Evidence's roots) as a

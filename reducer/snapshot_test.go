@@ -144,5 +144,15 @@ func TestEvidenceOfApprovals(t *testing.T) {
 		"0/2 tasks done",
 		`task a (task a) cannot progress: it waits for the owner's answer to approval q1 ("ship a?") [event 4]`,
 		"task b (task b) cannot progress: it waits on a (task a), which waits for approval q1 [event 4]",
+		`approval q1 ("ship a?") of task a (task a), asked by agent: pending [event 4]`,
 	}, notes)
+
+	// Pending ones first, then the decided, each with its outcome.
+	l.do(decide("q1", reducer.ApprovalNo), ask("q2", ""), decide("q2", reducer.ApprovalExpired), ask("q3", ""))
+	notes = reducer.Evidence(l.project())
+	assert.Equal(t, []string{
+		`approval q3 ("ship a?"), asked by agent: pending [event 8]`,
+		`approval q1 ("ship a?") of task a (task a), asked by agent: no, answered by owner [events 4, 5]`,
+		`approval q2 ("ship a?"), asked by agent: expired, owner [events 6, 7]`,
+	}, notes[len(notes)-3:])
 }

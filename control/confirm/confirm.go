@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -17,7 +18,9 @@ import (
 
 	"scv/control"
 	"scv/control/startstop"
+	"scv/ledger"
 	"scv/ledger/local"
+	"scv/reducer"
 )
 
 // Limits and defaults of a question, as the seed fixes them
@@ -93,6 +96,9 @@ type Manager struct {
 	// TickEvery is how often deadlines are looked at once started (0:
 	// DefaultTickEvery).
 	TickEvery time.Duration
+	// Ledger records approvals (questions about a project, SPEC section
+	// 5) in their project's history: nil refuses them.
+	Ledger Executor
 
 	loop startstop.Loop
 	// wmu orders every step: a record is appended and applied under it,
@@ -111,6 +117,11 @@ type Manager struct {
 }
 
 var _ control.Questions = (*Manager)(nil)
+
+// Executor is what the manager needs of the ledger (*ledger.Ledger).
+type Executor interface {
+	Execute(ctx context.Context, cmd reducer.Command) (ledger.Result, error)
+}
 
 func (m *Manager) now() time.Time {
 	if m.Clock != nil {
@@ -167,8 +178,22 @@ func (m *Manager) Load(ctx context.Context) error {
 	for i, q := range lost {
 		out[i] = record(q.ID, KindFailed, now, endedData{Reason: reasonRestarted})
 	}
-	_, err = m.record(ctx, out...)
-	return err
+	if _, err = m.record(ctx, out...); err != nil {
+		return err
+	}
+	// Decisions of approvals that their project missed (the daemon
+	// stopped in between): recorded there now.
+	m.mu.Lock()
+	var missed []*question
+	for _, q := range m.qs {
+		if q.unprojected() {
+			missed = append(missed, q)
+		}
+	}
+	m.mu.Unlock()
+	slices.SortFunc(missed, bySeq)
+	m.project(ctx, missed)
+	return nil
 }
 
 // Run calls Tick every interval until ctx ends.
@@ -242,20 +267,34 @@ func (m *Manager) Ask(ctx context.Context, c control.CmdConfirmAsk) (control.Con
 		}
 		timeout = time.Duration(s) * time.Second
 	}
-	var parent string
+	var parent, project, task string
 	if c.Parent != nil {
 		parent = *c.Parent
+	}
+	if c.Project != nil {
+		if project = *c.Project; project == "" {
+			return control.ConfirmInfo{}, invalid("project is empty")
+		}
+		if m.Ledger == nil {
+			return control.ConfirmInfo{}, control.Errorf(control.ErrUnavailable, "this daemon records no approvals")
+		}
+	}
+	if c.Task != nil {
+		if task = *c.Task; project == "" {
+			return control.ConfirmInfo{}, invalid("task %q without a project: an approval names its project", task)
+		}
 	}
 	chat, reason := m.route(parent)
 	if reason == "" && (m.Chats == nil || !m.Chats.Connected(chat)) {
 		reason = fmt.Sprintf(reasonNotConnected, chat)
 	}
 	id, now := ulid.Make().String(), m.now()
+	deadline := now.Add(timeout)
 	out := []local.ConfirmRecord{record(id, KindAsked, now, askedData{
-		Question: c.Question, Chat: chat, DeadlineMS: now.Add(timeout).UnixMilli(),
-		Requester: requester(parent), Parent: parent,
+		Question: c.Question, Chat: chat, DeadlineMS: deadline.UnixMilli(),
+		Requester: requester(parent), Parent: parent, Project: project, Task: task,
 	})}
-	if reason != "" {
+	if reason != "" && project == "" {
 		out = append(out, record(id, KindFailed, now, endedData{Reason: reason}))
 	}
 	m.wmu.Lock()
@@ -263,6 +302,23 @@ func (m *Manager) Ask(ctx context.Context, c control.CmdConfirmAsk) (control.Con
 	m.wmu.Unlock()
 	if err != nil {
 		return control.ConfirmInfo{}, err
+	}
+	if project != "" {
+		// An approval: its project records it (and refuses one it cannot
+		// take, such as of a task that runs already), then it goes on
+		// like any question; its decision reaches the project too.
+		by := requester(parent)
+		if p, ok := control.PeerOf(ctx); ok && by == "" {
+			by = p.String()
+		}
+		if _, err := m.Ledger.Execute(ctx, reducer.AskApproval{Project: project, TaskID: task, QuestionID: id,
+			Question: c.Question, Deadline: deadline.UnixMilli(), By: by}); err != nil {
+			m.end(context.WithoutCancel(ctx), id, KindFailed, "its project refused it: "+err.Error())
+			return control.ConfirmInfo{}, err
+		}
+		if reason != "" {
+			return m.end(context.WithoutCancel(ctx), id, KindFailed, reason)
+		}
 	}
 	if reason != "" {
 		m.logger().Info("question failed", keyQuestion, id, keyErr, reason)
@@ -433,7 +489,9 @@ func (m *Manager) due(q *question, now time.Time) (kind, reason string) {
 	if !ok {
 		last = time.UnixMilli(q.Asked)
 	}
-	if now.Sub(last) >= WithdrawAfter {
+	if now.Sub(last) >= WithdrawAfter && q.Project == "" {
+		// An approval waits for its answer or its deadline, not for
+		// someone to keep asking about it.
 		return KindWithdrawn, reasonWithdrawn
 	}
 	return "", ""
@@ -472,13 +530,14 @@ func (m *Manager) record(ctx context.Context, recs ...local.ConfirmRecord) ([]*q
 		return nil, err
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.init()
 	out := make([]*question, len(appended))
+	var decided []*question // approvals whose project must hear of their decision
 	for i, r := range appended {
 		q, err := evolve(m.qs[r.QuestionID], r)
 		if err != nil {
 			// Every record was checked against memory under m.wmu.
+			m.mu.Unlock()
 			panic(fmt.Sprintf("confirm: a record memory cannot take: %v", err))
 		}
 		m.qs[r.QuestionID] = q
@@ -489,10 +548,48 @@ func (m *Manager) record(ctx context.Context, recs ...local.ConfirmRecord) ([]*q
 			m.alive[q.ID] = time.UnixMilli(r.Timestamp)
 		}
 		out[i] = q
+		if q.unprojected() {
+			decided = append(decided, q)
+		}
 	}
 	close(m.changed)
 	m.changed = make(chan struct{})
+	m.mu.Unlock()
+	m.project(ctx, decided)
 	return out, nil
+}
+
+// project records the decisions of approvals qs in their projects'
+// histories, then that it did (KindProjected). A project that refuses
+// one (it never recorded the approval, or has its decision already) has
+// nothing to record; a failure to reach it is logged, and the next start
+// tries again. m.wmu is held, m.mu is not.
+func (m *Manager) project(ctx context.Context, qs []*question) {
+	ctx = context.WithoutCancel(ctx)
+	for _, q := range qs {
+		if m.Ledger == nil {
+			return
+		}
+		outcome := map[control.ConfirmState]reducer.ApprovalOutcome{
+			control.ConfirmYes: reducer.ApprovalYes, control.ConfirmNo: reducer.ApprovalNo, control.ConfirmExpired: reducer.ApprovalExpired,
+			control.ConfirmWithdrawn: reducer.ApprovalWithdrawn, control.ConfirmFailed: reducer.ApprovalFailed,
+		}[q.State]
+		_, err := m.Ledger.Execute(ctx, reducer.DecideApproval{Project: q.Project, QuestionID: q.ID, Outcome: outcome, By: q.DecidedBy})
+		if err != nil && !errors.Is(err, reducer.ErrNotFound) && !errors.Is(err, reducer.ErrConflict) && !errors.Is(err, reducer.ErrInvalidTransition) {
+			m.logger().Error("approval decided, but its project could not record it yet", keyQuestion, q.ID, keyErr, err)
+			continue
+		}
+		appended, err := m.Log.AppendConfirm(ctx, record(q.ID, KindProjected, m.now(), struct{}{}))
+		if err != nil {
+			m.logger().Error("approval recorded in its project, but not marked so", keyQuestion, q.ID, keyErr, err)
+			continue
+		}
+		m.mu.Lock()
+		if p, err := evolve(m.qs[q.ID], appended[0]); err == nil {
+			m.qs[q.ID] = p
+		}
+		m.mu.Unlock()
+	}
 }
 
 // record builds a record of the question log.

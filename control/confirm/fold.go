@@ -16,6 +16,10 @@ const (
 	KindExpired   = "expired"
 	KindWithdrawn = "withdrawn"
 	KindFailed    = "failed"
+	// KindProjected follows the decision of an approval once its project
+	// has recorded it too (approval_decided): a decision without it is
+	// recorded in the project again at the next start.
+	KindProjected = "projected"
 )
 
 // askedData is an asked record's evidence. Every field is written, empty
@@ -26,6 +30,10 @@ type askedData struct {
 	DeadlineMS int64  `json:"deadline_ms"`
 	Requester  string `json:"requester"`
 	Parent     string `json:"parent"`
+	// Project and Task name what an approval gates (SPEC section 5);
+	// empty for a plain question.
+	Project string `json:"project,omitempty"`
+	Task    string `json:"task,omitempty"`
 }
 
 // answeredData is an answered record's evidence: yes or no, and who said
@@ -56,6 +64,17 @@ type question struct {
 	Deadline  int64
 	Decided   int64
 	DecidedBy string
+	// Project and Task: an approval's. Projected: its decision is in the
+	// project's history too.
+	Project   string
+	Task      string
+	Projected bool
+}
+
+// unprojected reports whether q is an approval whose decision its
+// project has not recorded yet.
+func (q *question) unprojected() bool {
+	return q.Project != "" && q.State != control.ConfirmPending && !q.Projected
 }
 
 // evolve is q after the record r: the whole of how a question's state is
@@ -76,10 +95,19 @@ func evolve(q *question, r local.ConfirmRecord) (*question, error) {
 		return &question{
 			ID: r.QuestionID, Text: d.Question, Chat: d.Chat, Requester: d.Requester, Parent: d.Parent,
 			State: control.ConfirmPending, Seq: r.Seq, Asked: r.Timestamp, Deadline: d.DeadlineMS,
+			Project: d.Project, Task: d.Task,
 		}, nil
 	}
 	if q == nil {
 		return q, fmt.Errorf("record %d: %s of question %s, which was never asked", r.Seq, r.Kind, r.QuestionID)
+	}
+	if r.Kind == KindProjected {
+		if !q.unprojected() {
+			return q, fmt.Errorf("record %d: question %s is no approval with a decision to record", r.Seq, r.QuestionID)
+		}
+		next := *q // not a step of the question: its Seq stays
+		next.Projected = true
+		return &next, nil
 	}
 	if q.State != control.ConfirmPending {
 		return q, fmt.Errorf("record %d: %s of question %s, which is already %s", r.Seq, r.Kind, r.QuestionID, q.State)

@@ -248,7 +248,7 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	}
 	svc.Channels = d.channels
 	d.questions = &confirm.Manager{
-		Log: d.db, Chats: d.channels, DelegationChat: d.registry.ChatOf, Clock: d.cfg.Clock,
+		Log: d.db, Ledger: d.ledger, Chats: d.channels, DelegationChat: d.registry.ChatOf, Clock: d.cfg.Clock,
 		Notify: d.cfg.Notify, Logger: d.log.With("component", "questions"),
 	}
 	// Questions still pending from before lose their answer here.
@@ -394,6 +394,7 @@ func (d *Daemon) wire() {
 	}
 	if d.questions != nil {
 		d.questions.Log = d.db
+		d.questions.Ledger = d.ledger
 	}
 }
 

@@ -81,6 +81,7 @@ type Snapshot struct {
 type Project struct {
 	ID         string
 	Name       string
+	Workspace  string
 	CreatedSeq uint64 // the sequence of its project_created event
 	Head       uint64 // the sequence of its newest event
 	Live       int    // its events in the live tail
@@ -92,8 +93,9 @@ type Project struct {
 	Tasks      int
 	Done       int
 	Running    int
-	CreatedMs  int64
-	UpdatedMs  int64
+	CreatedMs   int64
+	UpdatedMs   int64
+	HeartbeatMs int64 // 0 for none
 }
 
 // Found is how a project was found in the history itself (its creation
@@ -169,6 +171,8 @@ type Reader interface {
 type ProjectFilter struct {
 	// Running: only projects with a running run.
 	Running bool
+	// Unarchived: only projects not archived.
+	Unarchived bool
 	// LiveOver: only projects with more than this many live events (0:
 	// any).
 	LiveOver int
@@ -184,7 +188,8 @@ type Tx interface {
 	// when its ID or name is taken.
 	InsertProject(ctx context.Context, p Project) (bool, error)
 	// UpdateProject rewrites the row with p's ID (everything but ID,
-	// Name, CreatedSeq and Live) and adds liveDelta to its live events.
+	// Name, Workspace, CreatedSeq and Live) and adds liveDelta to its live
+	// events.
 	UpdateProject(ctx context.Context, p Project, liveDelta int) error
 	// Append inserts events, whose sequences follow LastSequence: into the
 	// live tail, or, for those marked Archived, straight into the archive

@@ -58,13 +58,14 @@ func (r reader) LastSequence(ctx context.Context) (uint64, int64, error) {
 	return uint64(seq), ms, r.d.fail(err)
 }
 
-const projectColumns = `id, name, created_seq, head, live, status IS NOT NULL,
-	coalesce(status, ''), coalesce(phase, ''), tasks, done, running, created_ms, updated_ms`
+const projectColumns = `id, name, workspace, created_seq, head, live, status IS NOT NULL,
+	coalesce(status, ''), coalesce(phase, ''), tasks, done, running, created_ms, updated_ms, heartbeat_ms`
 
 func scanProject(row pgx.Row) (driver.Project, error) {
 	var p driver.Project
 	var created, head, live, tasks, done, running int64
-	err := row.Scan(&p.ID, &p.Name, &created, &head, &live, &p.Summarized, &p.Status, &p.Phase, &tasks, &done, &running, &p.CreatedMs, &p.UpdatedMs)
+	err := row.Scan(&p.ID, &p.Name, &p.Workspace, &created, &head, &live, &p.Summarized, &p.Status, &p.Phase, &tasks, &done, &running,
+		&p.CreatedMs, &p.UpdatedMs, &p.HeartbeatMs)
 	p.CreatedSeq, p.Head, p.Live = uint64(created), uint64(head), int(live)
 	p.Tasks, p.Done, p.Running = int(tasks), int(done), int(running)
 	return p, err
@@ -88,6 +89,9 @@ func (r reader) Projects(ctx context.Context, f driver.ProjectFilter) ([]driver.
 	var args []any
 	if f.Running {
 		where = append(where, "running > 0")
+	}
+	if f.Unarchived {
+		where = append(where, "coalesce(status, '') <> 'archived'")
 	}
 	if f.LiveOver > 0 {
 		args = append(args, f.LiveOver)
@@ -272,8 +276,8 @@ func (t *writeTx) Append(ctx context.Context, events []driver.Event) error {
 }
 
 func (t *writeTx) InsertProject(ctx context.Context, p driver.Project) (bool, error) {
-	tag, err := t.tx.Exec(ctx, `INSERT INTO projects (id, name, created_seq, head, live) VALUES ($1, $2, $3, $4, 0)
-		ON CONFLICT DO NOTHING`, p.ID, p.Name, int64(p.CreatedSeq), int64(p.Head))
+	tag, err := t.tx.Exec(ctx, `INSERT INTO projects (id, name, workspace, created_seq, head, live) VALUES ($1, $2, $3, $4, $5, 0)
+		ON CONFLICT DO NOTHING`, p.ID, p.Name, p.Workspace, int64(p.CreatedSeq), int64(p.Head))
 	if err != nil {
 		return false, t.d.fail(err)
 	}
@@ -286,8 +290,9 @@ func (t *writeTx) UpdateProject(ctx context.Context, p driver.Project, liveDelta
 		status, phase = p.Status, p.Phase
 	}
 	tag, err := t.tx.Exec(ctx, `UPDATE projects SET head = $1, live = live + $2, status = $3, phase = $4, tasks = $5, done = $6,
-		running = $7, created_ms = $8, updated_ms = $9 WHERE id = $10`,
-		int64(p.Head), liveDelta, status, phase, p.Tasks, p.Done, p.Running, p.CreatedMs, p.UpdatedMs, p.ID)
+		running = $7, created_ms = $8, updated_ms = $9, heartbeat_ms = $10,
+		workspace = CASE WHEN workspace = '' THEN $11 ELSE workspace END WHERE id = $12`,
+		int64(p.Head), liveDelta, status, phase, p.Tasks, p.Done, p.Running, p.CreatedMs, p.UpdatedMs, p.HeartbeatMs, p.Workspace, p.ID)
 	if err != nil {
 		return t.d.fail(err)
 	}

@@ -196,8 +196,8 @@ func (t *writeTx) Append(ctx context.Context, events []driver.Event) error {
 }
 
 func (t *writeTx) InsertProject(ctx context.Context, p driver.Project) (bool, error) {
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO projects (id, name, created_seq, head, live) VALUES (?, ?, ?, ?, 0)
-		ON CONFLICT DO NOTHING`, p.ID, p.Name, p.CreatedSeq, p.Head)
+	res, err := t.tx.ExecContext(ctx, `INSERT INTO projects (id, name, workspace, created_seq, head, live) VALUES (?, ?, ?, ?, ?, 0)
+		ON CONFLICT DO NOTHING`, p.ID, p.Name, p.Workspace, p.CreatedSeq, p.Head)
 	if err != nil {
 		return false, t.d.fail(err)
 	}
@@ -206,7 +206,7 @@ func (t *writeTx) InsertProject(ctx context.Context, p driver.Project) (bool, er
 }
 
 const updateProjectSQL = `UPDATE projects SET head = ?, live = live + ?, status = ?, phase = ?, tasks = ?, done = ?, running = ?,
-	created_ms = ?, updated_ms = ? WHERE id = ?`
+	created_ms = ?, updated_ms = ?, heartbeat_ms = ?, workspace = CASE WHEN workspace = '' THEN ? ELSE workspace END WHERE id = ?`
 
 func (t *writeTx) UpdateProject(ctx context.Context, p driver.Project, liveDelta int) error {
 	var status, phase any // NULL: not summarized
@@ -214,7 +214,7 @@ func (t *writeTx) UpdateProject(ctx context.Context, p driver.Project, liveDelta
 		status, phase = p.Status, p.Phase
 	}
 	res, err := t.tx.StmtxContext(ctx, t.d.update).ExecContext(ctx, p.Head, liveDelta, status, phase, p.Tasks, p.Done, p.Running,
-		p.CreatedMs, p.UpdatedMs, p.ID)
+		p.CreatedMs, p.UpdatedMs, p.HeartbeatMs, p.Workspace, p.ID)
 	if err != nil {
 		return t.d.fail(err)
 	}

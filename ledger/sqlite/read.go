@@ -70,12 +70,13 @@ func (r reader) LastSequence(ctx context.Context) (uint64, int64, error) {
 }
 
 // projectColumns are read into projectRow, in driver.Project's order.
-const projectColumns = `id, name, created_seq, head, live, status IS NOT NULL AS summarized,
-	coalesce(status, '') AS status, coalesce(phase, '') AS phase, tasks, done, running, created_ms, updated_ms`
+const projectColumns = `id, name, workspace, created_seq, head, live, status IS NOT NULL AS summarized,
+	coalesce(status, '') AS status, coalesce(phase, '') AS phase, tasks, done, running, created_ms, updated_ms, heartbeat_ms`
 
 type projectRow struct {
 	ID         string `db:"id"`
 	Name       string `db:"name"`
+	Workspace  string `db:"workspace"`
 	CreatedSeq uint64 `db:"created_seq"`
 	Head       uint64 `db:"head"`
 	Live       int    `db:"live"`
@@ -85,8 +86,9 @@ type projectRow struct {
 	Tasks      int    `db:"tasks"`
 	Done       int    `db:"done"`
 	Running    int    `db:"running"`
-	CreatedMs  int64  `db:"created_ms"`
-	UpdatedMs  int64  `db:"updated_ms"`
+	CreatedMs   int64  `db:"created_ms"`
+	UpdatedMs   int64  `db:"updated_ms"`
+	HeartbeatMs int64  `db:"heartbeat_ms"`
 }
 
 // projectSQL finds a project's row by ID, and by name (at most one row
@@ -124,6 +126,9 @@ func (r reader) Projects(ctx context.Context, f driver.ProjectFilter) ([]driver.
 	var args []any
 	if f.Running {
 		where = append(where, "running > 0")
+	}
+	if f.Unarchived {
+		where = append(where, "coalesce(status, '') <> 'archived'")
 	}
 	if f.LiveOver > 0 {
 		where = append(where, "live > ?")

@@ -48,6 +48,7 @@ CREATE TABLE snapshots (
 CREATE TABLE projects (
     id          TEXT    PRIMARY KEY,
     name        TEXT    NOT NULL UNIQUE,
+    workspace   TEXT    NOT NULL DEFAULT '',
     created_seq BIGINT  NOT NULL,
     head        BIGINT  NOT NULL,
     live        BIGINT  NOT NULL,
@@ -57,7 +58,8 @@ CREATE TABLE projects (
     done        BIGINT  NOT NULL DEFAULT 0,
     running     BIGINT  NOT NULL DEFAULT 0,
     created_ms  BIGINT  NOT NULL DEFAULT 0,
-    updated_ms  BIGINT  NOT NULL DEFAULT 0
+    updated_ms  BIGINT  NOT NULL DEFAULT 0,
+    heartbeat_ms BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX projects_running ON projects (running) WHERE running > 0;
 CREATE INDEX projects_live ON projects (live);

@@ -10,6 +10,7 @@
 CREATE TABLE projects (
     id          TEXT    PRIMARY KEY,
     name        TEXT    NOT NULL UNIQUE,
+    workspace   TEXT    NOT NULL DEFAULT '',
     created_seq INTEGER NOT NULL,
     head        INTEGER NOT NULL,
     live        INTEGER NOT NULL,
@@ -21,7 +22,8 @@ CREATE TABLE projects (
     done        INTEGER NOT NULL DEFAULT 0,
     running     INTEGER NOT NULL DEFAULT 0,
     created_ms  INTEGER NOT NULL DEFAULT 0,
-    updated_ms  INTEGER NOT NULL DEFAULT 0
+    updated_ms  INTEGER NOT NULL DEFAULT 0,
+    heartbeat_ms INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX projects_running ON projects (running) WHERE running > 0;
 CREATE INDEX projects_live ON projects (live);
