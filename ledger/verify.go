@@ -58,8 +58,8 @@ type VerifyReport struct {
 	// sound; SQLite's integrity_check), or "" where there is none (a
 	// bundle, or a database without such a check).
 	Integrity string
-	Events    int    // archived and live
-	Snapshots int    // snapshots re-derived from the events before them
+	Events    int // archived and live
+	Snapshots int // snapshots re-derived from the events before them
 	Chains    []ChainReport
 	Problems  []Problem
 	// ProjectsChecked says the projects table was compared with the
@@ -345,4 +345,3 @@ func (w *walker) checkSnapshot(sn driver.Snapshot) {
 		w.problem(sn.ProjectID, sn.Sequence, "the snapshot's chain head is not the hash of its event")
 	}
 }
-

@@ -23,7 +23,6 @@ const putChannelSQL = `INSERT INTO channel_accounts (` + channelColumns + `) VAL
 
 const deleteChannelSQL = `DELETE FROM channel_accounts WHERE channel = ? AND account = ?`
 
-
 // DeleteChannelAccount removes the account's row (its settings,
 // credentials and state) and reports whether it was there.
 func (d *DB) DeleteChannelAccount(ctx context.Context, channel, account string) (bool, error) {
