@@ -122,12 +122,12 @@ func TestUpDownUp(t *testing.T) {
 	// channel settings and the question log, 00004 the delegation
 	// registry, 00003 the archive, 00002 the hash column, 00001 the rest.
 	assert.Contains(t, objects(t, db, "table"), "projects")
-	assert.Subset(t, objects(t, db, "index"), []string{"projects_running", "projects_live"})
+	assert.Subset(t, objects(t, db, "index"), []string{"projects_running", "projects_live", "projects_updated"})
 	down, err := p.Down(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(6), down.Source.Version)
 	assert.NotContains(t, objects(t, db, "table"), "projects")
-	assert.NotContains(t, objects(t, db, "index"), "projects_live")
+	assert.NotContains(t, objects(t, db, "index"), "projects_updated")
 	assert.Contains(t, objects(t, db, "table"), "confirm_log")
 	assert.True(t, hasColumn(t, db, "delegations", "chat"))
 	down, err = p.Down(ctx)
