@@ -16,12 +16,15 @@ const DefaultCacheSize = 1000
 // recently, at most size of them; the others are loaded again from their
 // latest snapshot and the events after it when next addressed. Every
 // project in it is immutable. A version replaces the one cached only if
-// it is newer, so that a reader that loaded a project while the writer
-// committed cannot put an older state back.
+// it is newer, and a version a reader loaded only if the writer committed
+// nothing since the reader began (see putLoaded), so that no older state
+// is ever put back.
 type cache struct {
 	mu    sync.Mutex
 	lru   *simplelru.LRU[string, *reducer.Project]
 	names map[string]string // name -> ID, for the projects cached
+	// commits counts the writer's commits cached so far.
+	commits uint64
 
 	hits, misses uint64
 }
@@ -57,10 +60,39 @@ func (c *cache) get(ref string) (*reducer.Project, bool) {
 	return p, ok
 }
 
-// put caches p unless a newer version of it is cached.
-func (c *cache) put(p *reducer.Project) {
+// committed caches the versions a commit made, the newest of each
+// project, and counts the commit.
+func (c *cache) committed(ps []*reducer.Project) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.commits++
+	for _, p := range ps {
+		c.put(p)
+	}
+}
+
+// generation is the number of commits cached so far: a reader takes it
+// before it begins to read the database, and hands it to putLoaded.
+func (c *cache) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.commits
+}
+
+// putLoaded caches p, which a reader loaded after taking gen, unless the
+// writer has committed since: p may then be older than a version the
+// writer cached and the cache has evicted since, which is no longer there
+// to keep p out.
+func (c *cache) putLoaded(p *reducer.Project, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.commits == gen {
+		c.put(p)
+	}
+}
+
+// put caches p unless a newer version of it is cached. c.mu is held.
+func (c *cache) put(p *reducer.Project) {
 	if old, ok := c.lru.Peek(p.ID); ok && old.LastSequence >= p.LastSequence {
 		c.lru.Get(p.ID) // still, it was used
 		return

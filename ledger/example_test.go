@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"scv/ledger"
+	"scv/ledger/sqlite"
 	"scv/reducer"
 )
 
@@ -16,14 +17,18 @@ import (
 func Example() {
 	dir, _ := os.MkdirTemp("", "ledger")
 	defer os.RemoveAll(dir)
-	clock := func() time.Time { return time.UnixMilli(1_800_000_000_000) }
-	l, err := ledger.Open(context.Background(), filepath.Join(dir, "ledger.db"), ledger.Options{Clock: clock})
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(dir, "ledger.db"), sqlite.Options{})
 	if err != nil {
 		panic(err)
 	}
-	defer l.Close()
+	clock := func() time.Time { return time.UnixMilli(1_800_000_000_000) }
+	l, err := ledger.Open(ctx, db, ledger.Options{Clock: clock})
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close() // and the database with it
 
-	ctx := context.Background()
 	l.Execute(ctx, reducer.CreateProject{ProjectID: "01PROJECT", Name: "acme", Workspace: dir})
 	res, _ := l.Execute(ctx, reducer.AddTask{Project: "acme", TaskID: "01TASK", Title: "build"})
 	fmt.Println(res.Events[0].Sequence, res.Events[0].Body.Kind())
@@ -31,7 +36,7 @@ func Example() {
 	_, err = l.Execute(ctx, reducer.StartRun{Project: "acme", TaskID: "missing", RunID: "01RUN", Agent: "codex"})
 	fmt.Println(err)
 
-	p, _ := l.Project("acme")
+	p, _ := l.Project(ctx, "acme")
 	t, _ := p.Task("01TASK")
 	fmt.Println(p.Phase(), p.Status(), t.Status)
 	// Output:

@@ -113,11 +113,16 @@ func Export(ctx context.Context, drv driver.Driver, project string, w io.Writer)
 		}); err != nil {
 			return err
 		}
-		m.ChainHead = hex.EncodeToString(head)
 		snaps, err := r.Snapshots(ctx, m.ProjectID)
 		if err != nil {
 			return err
 		}
+		if m.Events == 0 && len(snaps) > 0 {
+			// Compaction dropped every event: the latest snapshot's is
+			// the chain head.
+			head = snaps[len(snaps)-1].ChainHead
+		}
+		m.ChainHead = hex.EncodeToString(head)
 		for _, sn := range snaps {
 			m.Snapshots++
 			if err := enc.Encode(bundleSnapshot{Type: "snapshot", Sequence: sn.Sequence, Version: sn.Version, State: string(sn.State),
@@ -209,6 +214,14 @@ func VerifyBundle(r io.Reader, heads map[string][]byte) (*VerifyReport, error) {
 		}
 	}
 
+	if project == "" && manifest != nil {
+		// No event: a project compaction dropped entirely, its snapshots
+		// all there is of it.
+		project = manifest.ProjectID
+		for i := range snaps {
+			snaps[i].ProjectID = project
+		}
+	}
 	for i, sn := range snaps {
 		if i > 0 && sn.Sequence <= snaps[i-1].Sequence {
 			w.problem(project, sn.Sequence, "the bundle's snapshots are out of sequence order")
@@ -224,6 +237,7 @@ func VerifyBundle(r io.Reader, heads map[string][]byte) (*VerifyReport, error) {
 		w.check(r)
 		rep.Events++
 	}
+	w.snapshotsOnly()
 	for _, id := range w.order {
 		c := w.chains[id]
 		if want, ok := heads[id]; ok && !bytes.Equal(want, c.Head) {

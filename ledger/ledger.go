@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"scv/ledger/driver"
@@ -68,8 +69,10 @@ type Ledger struct {
 	// Owned by the leader. synced is the sequence up to which this ledger
 	// has seen every append: while the database's last sequence equals
 	// it, no one else has written, and cached projects are current.
-	synced   uint64
-	lastTime int64
+	synced uint64
+	// lastTime is the newest event's time this ledger has seen, written
+	// by the leader and read by MarkStale too.
+	lastTime atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -111,15 +114,19 @@ func Open(ctx context.Context, drv driver.Driver, opts Options) (*Ledger, error)
 	if l.clock == nil {
 		l.clock = time.Now
 	}
+	// Summaries first: the newest time is read from them too when
+	// compaction took the newest event out of the live tail.
+	if err := l.summarize(ctx); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
 	err := drv.Read(ctx, func(r driver.Reader) error {
 		var err error
-		l.synced, l.lastTime, err = r.LastSequence(ctx)
+		var last int64
+		l.synced, last, err = r.LastSequence(ctx)
+		l.lastTime.Store(last)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open ledger: %w", err)
-	}
-	if err := l.summarize(ctx); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	return l, nil
@@ -269,9 +276,11 @@ func (l *Ledger) commit(reqs []*request) {
 			out[i] = response{err: err}
 		}
 	} else if b != nil {
-		for _, id := range b.order {
-			l.cache.put(b.work[id])
+		ps := make([]*reducer.Project, len(b.order))
+		for i, id := range b.order {
+			ps[i] = b.work[id]
 		}
+		l.cache.committed(ps)
 		for i, req := range reqs {
 			if out[i].err != nil || req.op != nil {
 				continue
@@ -359,7 +368,7 @@ func (l *Ledger) appendBatch(reqs []*request, out []response) (*batch, error) {
 	if !b.foreign {
 		l.synced = b.seq
 	}
-	l.lastTime = max(l.lastTime, now)
+	l.lastTime.Store(max(l.lastTime.Load(), now))
 	return b, nil
 }
 
@@ -373,7 +382,7 @@ func (l *Ledger) now(ctx context.Context) (int64, error) {
 	if t.IsZero() {
 		t = l.clock()
 	}
-	return max(t.UnixMilli(), l.lastTime), nil
+	return max(t.UnixMilli(), l.lastTime.Load()), nil
 }
 
 // decide decides one command of b against the newest state of the project
@@ -564,6 +573,7 @@ func (l *Ledger) Project(ctx context.Context, ref string) (*reducer.Project, err
 	if cached && !l.drv.Shared() {
 		return p, nil
 	}
+	gen := l.cache.generation() // before the read: see putLoaded
 	err := l.drv.Read(ctx, func(r driver.Reader) error {
 		row, ok, err := r.Project(ctx, ref)
 		if err != nil {
@@ -584,7 +594,7 @@ func (l *Ledger) Project(ctx context.Context, ref string) (*reducer.Project, err
 	if err != nil {
 		return nil, readError(err)
 	}
-	l.cache.put(p)
+	l.cache.putLoaded(p, gen)
 	return p, nil
 }
 

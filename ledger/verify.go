@@ -2,10 +2,12 @@ package ledger
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
 	"scv/ledger/driver"
@@ -122,6 +124,7 @@ func Verify(ctx context.Context, drv driver.Driver, opts VerifyOptions) (*Verify
 		}); err != nil {
 			return err
 		}
+		w.snapshotsOnly()
 		for _, id := range w.order {
 			c := w.chains[id]
 			if want, ok := opts.Heads[id]; ok && !bytes.Equal(want, c.Head) {
@@ -214,6 +217,30 @@ func newWalker(rep *VerifyReport) *walker {
 		chains: map[string]*ChainReport{}, last: map[string]uint64{}, bad: map[string]bool{}}
 }
 
+// snapshotsOnly starts the chain of each project that has snapshots and
+// no event left (compaction dropped them all): its latest snapshot stands
+// for its whole history, as it does for the dropped history of a project
+// whose newer events are left.
+func (w *walker) snapshotsOnly() {
+	var ids []string
+	for id, pending := range w.snaps {
+		if _, seen := w.chains[id]; !seen && len(pending) > 0 {
+			ids = append(ids, id)
+		}
+	}
+	// In the order of their latest snapshots.
+	slices.SortFunc(ids, func(a, b string) int {
+		return cmp.Compare(w.snaps[a][len(w.snaps[a])-1].Sequence, w.snaps[b][len(w.snaps[b])-1].Sequence)
+	})
+	for _, id := range ids {
+		c := &ChainReport{ProjectID: id}
+		w.chains[id] = c
+		w.order = append(w.order, id)
+		w.startFromSnapshot(c, driver.Event{ProjectID: id, Sequence: maxSeq})
+		w.last[id] = c.From
+	}
+}
+
 // leftoverSnapshots reports the snapshots at no event of their project.
 func (w *walker) leftoverSnapshots() {
 	for id, left := range w.snaps {
@@ -302,6 +329,7 @@ func (w *walker) startFromSnapshot(c *ChainReport, r driver.Event) bool {
 	}
 	w.snaps[r.ProjectID] = pending
 	w.rep.Snapshots++
+	c.From = sn.Sequence
 	sum := sha256.Sum256(sn.State)
 	if !reducer.ReadsSnapshot(sn.Version) || !bytes.Equal(sum[:], sn.StateHash) {
 		w.problem(r.ProjectID, sn.Sequence, "the history before this snapshot was dropped, and the snapshot does not match its recorded state hash (or has a format this build does not read)")

@@ -13,11 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 	_ "modernc.org/sqlite"
 
-	"scv/ledger"
+	"scv/ledger/sqlite"
 	"scv/migrations"
 )
 
-// The schema objects the migrations own, by sqlite_master type.
+// The schema objects the first migration owns, by sqlite_master type.
 var (
 	tables   = []string{"events", "snapshots"}
 	triggers = []string{"events_no_update", "events_no_uncovered_delete"}
@@ -84,12 +84,12 @@ func assertAppendOnly(t *testing.T, db *sqlx.DB) {
 }
 
 func TestMigrationFilesAreNamedForGoose(t *testing.T) {
-	names, err := fs.Glob(migrations.FS, "*.sql")
+	names, err := fs.Glob(migrations.SQLite, "*.sql")
 	require.NoError(t, err)
 	require.NotEmpty(t, names)
 	for _, n := range names {
 		assert.Regexp(t, regexp.MustCompile(`^\d{5}_[a-z0-9_]+\.sql$`), n)
-		b, err := fs.ReadFile(migrations.FS, n)
+		b, err := fs.ReadFile(migrations.SQLite, n)
 		require.NoError(t, err)
 		assert.Contains(t, string(b), "-- +goose Up", n)
 		assert.Contains(t, string(b), "-- +goose Down", n)
@@ -102,10 +102,10 @@ func TestMigrationFilesAreNamedForGoose(t *testing.T) {
 func TestUpDownUp(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t)
-	p, err := ledger.NewMigrator(db)
+	p, err := sqlite.NewMigrator(db)
 	require.NoError(t, err)
 	latest := int64(len(p.ListSources()))
-	require.Equal(t, int64(5), latest, "five migration files; update this test with the next")
+	require.Equal(t, int64(6), latest, "six migration files; update this test with the next")
 
 	assertVersion(t, p, 0)
 	assertSchema(t, db, false)
@@ -118,12 +118,19 @@ func TestUpDownUp(t *testing.T) {
 	assert.True(t, hasColumn(t, db, "events", "hash"), "00002 adds the chain hash")
 	assertAppendOnly(t, db)
 
-	// Down one at a time: 00005 takes the channel settings and the
-	// question log away, 00004 the delegation registry, 00003 the archive,
-	// 00002 the hash column, 00001 the rest.
+	// Down one at a time: 00006 takes the projects table away, 00005 the
+	// channel settings and the question log, 00004 the delegation
+	// registry, 00003 the archive, 00002 the hash column, 00001 the rest.
+	assert.Contains(t, objects(t, db, "table"), "projects")
+	assert.Subset(t, objects(t, db, "index"), []string{"projects_running", "projects_live", "projects_updated"})
+	down, err := p.Down(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(6), down.Source.Version)
+	assert.NotContains(t, objects(t, db, "table"), "projects")
+	assert.NotContains(t, objects(t, db, "index"), "projects_updated")
 	assert.Contains(t, objects(t, db, "table"), "confirm_log")
 	assert.True(t, hasColumn(t, db, "delegations", "chat"))
-	down, err := p.Down(ctx)
+	down, err = p.Down(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(5), down.Source.Version)
 	assert.NotContains(t, objects(t, db, "table"), "confirm_log")
@@ -176,14 +183,59 @@ func hasColumn(t *testing.T, db *sqlx.DB, table, column string) bool {
 	return n == 1
 }
 
-// TestMigrateIsIdempotent: ledger.Migrate, as Open runs it, may run on a
+// TestMigrateIsIdempotent: sqlite.Migrate, as Open runs it, may run on a
 // database that is already up to date.
 func TestMigrateIsIdempotent(t *testing.T) {
 	db := openDB(t)
-	require.NoError(t, ledger.Migrate(t.Context(), db))
-	require.NoError(t, ledger.Migrate(t.Context(), db))
-	p, err := ledger.NewMigrator(db)
+	require.NoError(t, sqlite.Migrate(t.Context(), db))
+	require.NoError(t, sqlite.Migrate(t.Context(), db))
+	p, err := sqlite.NewMigrator(db)
 	require.NoError(t, err)
-	assertVersion(t, p, 5)
+	assertVersion(t, p, 6)
 	assertSchema(t, db, true)
+}
+
+// TestProjectsMigrationDerivesRows: 00006 fills the projects table from
+// the history it finds: every project created (live or archived), and one
+// whose creation compaction dropped, from its snapshot; each with the
+// head of its history and its live count, unsummarized.
+func TestProjectsMigrationDerivesRows(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	p, err := sqlite.NewMigrator(db)
+	require.NoError(t, err)
+	_, err = p.UpTo(ctx, 5)
+	require.NoError(t, err)
+	for _, s := range []string{
+		// a: created live, one more event
+		`INSERT INTO events (sequence, project_id, kind, timestamp, timestamp_ms, data) VALUES (1, 'a', 'project_created', 1, 1000, '{"name":"alpha","workspace":"/w"}')`,
+		`INSERT INTO events (sequence, project_id, kind, timestamp, timestamp_ms, data) VALUES (4, 'a', 'heartbeat', 4, 4000, '{}')`,
+		// b: created, archived up to 3, one live event
+		`INSERT INTO events_archive (sequence, project_id, kind, timestamp, timestamp_ms, data) VALUES (2, 'b', 'project_created', 2, 2000, '{"name":"beta","workspace":"/w"}')`,
+		`INSERT INTO events_archive (sequence, project_id, kind, timestamp, timestamp_ms, data) VALUES (3, 'b', 'heartbeat', 3, 3000, '{}')`,
+		`INSERT INTO snapshots (project_id, sequence, version, state) VALUES ('b', 3, 1, '{"id":"b","name":"beta"}')`,
+		`INSERT INTO events (sequence, project_id, kind, timestamp, timestamp_ms, data) VALUES (5, 'b', 'heartbeat', 5, 5000, '{}')`,
+		// c: its history up to 6 dropped; nothing live
+		`INSERT INTO snapshots (project_id, sequence, version, state) VALUES ('c', 6, 1, '{"id":"c","name":"gamma"}')`,
+	} {
+		_, err := db.Exec(s)
+		require.NoError(t, err, s)
+	}
+	_, err = p.Up(ctx)
+	require.NoError(t, err)
+	type row struct {
+		ID         string `db:"id"`
+		Name       string `db:"name"`
+		CreatedSeq uint64 `db:"created_seq"`
+		Head       uint64 `db:"head"`
+		Live       int    `db:"live"`
+		Summarized bool   `db:"summarized"`
+	}
+	var rows []row
+	require.NoError(t, db.Select(&rows, `SELECT id, name, created_seq, head, live, status IS NOT NULL AS summarized FROM projects ORDER BY id`))
+	assert.Equal(t, []row{
+		{ID: "a", Name: "alpha", CreatedSeq: 1, Head: 4, Live: 2},
+		{ID: "b", Name: "beta", CreatedSeq: 2, Head: 5, Live: 1},
+		{ID: "c", Name: "gamma", CreatedSeq: 0, Head: 6, Live: 0},
+	}, rows)
 }

@@ -133,8 +133,9 @@ type Driver interface {
 // Reader reads one committed state of the ledger.
 type Reader interface {
 	// LastSequence is the highest sequence ever appended (0 for none) and
-	// the time of the newest live event in Unix milliseconds (0 for
-	// none).
+	// the time of the newest event in Unix milliseconds (0 for none): of
+	// the live tail's newest, or, when compaction took it out of the live
+	// tail, of the newest a projects row records (Project.UpdatedMs).
 	LastSequence(ctx context.Context) (seq uint64, timeMs int64, err error)
 	// Project finds a project's row by ID, else by name.
 	Project(ctx context.Context, ref string) (Project, bool, error)

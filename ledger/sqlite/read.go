@@ -58,14 +58,30 @@ func (r reader) each(ctx context.Context, fn func(driver.Event) error, query str
 	return r.d.fail(rows.Err())
 }
 
+// lastSQL reads the sequence counter and the newest time: the live
+// tail's newest event's, or a projects row's (an index on updated_ms
+// makes it one lookup) when compaction took that event out of the tail.
+const (
+	lastSQL = `SELECT
+		COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) AS seq,
+		max(COALESCE((SELECT timestamp_ms FROM events ORDER BY sequence DESC LIMIT 1), 0),
+			COALESCE((SELECT max(updated_ms) FROM projects), 0)) AS time`
+	// lastBeforeProjectsSQL is lastSQL for a file from before the
+	// projects table, opened read-only.
+	lastBeforeProjectsSQL = `SELECT
+		COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) AS seq,
+		COALESCE((SELECT timestamp_ms FROM events ORDER BY sequence DESC LIMIT 1), 0) AS time`
+)
+
 func (r reader) LastSequence(ctx context.Context) (uint64, int64, error) {
 	var v struct {
 		Seq  uint64 `db:"seq"`
 		Time int64  `db:"time"`
 	}
-	err := r.q.GetContext(ctx, &v, `SELECT
-		COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0) AS seq,
-		COALESCE((SELECT timestamp_ms FROM events ORDER BY sequence DESC LIMIT 1), 0) AS time`)
+	err := r.q.GetContext(ctx, &v, lastSQL)
+	if noProjectsTable(err) {
+		err = r.q.GetContext(ctx, &v, lastBeforeProjectsSQL)
+	}
 	return v.Seq, v.Time, r.d.fail(err)
 }
 

@@ -27,6 +27,9 @@ CREATE TABLE projects (
 );
 CREATE INDEX projects_running ON projects (running) WHERE running > 0;
 CREATE INDEX projects_live ON projects (live);
+-- The newest time of any project: a ledger's clock never stamps before
+-- it, also when compaction took the newest event out of the live tail.
+CREATE INDEX projects_updated ON projects (updated_ms);
 
 -- Every project of the history so far: through its project_created event
 -- (live or archived), or, where compaction dropped that, its snapshots.

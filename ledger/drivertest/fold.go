@@ -1,8 +1,7 @@
-package ledger_test
+package drivertest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -19,17 +18,17 @@ import (
 )
 
 // gen makes random commands, valid and invalid. It mostly aims at what
-// exists in the ledger's committed view (so that runs start, progress and
-// finish), and sometimes at IDs that collide or do not exist.
+// the ledger serves (so that runs start, progress and finish), and
+// sometimes at IDs that collide or do not exist.
 type gen struct {
-	r                *rand.Rand
-	l                *ledger.Ledger
-	ws, prefix       string
-	projects, names  []string
-	agents           []string
-	taskStatus       []reducer.TaskStatus
-	runStatus        []reducer.RunStatus
-	fresh, progressN int
+	r               *rand.Rand
+	l               *ledger.Ledger
+	ws, prefix      string
+	projects, names []string
+	agents          []string
+	taskStatus      []reducer.TaskStatus
+	runStatus       []reducer.RunStatus
+	fresh, progN    int
 }
 
 func newGen(seed uint64, stream int, l *ledger.Ledger, ws string) *gen {
@@ -51,7 +50,8 @@ func newGen(seed uint64, stream int, l *ledger.Ledger, ws string) *gen {
 
 func pick[T any](r *rand.Rand, xs []T) T { return xs[r.IntN(len(xs))] }
 
-// pickWhere picks one of xs for which ok holds, else any of xs, else zero.
+// pickWhere picks one of xs for which ok holds, else any of xs, else
+// nothing.
 func pickWhere[T any](r *rand.Rand, xs []T, ok func(T) bool) (T, bool) {
 	var hits []T
 	for _, x := range xs {
@@ -82,7 +82,7 @@ func (g *gen) project() (string, *reducer.Project) {
 	}
 	var live []*reducer.Project
 	for _, id := range g.projects {
-		if p, ok := g.l.Project(id); ok {
+		if p, err := g.l.Project(context.Background(), id); err == nil {
 			live = append(live, p)
 		}
 	}
@@ -122,8 +122,8 @@ func (g *gen) progress() *string {
 	if g.r.IntN(2) == 0 {
 		return nil
 	}
-	g.progressN++
-	s := fmt.Sprintf("%snote %d", g.prefix, g.progressN)
+	g.progN++
+	s := fmt.Sprintf("%snote %d", g.prefix, g.progN)
 	return &s
 }
 
@@ -175,107 +175,107 @@ func (g *gen) command() reducer.Command {
 		}
 		return hb
 	default:
-		return reducer.MarkStale{Project: ref, Window: 60}
+		return reducer.MarkStale{Project: ref, Window: 30_000}
 	}
 }
 
-// TestLedgerMatchesAFoldOfItsTable drives the ledger with random command
-// sequences, some issued from several goroutines at once, and checks that
-// every project's state as the ledger serves it equals a fold of the events
-// table from scratch, before and after a reopen; and that the table holds
-// exactly the acknowledged events.
-func TestLedgerMatchesAFoldOfItsTable(t *testing.T) {
-	for _, seed := range []uint64{1, 2, 3, 4} {
+// testFold: after a random workload (valid and refused commands, some
+// from several goroutines at once, compactions and a restart, with a
+// cache too small to hold every project), the ledger serves exactly the
+// fold of the events it acknowledged, and the database holds exactly
+// those events.
+func testFold(t *testing.T, h Harness) {
+	for _, seed := range []uint64{1, 2, 3} {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			path := dbPath(t)
+			e := newEnv(t, h)
 			ws := t.TempDir()
-			// Seven seconds pass at every transaction, so that MarkStale
-			// with a window of 30 s finds silent runs.
+			// Seven seconds pass at every reading of the clock, so that
+			// MarkStale with a window of 30 s finds silent runs.
 			var ticks atomic.Int64
-			clk := func() time.Time { return time.Unix(1_700_000_000+7*ticks.Add(1), 0) }
-			l := open(t, path, ledger.Options{Clock: clk})
+			opts := ledger.Options{CacheSize: 2, Clock: func() time.Time { return time.Unix(1_700_000_000+7*ticks.Add(1), 0) }}
+			l := e.open(opts)
 			g := newGen(seed, 0, l, ws)
+			r := rand.New(rand.NewPCG(seed, 99))
 
 			var mu sync.Mutex
 			acked := map[uint64]reducer.Event{}
-			accepted, refused := 0, 0
-			run := func(c reducer.Command) {
+			accepted, refused, compactions := 0, 0, 0
+			run := func(l *ledger.Ledger, c reducer.Command) {
 				res, err := l.Execute(ctx, c)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
 					refused++
-					assert.True(t, isRefusal(err), "command %#v: %v is not a reducer refusal", c, err)
+					assert.True(t, isRefusal(err), "command %#v: %v is not a refusal", c, err)
 					assert.Empty(t, res.Events)
 					return
 				}
 				accepted++
-				for _, e := range res.Events {
-					_, dup := acked[e.Sequence]
-					assert.False(t, dup, "sequence %d acknowledged twice", e.Sequence)
-					acked[e.Sequence] = e
+				for _, ev := range res.Events {
+					_, dup := acked[ev.Sequence]
+					assert.False(t, dup, "sequence %d acknowledged twice", ev.Sequence)
+					acked[ev.Sequence] = ev
+				}
+			}
+			sequential := func(n int) {
+				for i := range n {
+					run(l, g.command())
+					if i%20 == 19 {
+						c, err := l.Compact(ctx, pick(r, g.projects), ledger.CompactOptions{Retain: r.IntN(8)})
+						if err != nil {
+							require.ErrorIs(t, err, reducer.ErrNotFound)
+						} else if c.Sequence > 0 {
+							compactions++
+						}
+					}
 				}
 			}
 
-			// Sequential, then four goroutines at once, then sequential.
-			for range 150 {
-				run(g.command())
-			}
+			sequential(150)
+			l = e.restart(l, opts)
+			g.l = l
 			var wg sync.WaitGroup
 			for i := range 4 {
 				g := newGen(seed, i+1, l, ws)
 				wg.Go(func() {
-					for range 50 {
-						run(g.command())
+					for range 40 {
+						run(l, g.command())
 					}
 				})
 			}
 			wg.Wait()
-			for range 100 {
-				run(g.command())
-			}
+			sequential(100)
 
-			db := rawDB(t, path)
-			rs := rows(t, db)
+			rows := e.history()
 			kinds := map[string]int{}
-			for _, r := range rs {
-				kinds[r.Kind]++
-				e, err := r.Event()
-				require.NoError(t, err)
-				if want, ok := acked[r.Sequence]; assert.True(t, ok, "row %d never acknowledged", r.Sequence) {
-					assert.Equal(t, want, e)
+			for _, row := range rows {
+				kinds[row.Kind]++
+				if want, ok := acked[row.Sequence]; assert.True(t, ok, "event %d never acknowledged", row.Sequence) {
+					assert.Equal(t, want, eventOf(t, row))
 				}
 			}
-			assert.Len(t, rs, len(acked), "the table holds exactly the acknowledged events")
-			t.Logf("%d accepted, %d refused, events by kind %v", accepted, refused, kinds)
+			assert.Len(t, rows, len(acked), "the database holds exactly the acknowledged events")
+			t.Logf("%d accepted, %d refused, %d compactions, events by kind %v", accepted, refused, compactions, kinds)
 			// The generator must reach far enough for the test to mean
 			// something.
 			require.Greater(t, accepted, 60)
 			require.Greater(t, refused, 60)
+			require.Positive(t, compactions)
 			for _, k := range []string{reducer.KindProjectCreated, reducer.KindTaskAdded, reducer.KindTaskUpdated, reducer.KindRunStarted,
 				reducer.KindRunProgress, reducer.KindRunFinished, reducer.KindRunStale, reducer.KindHeartbeat} {
 				require.Positive(t, kinds[k], "no %s event: the generator needs tuning", k)
 			}
 
 			refs := append(append([]string{"ghost"}, g.projects...), g.names...)
-			want := fold(t, rs)
-			assertMatches(t, want, l, refs)
-
-			require.NoError(t, l.Close())
-			l2 := open(t, path, ledger.Options{Clock: clk})
-			assertMatches(t, want, l2, refs)
-			assert.Equal(t, rs, rows(t, db), "a reopen appends nothing")
+			want := foldEvents(acked)
+			assertMatches(t, want, l, refs...)
+			assertMatches(t, foldRows(t, rows), l)
+			l = e.restart(l, opts)
+			assertMatches(t, want, l, refs...)
+			assert.Equal(t, rows, e.history(), "a reopen appends nothing")
+			assert.Empty(t, problems(e.verify(ledger.VerifyOptions{})))
 		})
 	}
-}
-
-func isRefusal(err error) bool {
-	for _, s := range []error{reducer.ErrNotFound, reducer.ErrConflict, reducer.ErrInvalidArgument, reducer.ErrInvalidTransition, reducer.ErrRunNotRunning} {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return false
 }
