@@ -39,8 +39,9 @@ const MaxBatch = 1024
 
 // Options configure Open.
 type Options struct {
-	// Clock returns the time commands are stamped with, when the driver
-	// has no clock of its own. Defaults to the system clock.
+	// Clock returns the time commands are stamped with. Nil: the driver's
+	// clock (the server's, for a database daemons share), else the system
+	// clock. Tests set it.
 	Clock func() time.Time
 	// CacheSize is how many projects are kept in memory (0:
 	// DefaultCacheSize).
@@ -111,9 +112,6 @@ type response struct {
 // whose summary a migrated database does not have yet get it now, once.
 func Open(ctx context.Context, drv driver.Driver, opts Options) (*Ledger, error) {
 	l := &Ledger{drv: drv, clock: opts.Clock, fail: opts.Failpoints, cache: newCache(opts.CacheSize)}
-	if l.clock == nil {
-		l.clock = time.Now
-	}
 	// Summaries first: the newest time is read from them too when
 	// compaction took the newest event out of the live tail.
 	if err := l.summarize(ctx); err != nil {
@@ -375,12 +373,17 @@ func (l *Ledger) appendBatch(reqs []*request, out []response) (*batch, error) {
 // now is the batch's time: the driver's clock (or the ledger's), never
 // earlier than the newest event this ledger has seen.
 func (l *Ledger) now(ctx context.Context) (int64, error) {
-	t, err := l.drv.Now(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if t.IsZero() {
+	var t time.Time
+	if l.clock != nil {
 		t = l.clock()
+	} else {
+		var err error
+		if t, err = l.drv.Now(ctx); err != nil {
+			return 0, err
+		}
+		if t.IsZero() {
+			t = time.Now()
+		}
 	}
 	return max(t.UnixMilli(), l.lastTime.Load()), nil
 }

@@ -445,10 +445,10 @@ func transitionCases() []transitionCase {
 			events: []reducer.Body{reducer.Heartbeat{TaskID: "a"}}},
 		{name: "title ref/refused: an ambiguous title names its tasks",
 			setup: cmds(reducer.AddTask{Project: projID, TaskID: "a", Title: "same"}, reducer.AddTask{Project: projID, TaskID: "b", Title: "same"}),
-			cmd: upd("same", blocked), wantErr: reducer.ErrInvalidArgument},
+			cmd:   upd("same", blocked), wantErr: reducer.ErrInvalidArgument},
 		{name: "title ref/an ID wins over another task's title",
 			setup: cmds(reducer.AddTask{Project: projID, TaskID: "a", Title: "b"}, reducer.AddTask{Project: projID, TaskID: "b", Title: "x"}),
-			cmd: upd("b", blocked), want: "a:ready b:blocked"},
+			cmd:   upd("b", blocked), want: "a:ready b:blocked"},
 
 		// The owner's retry.
 		{name: "retry/a failed task is ready again, budget reset, attempts kept",

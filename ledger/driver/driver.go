@@ -87,12 +87,12 @@ type Project struct {
 	Live       int    // its events in the live tail
 	// Summarized is false until the ledger has derived the summary below
 	// (a database migrated from a schema that had no projects table).
-	Summarized bool
-	Status     string
-	Phase      string
-	Tasks      int
-	Done       int
-	Running    int
+	Summarized  bool
+	Status      string
+	Phase       string
+	Tasks       int
+	Done        int
+	Running     int
 	CreatedMs   int64
 	UpdatedMs   int64
 	HeartbeatMs int64 // 0 for none

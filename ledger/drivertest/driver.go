@@ -435,6 +435,9 @@ func testDriver(t *testing.T, h Harness) {
 			assert.Equal(t, 3, n)
 		})
 		write(t, drv, func(ctx context.Context, tx driver.Tx) { require.NoError(t, tx.InsertSnapshot(ctx, s7)) })
+		for i := range all { // History says which it read from the archive
+			all[i].Archived = all[i].ProjectID == p && all[i].Sequence <= 4
+		}
 
 		require.NoError(t, drv.Read(ctx, func(r driver.Reader) error {
 			hist := func(project string, after, upTo uint64) []driver.Event {

@@ -58,7 +58,7 @@ func testFailpoints(t *testing.T, h Harness) {
 				require.ErrorIs(t, err, ledger.ErrStorage, "command %d: as a failed write", i)
 				assert.Contains(t, err.Error(), "failpoint "+string(point), "command %d", i)
 			}
-			_, err := l.MarkStale(ctx, time.Minute)
+			_, err := l.MarkStale(ctx, time.Minute, nil)
 			assert.ErrorIs(t, err, ledger.ErrStorage, "the sweep's write fails too")
 			assert.ErrorContains(t, err, "failpoint "+string(point))
 			if point == ledger.FailAfterBegin {

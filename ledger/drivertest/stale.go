@@ -40,7 +40,7 @@ func sweepUntil(t *testing.T, l *ledger.Ledger, clk *clock, window, limit time.D
 	t.Helper()
 	tick := window / 20
 	for passed := time.Duration(0); passed <= limit; passed += tick {
-		n, err := l.MarkStale(context.Background(), window)
+		n, err := l.MarkStale(context.Background(), window, nil)
 		require.NoError(t, err)
 		if n > 0 {
 			return clk.Now(), true
@@ -61,7 +61,7 @@ func testStale(t *testing.T, h Harness) {
 		r := startRun(t, l, p, task)
 		for range 100 { // heartbeats a third of the window apart
 			clk.Advance(window / 3)
-			n, err := l.MarkStale(ctx, window)
+			n, err := l.MarkStale(ctx, window, nil)
 			require.NoError(t, err)
 			require.Zero(t, n, "a live run was marked stale")
 			exec(t, l, reducer.RecordHeartbeat{Project: p, RunID: r})
@@ -147,7 +147,7 @@ func testStale(t *testing.T, h Harness) {
 		_, _, cached := l.CacheStats()
 		require.Equal(t, 1, cached)
 
-		n, err := l.MarkStale(ctx, 150*time.Second)
+		n, err := l.MarkStale(ctx, 150*time.Second, nil)
 		require.NoError(t, err)
 		assert.Equal(t, len(silent), n, "every silent run, cached or evicted")
 		for _, f := range silent {
@@ -157,14 +157,14 @@ func testStale(t *testing.T, h Harness) {
 		}
 		run, _ := project(t, l, alive.project).Run(alive.run)
 		assert.Equal(t, reducer.RunRunning, run.Status, "a run inside its window")
-		n, err = l.MarkStale(ctx, 150*time.Second)
+		n, err = l.MarkStale(ctx, 150*time.Second, nil)
 		require.NoError(t, err)
 		assert.Zero(t, n, "nothing twice")
 
 		// After a restart, with nothing cached at all.
 		clk.Advance(5 * time.Minute)
 		l = e.restart(l, ledger.Options{Clock: clk.Now, CacheSize: 1})
-		n, err = l.MarkStale(ctx, 150*time.Second)
+		n, err = l.MarkStale(ctx, 150*time.Second, nil)
 		require.NoError(t, err)
 		assert.Equal(t, 1, n, "alive is silent now")
 	})
@@ -224,7 +224,7 @@ func testStale(t *testing.T, h Harness) {
 			var beat ledger.Result
 			var marked int
 			wg.Go(func() { beat, beatErr = l.Execute(ctx, reducer.RecordHeartbeat{Project: p, RunID: r}) })
-			wg.Go(func() { marked, sweepErr = l.MarkStale(ctx, window) })
+			wg.Go(func() { marked, sweepErr = l.MarkStale(ctx, window, nil) })
 			wg.Wait()
 			require.NoError(t, sweepErr)
 			run, _ = project(t, l, p).Run(r)

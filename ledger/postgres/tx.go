@@ -53,8 +53,7 @@ func (r reader) each(ctx context.Context, fn func(driver.Event) error, query str
 
 func (r reader) LastSequence(ctx context.Context) (uint64, int64, error) {
 	var seq, ms int64
-	err := r.q.QueryRow(ctx, `SELECT (SELECT seq FROM ledger_head),
-		COALESCE((SELECT timestamp_ms FROM events ORDER BY sequence DESC LIMIT 1), 0)`).Scan(&seq, &ms)
+	err := r.q.QueryRow(ctx, `SELECT (SELECT seq FROM ledger_head), `+newestSQL).Scan(&seq, &ms)
 	return uint64(seq), ms, r.d.fail(err)
 }
 
@@ -234,9 +233,15 @@ type writeTx struct {
 
 func (t *writeTx) LastSequence(ctx context.Context) (uint64, int64, error) {
 	var ms int64
-	err := t.tx.QueryRow(ctx, `SELECT COALESCE((SELECT timestamp_ms FROM events ORDER BY sequence DESC LIMIT 1), 0)`).Scan(&ms)
+	err := t.tx.QueryRow(ctx, `SELECT `+newestSQL).Scan(&ms)
 	return uint64(t.head), ms, t.d.fail(err)
 }
+
+// newestSQL is the newest event's time: the live tail's newest, or a
+// projects row's (an index on updated_ms makes it one lookup) when
+// compaction took that event out of the tail.
+const newestSQL = `greatest(COALESCE((SELECT timestamp_ms FROM events ORDER BY sequence DESC LIMIT 1), 0),
+	COALESCE((SELECT max(updated_ms) FROM projects), 0))`
 
 func (t *writeTx) Append(ctx context.Context, events []driver.Event) error {
 	if len(events) == 0 {

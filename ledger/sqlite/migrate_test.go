@@ -229,9 +229,10 @@ func TestMigrateFromSchema5(t *testing.T) {
 		if c := firstOf(before.Events, row.ID); c.Kind == reducer.KindProjectCreated {
 			created = c.Sequence
 		}
-		assert.Equal(t, driver.Project{ID: want.ID, Name: want.Name, CreatedSeq: created, Head: want.LastSequence, Live: before.Live[row.ID],
-			Summarized: true, Status: string(want.Status()), Phase: string(want.Phase()), Tasks: want.TaskCount(), Done: want.DoneCount(),
-			Running: want.RunningCount(), CreatedMs: want.Created, UpdatedMs: want.Updated}, row, "%s's row", want.Name)
+		assert.Equal(t, driver.Project{ID: want.ID, Name: want.Name, Workspace: want.Workspace, CreatedSeq: created, Head: want.LastSequence,
+			Live: before.Live[row.ID], Summarized: true, Status: string(want.Status()), Phase: string(want.Phase()), Tasks: want.TaskCount(),
+			Done: want.DoneCount(), Running: want.RunningCount(), CreatedMs: want.Created, UpdatedMs: want.Updated,
+			HeartbeatMs: want.LastHeartbeat}, row, "%s's row", want.Name)
 	}
 
 	// Every project, by ID and by name, is what its history folds to.
@@ -266,7 +267,7 @@ func TestMigrateFromSchema5(t *testing.T) {
 	_, err = l.Execute(ctx, reducer.CreateProject{ProjectID: id(), Name: "delta", Workspace: t.TempDir()})
 	assert.ErrorIs(t, err, reducer.ErrConflict, "a migrated project's name is taken")
 	clk.ms = h.newestMs + time.Hour.Milliseconds()
-	n, err := l.MarkStale(ctx, 30*time.Minute)
+	n, err := l.MarkStale(ctx, 30*time.Minute, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "alpha's silent run, found through its summarized row")
 	due, err := l.CompactDue(ctx, 5)

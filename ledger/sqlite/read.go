@@ -90,18 +90,18 @@ const projectColumns = `id, name, workspace, created_seq, head, live, status IS 
 	coalesce(status, '') AS status, coalesce(phase, '') AS phase, tasks, done, running, created_ms, updated_ms, heartbeat_ms`
 
 type projectRow struct {
-	ID         string `db:"id"`
-	Name       string `db:"name"`
-	Workspace  string `db:"workspace"`
-	CreatedSeq uint64 `db:"created_seq"`
-	Head       uint64 `db:"head"`
-	Live       int    `db:"live"`
-	Summarized bool   `db:"summarized"`
-	Status     string `db:"status"`
-	Phase      string `db:"phase"`
-	Tasks      int    `db:"tasks"`
-	Done       int    `db:"done"`
-	Running    int    `db:"running"`
+	ID          string `db:"id"`
+	Name        string `db:"name"`
+	Workspace   string `db:"workspace"`
+	CreatedSeq  uint64 `db:"created_seq"`
+	Head        uint64 `db:"head"`
+	Live        int    `db:"live"`
+	Summarized  bool   `db:"summarized"`
+	Status      string `db:"status"`
+	Phase       string `db:"phase"`
+	Tasks       int    `db:"tasks"`
+	Done        int    `db:"done"`
+	Running     int    `db:"running"`
 	CreatedMs   int64  `db:"created_ms"`
 	UpdatedMs   int64  `db:"updated_ms"`
 	HeartbeatMs int64  `db:"heartbeat_ms"`

@@ -63,6 +63,7 @@ CREATE TABLE projects (
 );
 CREATE INDEX projects_running ON projects (running) WHERE running > 0;
 CREATE INDEX projects_live ON projects (live);
+CREATE INDEX projects_updated ON projects (updated_ms);
 
 -- The last sequence handed out: one row, locked by every write
 -- transaction before anything else.

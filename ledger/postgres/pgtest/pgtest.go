@@ -10,15 +10,21 @@ package pgtest
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"scv/ledger/driver"
+	"scv/ledger/drivertest"
+	"scv/ledger/postgres"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Env names the server's URL; RequireEnv, set, makes its absence fail.
@@ -102,4 +108,197 @@ func Exec(t testing.TB, u string, statements ...string) {
 			t.Fatalf("%s: %v", s, err)
 		}
 	}
+}
+
+// Harness is drivertest's Harness for PostgreSQL: each database is a fresh
+// one on the test server.
+type Harness struct{}
+
+var _ drivertest.Harness = Harness{}
+
+// Create makes a fresh database, migrated, and returns its URL.
+func (Harness) Create(t *testing.T) string {
+	t.Helper()
+	u := Database(t)
+	db, err := postgres.Open(context.Background(), u, postgres.Options{})
+	if err != nil {
+		t.Fatalf("create %s: %v", postgres.Redact(u), err)
+	}
+	db.Close()
+	return u
+}
+
+// Open opens the database at u with postgres.Open.
+func (Harness) Open(t *testing.T, u string) driver.Driver {
+	t.Helper()
+	db, err := postgres.Open(context.Background(), u, postgres.Options{})
+	if err != nil {
+		t.Fatalf("open %s: %v", postgres.Redact(u), err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// OpenReadOnly opens the database at u read-only.
+func (Harness) OpenReadOnly(t *testing.T, u string) driver.Driver {
+	t.Helper()
+	db, err := postgres.Open(context.Background(), u, postgres.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatalf("open %s read-only: %v", postgres.Redact(u), err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// Tamper changes the database at u through a connection of its own, with
+// the append-only triggers of the events and the archive disabled (for
+// good: the database is evidence of tampering from then on).
+func (Harness) Tamper(t *testing.T, u string, x drivertest.Tampering) error {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatalf("tamper: %v", err)
+	}
+	defer conn.Close(ctx)
+	if err := tamper(ctx, conn, x); err != nil {
+		if errors.Is(err, errors.ErrUnsupported) {
+			return err
+		}
+		t.Fatalf("tamper %s with %#v: %v", postgres.Redact(u), x, err)
+	}
+	return nil
+}
+
+const eventColumns = `sequence, project_id, kind, timestamp, timestamp_ms, data, hash`
+
+var eventTables = []string{"events", "events_archive"}
+
+func tamper(ctx context.Context, conn *pgx.Conn, x drivertest.Tampering) error {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	for _, table := range eventTables {
+		if _, err := tx.Exec(ctx, `ALTER TABLE `+table+` DISABLE TRIGGER USER`); err != nil {
+			return err
+		}
+	}
+	switch x := x.(type) {
+	case drivertest.EditEvent:
+		err = eachTable(ctx, tx, x.Sequence, `UPDATE %s SET
+			data = CASE WHEN $1 = '' THEN data ELSE $1 END,
+			project_id = CASE WHEN $2 = '' THEN project_id ELSE $2 END,
+			timestamp_ms = timestamp_ms + $3, timestamp = div(timestamp_ms + $3, 1000)
+			WHERE sequence = $4`, x.Data, x.ProjectID, x.ShiftMs, int64(x.Sequence))
+	case drivertest.DeleteEvent:
+		err = eachTable(ctx, tx, x.Sequence, `DELETE FROM %s WHERE sequence = $1`, int64(x.Sequence))
+	case drivertest.SwapEvents:
+		err = swap(ctx, tx, x.A, x.B)
+	case drivertest.InsertEvent:
+		e := x.Event
+		seq := int64(e.Sequence)
+		if seq == 0 {
+			if err := tx.QueryRow(ctx, `SELECT seq + 1 FROM ledger_head`).Scan(&seq); err != nil {
+				return err
+			}
+		}
+		if _, err = tx.Exec(ctx, `INSERT INTO events (`+eventColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			seq, e.ProjectID, e.Kind, e.Timestamp, e.TimestampMs, e.Data, e.Hash); err == nil {
+			_, err = tx.Exec(ctx, `UPDATE ledger_head SET seq = greatest(seq, $1)`, seq)
+		}
+	case drivertest.EditSnapshot:
+		sum := sha256.Sum256(x.State)
+		err = one(tx.Exec(ctx, `UPDATE snapshots SET state = $1, state_hash = CASE WHEN $2 THEN $3 ELSE state_hash END
+			WHERE project_id = $4 AND sequence = $5`, x.State, x.FixHash, sum[:], x.ProjectID, int64(x.Sequence)))
+	case drivertest.SetProjectRow:
+		r := x.Row
+		var status, phase any
+		if r.Summarized {
+			status, phase = r.Status, r.Phase
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO projects (id, name, workspace, created_seq, head, live, status, phase, tasks, done, running,
+			created_ms, updated_ms, heartbeat_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+			ON CONFLICT (id) DO UPDATE SET name = excluded.name, workspace = excluded.workspace, created_seq = excluded.created_seq,
+			head = excluded.head, live = excluded.live, status = excluded.status, phase = excluded.phase, tasks = excluded.tasks,
+			done = excluded.done, running = excluded.running, created_ms = excluded.created_ms, updated_ms = excluded.updated_ms,
+			heartbeat_ms = excluded.heartbeat_ms`,
+			r.ID, r.Name, r.Workspace, int64(r.CreatedSeq), int64(r.Head), r.Live, status, phase, r.Tasks, r.Done, r.Running,
+			r.CreatedMs, r.UpdatedMs, r.HeartbeatMs)
+	case drivertest.DeleteProjectRow:
+		err = one(tx.Exec(ctx, `DELETE FROM projects WHERE id = $1`, x.ID))
+	default:
+		return fmt.Errorf("%w: %T", errors.ErrUnsupported, x)
+	}
+	if err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// eachTable runs query (a format with the table's place) on the live
+// tail and the archive; exactly one of them must hold the event at seq.
+func eachTable(ctx context.Context, tx pgx.Tx, seq uint64, query string, args ...any) error {
+	n := int64(0)
+	for _, table := range eventTables {
+		tag, err := tx.Exec(ctx, fmt.Sprintf(query, table), args...)
+		if err != nil {
+			return err
+		}
+		n += tag.RowsAffected()
+	}
+	if n != 1 {
+		return fmt.Errorf("%d events at sequence %d", n, seq)
+	}
+	return nil
+}
+
+// swap exchanges everything but the sequence of the events at a and b.
+func swap(ctx context.Context, tx pgx.Tx, a, b uint64) error {
+	read := func(seq uint64) (driver.Event, string, error) {
+		for _, table := range eventTables {
+			var e driver.Event
+			var s int64
+			err := tx.QueryRow(ctx, `SELECT `+eventColumns+` FROM `+table+` WHERE sequence = $1`, int64(seq)).
+				Scan(&s, &e.ProjectID, &e.Kind, &e.Timestamp, &e.TimestampMs, &e.Data, &e.Hash)
+			if err == nil {
+				return e, table, nil
+			}
+			if !errors.Is(err, pgx.ErrNoRows) {
+				return e, "", err
+			}
+		}
+		return driver.Event{}, "", fmt.Errorf("no event at sequence %d", seq)
+	}
+	ea, ta, err := read(a)
+	if err != nil {
+		return err
+	}
+	eb, tb, err := read(b)
+	if err != nil {
+		return err
+	}
+	for _, w := range []struct {
+		table string
+		seq   uint64
+		e     driver.Event
+	}{{ta, a, eb}, {tb, b, ea}} {
+		if err := one(tx.Exec(ctx, `UPDATE `+w.table+` SET project_id = $1, kind = $2, timestamp = $3, timestamp_ms = $4, data = $5, hash = $6
+			WHERE sequence = $7`, w.e.ProjectID, w.e.Kind, w.e.Timestamp, w.e.TimestampMs, w.e.Data, w.e.Hash, int64(w.seq))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// one checks that a statement changed exactly one row.
+func one(tag pgconn.CommandTag, err error) error {
+	if err != nil {
+		return err
+	}
+	if n := tag.RowsAffected(); n != 1 {
+		return fmt.Errorf("%d rows changed, not 1", n)
+	}
+	return nil
 }

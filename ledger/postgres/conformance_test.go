@@ -1,0 +1,16 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"scv/ledger/drivertest"
+	"scv/ledger/postgres/pgtest"
+)
+
+// TestConformance runs the ledger's driver conformance suite on a real
+// PostgreSQL server ($SCV_TEST_PG; skipped without one, unless
+// $SCV_REQUIRE_PG is set).
+func TestConformance(t *testing.T) {
+	pgtest.Server(t)
+	drivertest.Exercise(t, pgtest.Harness{})
+}
