@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -360,7 +361,17 @@ func (l *Ledger) appendBatch(reqs []*request, out []response) (*batch, error) {
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, err
+		if !errors.Is(err, ErrUnavailable) || len(b.events) == 0 {
+			return nil, err
+		}
+		switch committed, known := l.inDoubt(b.events[len(b.events)-1]); {
+		case !known:
+			return nil, fmt.Errorf("%w; the COMMIT got no answer, and the database did not come back within %s to say whether it was recorded",
+				err, InDoubtWait)
+		case !committed:
+			return nil, err
+		}
+		// The COMMIT reached the server, only its answer was lost.
 	}
 	l.fail.crashAt(FailAfterCommit)
 	if !b.foreign {
@@ -368,6 +379,40 @@ func (l *Ledger) appendBatch(reqs []*request, out []response) (*batch, error) {
 	}
 	l.lastTime.Store(max(l.lastTime.Load(), now))
 	return b, nil
+}
+
+// InDoubtWait bounds how long a writer whose COMMIT got no answer (the
+// connection to a database server broke) waits for the server to say
+// whether it committed.
+const InDoubtWait = 30 * time.Second
+
+// inDoubt reports whether the batch whose last event is last committed,
+// although its COMMIT's answer was lost: it reads, until the database
+// answers or InDoubtWait has passed, whether that event is there with its
+// hash. Until then no caller of the batch is answered: an acknowledged
+// write is there, and one refused is not (if the database stays away
+// longer, the batch is refused although it may have committed, which the
+// error says).
+func (l *Ledger) inDoubt(last driver.Event) (committed, known bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), InDoubtWait)
+	defer cancel()
+	for {
+		var found *driver.Event
+		err := l.drv.Read(ctx, func(r driver.Reader) error {
+			return r.History(ctx, last.ProjectID, last.Sequence-1, last.Sequence, func(e driver.Event) error {
+				found = &e
+				return nil
+			})
+		})
+		if err == nil {
+			return found != nil && bytes.Equal(found.Hash, last.Hash), true
+		}
+		select {
+		case <-ctx.Done():
+			return false, false
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // now is the batch's time: the driver's clock (or the ledger's), never

@@ -10,9 +10,11 @@ import (
 	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"scv/control"
 	"scv/ledger"
+	"scv/ledger/driver"
 )
 
 // runLedger is `scv ledger SUBCOMMAND`: tools that read the database file
@@ -28,11 +30,14 @@ func runLedger(c *client, args []string, stdout, stderr io.Writer) error {
 		return runExport(args[1:], stdout, stderr)
 	case len(args) > 0 && args[0] == "copy":
 		return runCopy(args[1:], stdout, stderr)
+	case len(args) > 0 && args[0] == "lease":
+		return runLease(args[1:], stdout, stderr)
 	}
 	return usageError{"usage: scv ledger verify --db PATH [--project P] [--head PROJECT=HEX ...]\n" +
 		"       scv ledger verify --bundle FILE [--head PROJECT=HEX ...]\n" +
 		"       scv ledger export --db PATH PROJECT [-o FILE]\n" +
 		"       scv ledger copy --from PATH --to URL\n" +
+		"       scv ledger lease --db URL\n" +
 		"       scv ledger compact PROJECT [--retain K] [--socket PATH] [--json]"}
 }
 
@@ -315,4 +320,37 @@ func runCopy(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "copied %d events (%d archived), %d snapshots, %d projects from %s to %s: verified, the same chains and heads\n",
 		rep.Events, rep.Archived, rep.Snapshots, rep.Projects, src.Name(), dst.Name())
 	return nil
+}
+
+// runLease is `scv ledger lease --db DB`: who holds the ledger-wide jobs
+// (the sweeper) of a database, in which term, until when.
+func runLease(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("scv ledger lease", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	db := fs.String("db", defaultDBPath(), "the ledger database: a SQLite `path` or a postgres:// URL")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{"scv ledger lease: " + err.Error()}
+	}
+	ctx := context.Background()
+	drv, err := openReadOnly(ctx, *db)
+	if err != nil {
+		return fmt.Errorf("ledger lease: %w", err)
+	}
+	defer drv.Close()
+	var leases []driver.Lease
+	if err := drv.Read(ctx, func(r driver.Reader) (err error) {
+		leases, err = r.Leases(ctx)
+		return err
+	}); err != nil {
+		return fmt.Errorf("ledger lease: %w", err)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LEASE\tHOLDER\tTERM\tEXPIRES")
+	for _, l := range leases {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", l.Name, l.Holder, l.Term, time.UnixMilli(l.ExpiresMs).Format(time.RFC3339))
+	}
+	return tw.Flush()
 }

@@ -166,6 +166,17 @@ type Reader interface {
 	// Integrity is the database's own check of its files ("ok" when
 	// sound), or "" where the database has none.
 	Integrity(ctx context.Context) (string, error)
+	// Leases lists the leases, by name.
+	Leases(ctx context.Context) ([]Lease, error)
+}
+
+// Lease is a row of the leases table: who holds a ledger-wide job, until
+// when (Unix milliseconds), in which term.
+type Lease struct {
+	Name      string
+	Holder    string
+	Term      uint64
+	ExpiresMs int64
 }
 
 // ProjectFilter narrows Reader.Projects.

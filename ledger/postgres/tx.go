@@ -222,6 +222,25 @@ func (r reader) Find(ctx context.Context, ref string) (driver.Found, bool, error
 // run.
 func (r reader) Integrity(context.Context) (string, error) { return "", nil }
 
+func (r reader) Leases(ctx context.Context) ([]driver.Lease, error) {
+	rows, err := r.q.Query(ctx, `SELECT name, holder, term, expires_ms FROM leases ORDER BY name`)
+	if err != nil {
+		return nil, r.d.fail(err)
+	}
+	defer rows.Close()
+	var out []driver.Lease
+	for rows.Next() {
+		var l driver.Lease
+		var term int64
+		if err := rows.Scan(&l.Name, &l.Holder, &term, &l.ExpiresMs); err != nil {
+			return nil, r.d.fail(err)
+		}
+		l.Term = uint64(term)
+		out = append(out, l)
+	}
+	return out, r.d.fail(rows.Err())
+}
+
 // writeTx is the write transaction; it holds ledger_head's lock.
 type writeTx struct {
 	reader

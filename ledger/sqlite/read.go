@@ -280,3 +280,23 @@ func (r reader) Integrity(ctx context.Context) (string, error) {
 	}
 	return strings.Join(lines, "; "), nil
 }
+
+func (r reader) Leases(ctx context.Context) ([]driver.Lease, error) {
+	var rows []struct {
+		Name      string `db:"name"`
+		Holder    string `db:"holder"`
+		Term      uint64 `db:"term"`
+		ExpiresMs int64  `db:"expires_ms"`
+	}
+	if err := r.q.SelectContext(ctx, &rows, `SELECT name, holder, term, expires_ms FROM leases ORDER BY name`); err != nil {
+		if strings.Contains(err.Error(), "no such table: leases") {
+			return nil, nil
+		}
+		return nil, r.d.fail(err)
+	}
+	out := make([]driver.Lease, len(rows))
+	for i, l := range rows {
+		out[i] = driver.Lease(l)
+	}
+	return out, nil
+}

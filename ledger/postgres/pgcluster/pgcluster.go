@@ -1,0 +1,205 @@
+// Package pgcluster runs a private PostgreSQL cluster, with nothing but
+// Debian's postgresql package: initdb in a folder, a server on a Unix
+// socket in it (no TCP port), fsync on. PostgreSQL refuses to run as root:
+// run as root (as CI does), the cluster runs as the user "postgres"
+// (Debian's package creates it), or "nobody" where there is none, who is
+// given the folder. cmd/scvpg and the fleet's fault tests use it.
+package pgcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+func (c *Cluster) log() io.Writer {
+	if c.Log != nil {
+		return c.Log
+	}
+	return io.Discard
+}
+
+// Installed reports whether PostgreSQL's initdb can be found.
+func Installed() bool {
+	_, err := bin("initdb")
+	return err == nil
+}
+
+// Cluster is a private PostgreSQL cluster in Dir: data in Dir/data, the
+// socket in Dir, no TCP port. Log receives what the PostgreSQL programs
+// print (nil: discarded).
+type Cluster struct {
+	Dir string
+	Log io.Writer
+}
+
+// Role is the cluster's superuser.
+const Role = "scv"
+
+// URL is the URL of database db on the cluster, as its superuser.
+func (c *Cluster) URL(db string) string {
+	return (&url.URL{Scheme: "postgres", User: url.User(Role), Path: "/" + db, RawQuery: "host=" + url.QueryEscape(c.Dir)}).String()
+}
+
+// bin finds a PostgreSQL program: on PATH, else in Debian's newest
+// /usr/lib/postgresql/N/bin.
+func bin(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+	for _, d := range dirs {
+		if p := filepath.Join(d, name); isExec(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("no %s: install PostgreSQL (Debian: apt-get install postgresql)", name)
+}
+
+func version(binDir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return n
+}
+
+func isExec(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode()&0o111 != 0
+}
+
+// runAs runs a PostgreSQL program, as an unprivileged user when this
+// process is root.
+func (c *Cluster) runAs(name string, args ...string) error {
+	p, err := bin(name)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(p, args...)
+	if os.Geteuid() == 0 {
+		u, err := unprivileged()
+		if err != nil {
+			return err
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		cmd.Env = append(os.Environ(), "HOME="+c.Dir)
+	}
+	cmd.Stdout, cmd.Stderr = c.log(), c.log()
+	cmd.Dir = c.Dir
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// unprivileged is the user a root process runs the cluster as.
+func unprivileged() (*user.User, error) {
+	for _, name := range []string{"postgres", "nobody"} {
+		if u, err := user.Lookup(name); err == nil {
+			return u, nil
+		}
+	}
+	return nil, errors.New("running as root, and there is no user postgres or nobody to run PostgreSQL as")
+}
+
+// own gives dir to the cluster's user when this process is root.
+func (c *Cluster) own() error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	u, err := unprivileged()
+	if err != nil {
+		return err
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return filepath.Walk(c.Dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+}
+
+// Start creates the cluster (initdb, once) and starts its server, unless
+// it answers already.
+func (c *Cluster) Start() error {
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return err
+	}
+	if err := c.own(); err != nil {
+		return err
+	}
+	data := filepath.Join(c.Dir, "data")
+	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err != nil {
+		if err := c.runAs("initdb", "-D", data, "-A", "trust", "-U", Role, "-E", "UTF8", "--no-instructions"); err != nil {
+			return err
+		}
+	}
+	if c.Ready() {
+		return nil
+	}
+	opts := "-k " + c.Dir + " -c listen_addresses= -c fsync=on -c synchronous_commit=on -c max_connections=300"
+	if err := c.runAs("pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(c.Dir, "server.log"), "-w", "-t", "60", "start"); err != nil {
+		return err
+	}
+	for range 100 {
+		if c.Ready() {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("the server in %s did not answer (see %s)", c.Dir, filepath.Join(c.Dir, "server.log"))
+}
+
+// ready reports whether the server answers.
+// Ready reports whether the server answers.
+func (c *Cluster) Ready() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		return false
+	}
+	conn.Close(ctx)
+	return true
+}
+
+// Stop stops the server (fast shutdown: connections are cut).
+func (c *Cluster) Stop() error {
+	return c.runAs("pg_ctl", "-D", filepath.Join(c.Dir, "data"), "-m", "fast", "-w", "stop")
+}
+
+// createDB creates database name unless it exists.
+// CreateDB creates database name unless it exists.
+func (c *Cluster) CreateDB(name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_database WHERE datname = $1`, name).Scan(&n); err != nil {
+		return err
+	}
+	if n == 0 {
+		_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	}
+	return err
+}
