@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
-	"strings"
 	"time"
-	"unicode"
 
 	"github.com/oklog/ulid/v2"
 
@@ -397,13 +394,10 @@ func (s *Service) events(ctx context.Context, c CmdProjectEvents) (*DaemonStatus
 // owner's terminal is refused, not displayed), and returns it cleaned:
 // what is stored is what was checked.
 func CheckWorkspace(dir string) (string, error) {
-	if !filepath.IsAbs(dir) {
-		return "", Errorf(ErrInvalidArgument, "workspace %q is not an absolute path", dir)
+	dir, err := reducer.CleanWorkspace(dir)
+	if err != nil {
+		return "", err
 	}
-	if strings.IndexFunc(dir, unicode.IsControl) >= 0 {
-		return "", Errorf(ErrInvalidArgument, "workspace %q contains a control character", dir)
-	}
-	dir = filepath.Clean(dir)
 	fi, err := os.Stat(dir)
 	if err != nil || !fi.IsDir() {
 		return "", Errorf(ErrInvalidArgument, "workspace %q is not an existing directory", dir)

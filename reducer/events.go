@@ -1,7 +1,6 @@
 package reducer
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -149,16 +148,8 @@ func (ApprovalDecided) Kind() string { return KindApprovalDecided }
 func (Released) Kind() string        { return KindProjectReleased }
 func (Archived) Kind() string        { return KindProjectArchived }
 
-// EncodeBody returns the stored `data` of b: JSON without HTML escaping.
-func EncodeBody(b Body) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(b); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
+// EncodeBody returns the stored `data` of b, as Marshal writes it.
+func EncodeBody(b Body) ([]byte, error) { return Marshal(b) }
 
 // DecodeBody parses stored `data` of the given kind.
 func DecodeBody(kind string, data []byte) (Body, error) {

@@ -35,6 +35,8 @@ var encodingCases = []struct {
 		`{"run_id":"R1","task_id":"T1","agent":"claude"}`},
 	{"run progress", reducer.RunProgress{RunID: "R1", Progress: "3/5 files"},
 		`{"run_id":"R1","progress":"3/5 files"}`},
+	{"run progress with line separators and a literal backslash-u", reducer.RunProgress{RunID: "R1", Progress: "a\u2028b\u2029c \\u2028"},
+		`{"run_id":"R1","progress":"a` + "\u2028" + `b` + "\u2029" + `c \\u2028"}`},
 	{"run finished succeeded", reducer.RunFinished{RunID: "R1", Status: reducer.RunSucceeded},
 		`{"run_id":"R1","status":"succeeded"}`},
 	{"run finished failed", reducer.RunFinished{RunID: "R1", Status: reducer.RunFailed},

@@ -3,6 +3,7 @@ package reducer
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -78,8 +79,10 @@ func decideCreate(p *Project, c CreateProject) ([]Event, error) {
 	if err := ValidName("name", c.Name); err != nil {
 		return nil, err
 	}
-	if !filepath.IsAbs(c.Workspace) || filepath.Clean(c.Workspace) != c.Workspace {
-		return nil, fmt.Errorf("%w: workspace %q is not an absolute, clean path", ErrInvalidArgument, c.Workspace)
+	if ws, err := CleanWorkspace(c.Workspace); err != nil {
+		return nil, err
+	} else if ws != c.Workspace {
+		return nil, fmt.Errorf("%w: workspace %q is not a clean path (%q)", ErrInvalidArgument, c.Workspace, ws)
 	}
 	if c.ProjectID == "" {
 		panic("reducer: CreateProject without an ID")
@@ -343,6 +346,20 @@ func ValidName(field, v string) error {
 		}
 	}
 	return nil
+}
+
+// CleanWorkspace checks the form of a project's workspace, an absolute
+// path without control characters, and returns it cleaned
+// (filepath.Clean). That the directory exists is the caller's to check:
+// the reducer does no I/O.
+func CleanWorkspace(dir string) (string, error) {
+	if !filepath.IsAbs(dir) {
+		return "", fmt.Errorf("%w: workspace %q is not an absolute path", ErrInvalidArgument, dir)
+	}
+	if strings.IndexFunc(dir, unicode.IsControl) >= 0 {
+		return "", fmt.Errorf("%w: workspace %q contains a control character", ErrInvalidArgument, dir)
+	}
+	return filepath.Clean(dir), nil
 }
 
 // Evolve returns the project that event e makes of p (nil before the
