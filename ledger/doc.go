@@ -1,35 +1,43 @@
-// Package ledger is the SQLite event store of one scv instance: the
-// append-only events table, the single writer that appends to it, and the
-// committed state the reducer derives from it.
+// Package ledger is the project ledger's logic, written once above a
+// database driver (scv/ledger/driver): the append-only history of every
+// project, the single writer that appends to it, and the committed state
+// the reducer derives from it. It runs no SQL; scv/ledger/sqlite and
+// scv/ledger/postgres do.
 //
 // # Writing
 //
-// Execute takes a reducer.Command, stamps it with the ledger's clock,
-// decides it with reducer.Decide against the state read inside the write
-// transaction, inserts its events and folds them in with reducer.Evolve,
-// and returns once COMMIT returned (WAL, synchronous=FULL): an
-// acknowledged write is on disk. A refused command appends nothing and
-// returns the reducer's sentinel error. Concurrent callers are batched
-// into one transaction (group commit); one caller at a time leads the
-// batch, so there is one writer and never an SQLITE_BUSY storm.
+// Execute queues a reducer.Command. One caller at a time leads the writer
+// (group commit): it takes every queued command into one transaction that
+// holds the database's write lock, stamps each with the batch's time (the
+// driver's clock: the server's, for a database daemons share), decides it
+// with reducer.Decide against the project's newest state, gives its events
+// their sequences and their links in the project's hash chain, folds them
+// in with reducer.Evolve, appends them, and rewrites the project's row.
+// Every caller is answered once COMMIT returned: an acknowledged write is
+// durable. A refused command appends nothing and returns the reducer's
+// sentinel error; the batch goes on without it.
 //
 // # Reading
 //
-// Project returns the committed state of a project; Events pages through
-// its stored events on a separate read-only pool. Neither waits for the
-// writer. MarkStale is one sweep of the stale-run detector; the daemon
-// calls it on a timer.
+// Project returns the committed, immutable state of a project. Projects
+// are loaded on demand, from the latest snapshot and the events after it
+// (the one rebuild path), and kept in a bounded cache (Options.CacheSize).
+// Reads never wait for the writer. On a shared database a cached project
+// is checked against the database's head of it first, so a read reflects
+// every write acknowledged before it, by any daemon. Projects lists the
+// projects table; EventsPage pages through a project's history.
+//
+// # Maintenance
+//
+// MarkStale is one sweep of the stale-run detector, Compact folds a long
+// live tail into a snapshot, both fenced by a Lease when daemons share the
+// database. ProjectAt derives a project at a past sequence; Verify, Export
+// and VerifyBundle check a history's chains and snapshots; Copy moves a
+// ledger between two drivers.
 //
 // # Errors
 //
-// Besides the reducer's refusals, the ledger returns ErrClosed and
-// ErrStorage (ErrStorageFull, which wraps it, when the disk or the file
-// size limit ran out; ErrFailpoint under an injected failure); Open and
-// CheckFile also return ErrNotWritable and ErrCorrupt. No driver error
-// leaves the package.
-//
-// # Storage
-//
-// SQLite specifics (driver, DSN, pragmas, SQL) live here and in package
-// migrations only, so that another store can later play the same part.
+// Besides the reducer's refusals, the ledger returns ErrClosed,
+// ErrBeyondHead, ErrLeaseLost and the driver's ErrStorage (ErrStorageFull,
+// ErrUnavailable, which wrap it). No database error leaves the driver.
 package ledger
