@@ -33,6 +33,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -108,28 +109,10 @@ func Redact(raw string) string {
 // migrates it to the newest schema.
 func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	name := Redact(rawURL)
-	cfg, err := pgxpool.ParseConfig(rawURL)
+	cfg, err := poolConfig(rawURL, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", name, redactErr(err, rawURL))
 	}
-	st, lt := opts.StatementTimeout, opts.LockTimeout
-	if st <= 0 {
-		st = DefaultStatementTimeout
-	}
-	if lt <= 0 {
-		lt = DefaultLockTimeout
-	}
-	rp := cfg.ConnConfig.RuntimeParams
-	rp["statement_timeout"] = fmt.Sprint(st.Milliseconds())
-	rp["lock_timeout"] = fmt.Sprint(lt.Milliseconds())
-	rp["idle_in_transaction_session_timeout"] = fmt.Sprint((2 * st).Milliseconds())
-	rp["application_name"] = "scv"
-	cfg.MaxConns = opts.MaxConns
-	if cfg.MaxConns <= 0 {
-		cfg.MaxConns = DefaultMaxConns
-	}
-	// A connection the server dropped is noticed before it is used.
-	cfg.HealthCheckPeriod = 5 * time.Second
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", name, redactErr(err, rawURL))
@@ -146,6 +129,44 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 		}
 	}
 	return d, nil
+}
+
+// poolConfig is the pool's configuration: the URL's, with the session
+// settings every connection runs with.
+func poolConfig(rawURL string, opts Options) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	// Each session setting: Options, else the URL's, else the default.
+	rp := cfg.ConnConfig.RuntimeParams
+	set := func(name string, d, def time.Duration) {
+		if _, inURL := rp[name]; d > 0 || !inURL {
+			rp[name] = fmt.Sprint(cmp.Or(d, def).Milliseconds())
+		}
+	}
+	set("statement_timeout", opts.StatementTimeout, DefaultStatementTimeout)
+	set("lock_timeout", opts.LockTimeout, DefaultLockTimeout)
+	set("idle_in_transaction_session_timeout", 2*opts.StatementTimeout, 2*DefaultStatementTimeout)
+	if _, inURL := rp["application_name"]; !inURL {
+		rp["application_name"] = "scv"
+	}
+	// The pool's size: Options, else the URL's pool_max_conns, else
+	// DefaultMaxConns.
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	} else if !hasParam(rawURL, "pool_max_conns") {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	// A connection the server dropped is noticed before it is used.
+	cfg.HealthCheckPeriod = 5 * time.Second
+	return cfg, nil
+}
+
+// hasParam reports whether the URL's query sets the parameter.
+func hasParam(rawURL, name string) bool {
+	u, err := url.Parse(rawURL)
+	return err == nil && u.Query().Has(name)
 }
 
 // migrate applies the embedded migrations, one daemon at a time (goose
