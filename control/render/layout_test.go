@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -153,6 +154,47 @@ func TestLayoutBarycenter(t *testing.T) {
 	g := Layout(twisted)
 	assert.Equal(t, 0, g.Crossings)
 	assert.Equal(t, g.Nodes[0].X < g.Nodes[1].X, g.Nodes[3].X < g.Nodes[2].X, "the children are in their parents' order")
+
+	// Siblings (equal barycenters) keep the order they were added in:
+	// three roots, sixty children dealt to them in turn.
+	fan := Project{Tasks: []Task{{ID: "r0"}, {ID: "r1"}, {ID: "r2"}}}
+	want := make([][]int, 3)
+	for i := 3; i < 63; i++ {
+		fan.Tasks = append(fan.Tasks, Task{ID: fmt.Sprint(i), DependsOn: []string{fmt.Sprint("r", i%3)}})
+		want[i%3] = append(want[i%3], i)
+	}
+	assert.Equal(t, slices.Concat(want...), Layout(fan).Layers[1])
+}
+
+// TestLayoutKeepsBestOrder: the order kept is the one with the fewest
+// crossings among the initial order and the order after each sweep, not
+// merely the last one.
+func TestLayoutKeepsBestOrder(t *testing.T) {
+	nonMonotone := 0
+	forRandomGraphs(t, func(t *testing.T, p Project) {
+		ix := indexTasks(p.Tasks)
+		var edges []Edge
+		for i := range p.Tasks {
+			for _, d := range ix.deps[i] {
+				edges = append(edges, Edge{From: d, To: i})
+			}
+		}
+		lg, _ := newLayered(len(p.Tasks), ix, edges)
+		seen := []int{lg.crossings()}
+		for range orderRounds {
+			for _, down := range []bool{true, false} {
+				if slices.Min(seen) > 0 {
+					lg.sweep(down)
+					seen = append(seen, lg.crossings())
+				}
+			}
+		}
+		if seen[len(seen)-1] != slices.Min(seen) {
+			nonMonotone++
+		}
+		assert.Equal(t, slices.Min(seen), Layout(p).Crossings, "crossings after each sweep: %v", seen)
+	})
+	assert.Positive(t, nonMonotone, "no generated graph has a sweep that makes things worse; the test proves nothing")
 }
 
 func TestLayoutDeterministic(t *testing.T) {
