@@ -43,6 +43,6 @@ func dotQuote(s string) string { return `"` + dotEscape(s) + `"` }
 // and a quote are preceded by a backslash, so Graphviz shows them as they
 // are and reads no escape sequence (\N, \G, \l ...) from the text; line
 // breaks become spaces.
-func dotEscape(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", " ", "\r", " ").Replace(s)
-}
+func dotEscape(s string) string { return dotEscaper.Replace(s) }
+
+var dotEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", " ", "\r", " ")

@@ -12,10 +12,11 @@ type timeline struct {
 	start, end time.Time
 	loc        *time.Location
 	rows       []tlRow
-	ends       []time.Time  // per run of p.Runs
-	gaps       [][]interval // per run
-	critical   []bool       // per run
-	chain      []int        // the critical runs, earliest first
+	rowOf      map[string]int // task ID → its row
+	ends       []time.Time    // per run of p.Runs
+	gaps       [][]interval   // per run
+	critical   []bool         // per run
+	chain      []int          // the critical runs, earliest first
 }
 
 // tlRow is one row: a task's (in task order), then one per task ID that
@@ -56,6 +57,7 @@ func buildTimeline(p Project) timeline {
 		tl.rows = append(tl.rows, tlRow{title: "(project)", project: true})
 	}
 	rowOf := map[string]int{}
+	tl.rowOf = rowOf
 	for _, t := range p.Tasks {
 		if _, ok := rowOf[t.ID]; ok {
 			continue

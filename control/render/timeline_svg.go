@@ -165,7 +165,7 @@ func TimelineSVG(w io.Writer, p Project) error {
 				k++
 				n++
 			}
-			name := clean(tl.rows[rowOfRun[tl.chain[k-1]]].title)
+			name := clean(tl.rows[tl.rowOf[taskID]].title)
 			if n > 1 {
 				name += " ×" + itoa(int64(n))
 			}

@@ -138,14 +138,7 @@ func TimelineText(w io.Writer, p Project, opts TextOptions) error {
 				k++
 				n++
 			}
-			title := taskID
-			for _, r := range tl.rows {
-				if !r.project && r.taskID == taskID {
-					title = r.title
-					break
-				}
-			}
-			item := cut(clean(title), 24, ell)
+			item := cut(clean(tl.rows[tl.rowOf[taskID]].title), 24, ell)
 			if n > 1 {
 				item += " ×" + itoa(int64(n))
 				if opts.ASCII {
