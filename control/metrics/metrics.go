@@ -107,7 +107,9 @@ func New(src Sources) *Recorder {
 	r.httpRefused = counterVec("http", "refused_total", "Requests to the web UI refused, by reason (token, host, origin).", "reason")
 	r.sourceErrors = counterVec("metrics", "source_errors_total", "Scrape-time readings that failed, by source.", "source")
 	r.reg.MustRegister(r.appendSeconds, r.batchCommands, r.events, r.requests, r.requestErrors, r.connsOpen,
-		r.connsTotal, r.staleMarked, r.coalesced, r.compactions, r.httpRequests, r.httpRefused, r.sourceErrors,
+		r.connsTotal, r.staleMarked, r.coalesced, r.compactions, r.httpRequests, r.httpRefused,
+		// The collector of the sources exports their error counts after
+		// it read them, so that a scrape counts its own failures.
 		&sourceCollector{src: src, errs: r.sourceErrors},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
@@ -250,6 +252,7 @@ var (
 )
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
+	c.errs.Describe(ch)
 	if c.src.Head != nil {
 		ch <- descHead
 	}
@@ -286,4 +289,5 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descMisses, prometheus.CounterValue, float64(misses))
 		ch <- prometheus.MustNewConstMetric(descCached, prometheus.GaugeValue, float64(cached))
 	}
+	c.errs.Collect(ch)
 }
