@@ -303,9 +303,10 @@ func mustTaskID(t *testing.T, e *env, pid, title string) string {
 
 // TestBrowserLargeProject measures the project page of a 200-task
 // project (random dependencies on up to 3 of the 20 tasks before, 150
-// runs) in the browser: the time to DOMContentLoaded, to the load event,
-// to the first contentful paint, and until the graph's 200 nodes are in
-// the document. It fails past 5 seconds to DOMContentLoaded.
+// runs) in the browser: the time to DOMContentLoaded (when the graph's
+// 200 nodes are in the document: the SVG is part of the page), to the
+// load event, and to the first and the largest contentful paint (the
+// drawings drawn). It fails past 5 seconds to DOMContentLoaded.
 func TestBrowserLargeProject(t *testing.T) {
 	b := newBrowser(t)
 	e := newEnv(t)
@@ -350,23 +351,36 @@ func TestBrowserLargeProject(t *testing.T) {
 	e.get("/p/" + pid)
 	b.open(t, e, "/")
 	serverStart := time.Now()
-	resp, _ := e.get("/p/" + pid)
+	resp, page := e.get("/p/" + pid)
 	serverTime := time.Since(serverStart)
 	require.Equal(t, 200, resp.StatusCode)
 	b.do(t, chromedp.Navigate(e.base+"/p/"+pid), chromedp.WaitReady(chromedp.CSS("#events")))
 	type timing struct {
-		DCL, Load, FCP, Graph, Nodes float64
+		DCL, Load, FCP, LCP, Nodes float64
 	}
-	tm := eval[timing](t, b, `(() => {
+	// The paints come from the browser's own buffered entries: first
+	// contentful paint, and the largest contentful paint (the graph or
+	// the timeline, the largest elements of the page) as of now.
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	tm, err := chromedp.Run(ctx, chromedp.Evaluate[timing](`new Promise(resolve => {
 		const nav = performance.getEntriesByType('navigation')[0];
-		const fcp = performance.getEntriesByName('first-contentful-paint')[0];
-		return {DCL: nav.domContentLoadedEventEnd, Load: nav.loadEventEnd, FCP: fcp ? fcp.startTime : -1,
-			Graph: performance.now(), Nodes: document.querySelectorAll('#graph svg g.node').length};
-	})()`)
+		const seen = {};
+		const done = () => {
+			if (seen.paint && seen.lcp) {
+				const fcp = seen.paint.find(e => e.name === 'first-contentful-paint');
+				resolve({DCL: nav.domContentLoadedEventEnd, Load: nav.loadEventEnd, FCP: fcp ? fcp.startTime : -1,
+					LCP: seen.lcp.at(-1).startTime, Nodes: document.querySelectorAll('#graph svg g.node').length});
+			}
+		};
+		new PerformanceObserver(l => { seen.paint = l.getEntries(); done(); }).observe({type: 'paint', buffered: true});
+		new PerformanceObserver(l => { seen.lcp = l.getEntries(); done(); }).observe({type: 'largest-contentful-paint', buffered: true});
+	})`, chromedp.EvalAwaitPromise))
+	require.NoError(t, err)
 	assert.Equal(t, 200.0, tm.Nodes)
 	assert.Equal(t, 150, count(t, b, "#timeline svg rect.bar"))
-	t.Logf("200 tasks, 150 runs: server %v; in the browser, from navigation start: DOMContentLoaded %.0f ms, load %.0f ms, first contentful paint %.0f ms, graph drawn (200 nodes found, queried at) %.0f ms",
-		serverTime.Round(time.Millisecond), tm.DCL, tm.Load, tm.FCP, tm.Graph)
+	t.Logf("200 tasks, 150 runs: the server made the page (%d KiB) in %v; in the browser, from navigation start: DOMContentLoaded %.0f ms (the graph's 200 nodes are in the document then: the SVG comes with the page), load %.0f ms, first contentful paint %.0f ms, largest contentful paint %.0f ms",
+		len(page)>>10, serverTime.Round(time.Millisecond), tm.DCL, tm.Load, tm.FCP, tm.LCP)
 	assert.Less(t, tm.DCL, 5000.0)
 }
 

@@ -27,8 +27,9 @@ import (
 // EventsPerPage is how many events the project page lists at a time.
 const EventsPerPage = 50
 
-// PollEvery is how often the pages ask whether what they show changed.
-const PollEvery = time.Second
+// PollEvery is how often the pages ask whether what they show changed:
+// a new event shows within it plus the time of one page.
+const PollEvery = 500 * time.Millisecond
 
 //go:embed templates/*.tmpl
 var templateFS embed.FS
@@ -92,6 +93,7 @@ type layout struct {
 	// Poll is the version URL the page's script polls; Version what it
 	// answered when the page was made.
 	Poll, Version string
+	PollMs        int64
 	Pending       int  // questions waiting for an answer
 	HasQuestions  bool // the daemon asks questions
 	Body          any
@@ -114,6 +116,7 @@ func (s *Server) handler() http.Handler {
 
 // show renders page name with its layout, in one Write.
 func (s *Server) show(w http.ResponseWriter, r *http.Request, code int, name string, l layout) {
+	l.PollMs = PollEvery.Milliseconds()
 	if s.Questions != nil {
 		l.HasQuestions = true
 		if l.Pending == 0 {

@@ -1,13 +1,13 @@
 // The scv web UI's one script: it keeps the page current without a
-// reload. Every second it asks the daemon whether what the page shows
-// changed (GET the URL in #app's data-poll, which answers {"version":…});
+// reload. Every data-poll-ms milliseconds it asks the daemon whether
+// what the page shows changed (GET the URL in #app's data-poll, which
+// answers {"version":…});
 // when the version differs from the page's (data-version), it fetches
 // the page again and swaps its #app for the new one. Nothing else: the
 // pages work without it (forms post and redirect), and it never builds
 // markup from data, only adopts what the server rendered and escaped.
 (function () {
   "use strict";
-  var POLL_MS = 1000;
   var busy = false;
 
   function app() { return document.getElementById("app"); }
@@ -60,5 +60,11 @@
       .finally(function () { busy = false; });
   }
 
-  setInterval(tick, POLL_MS);
+  function loop() {
+    tick();
+    var a = app();
+    var ms = a ? Number(a.dataset.pollMs) : 0;
+    setTimeout(loop, ms >= 100 ? ms : 1000);
+  }
+  setTimeout(loop, 0);
 })();
