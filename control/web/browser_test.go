@@ -181,6 +181,16 @@ func TestBrowserProjectPage(t *testing.T) {
 	require.NoError(t, err)
 	b.screenshot(t, "ui-project.png")
 	assert.Zero(t, b.dialogs.Load(), "no dialog opened")
+	// The watch does see a dialog when one opens (here one opened through
+	// the DevTools protocol, which the page's policy does not govern), so
+	// the zero above means none opened.
+	eval[chromedp.Void](t, b, `setTimeout(() => alert("probe"), 0)`)
+	ctx3, cancel3 := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel3()
+	for b.dialogs.Load() == 0 && ctx3.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.Equal(t, int32(1), b.dialogs.Load(), "the probe's dialog was seen")
 }
 
 // TestBrowserAnswer: answering a question with its button records the

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"crypto/subtle"
 	"net/http"
 	"net/url"
@@ -97,7 +98,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		s.Metrics.HTTPRequest(sw.code)
+		s.Metrics.HTTPRequest(cmp.Or(sw.code, http.StatusOK))
 	})
 }
 
