@@ -28,9 +28,11 @@ import (
 	"scv/control/channels"
 	"scv/control/confirm"
 	"scv/control/delegations"
+	"scv/control/metrics"
 	"scv/control/restart"
 	"scv/control/startstop"
 	"scv/control/sweeper"
+	"scv/control/web"
 	"scv/ledger"
 	"scv/ledger/driver"
 	"scv/ledger/local"
@@ -109,6 +111,10 @@ type Config struct {
 	// (0: restart.DefaultReadyTimeout). For tests.
 	LineTimeout  time.Duration
 	ReadyTimeout time.Duration
+	// HTTP is the loopback address of the web UI and /metrics
+	// (127.0.0.1:PORT, [::1]:PORT or localhost:PORT; port 0 picks one);
+	// empty: none (http.go).
+	HTTP string
 }
 
 // Check refuses settings that cannot work together, saying which.
@@ -129,6 +135,9 @@ func (c *Config) Check() error {
 	case c.StaleAfter > 0 && c.HeartbeatEvery >= c.StaleAfter:
 		// A live run's heartbeats would be coalesced past its window.
 		return errors.New("--heartbeat-every must be shorter than --stale-after")
+	}
+	if err := c.checkHTTP(); err != nil {
+		return err
 	}
 	if c.Notify != "" {
 		if ch, acct, ok := strings.Cut(c.Notify, ":"); !ok || ch == "" || acct == "" {
@@ -160,7 +169,9 @@ type Daemon struct {
 	// restart stops them before it closes the ledger and starts them again
 	// if the new process fails.
 	services startstop.Group
-	life     *lifecycle // made by Open
+	life     *lifecycle        // made by Open
+	web      *web.Server       // the web UI, with Config.HTTP (http.go)
+	metrics  *metrics.Recorder // its /metrics
 }
 
 // lifecycle is the state Close and a restart agree on. Open makes it
@@ -205,6 +216,9 @@ func (d *Daemon) Ledger() *ledger.Ledger { return d.ledger }
 // it is open.
 func (d *Daemon) Open(ctx context.Context) (err error) {
 	d.life = &lifecycle{}
+	if err := d.cfg.checkHTTP(); err != nil {
+		return err
+	}
 	defer func() {
 		if err != nil {
 			if d.channels != nil {
@@ -264,7 +278,7 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	d.sweeper = &sweeper.Sweeper{StaleAfter: d.cfg.StaleAfter, CompactAfter: d.cfg.CompactAfter, Retain: d.cfg.Retain,
 		Drop: d.cfg.CompactDrop, Logger: d.log.With("component", "sweeper"), Holder: holder(), LeaseTTL: d.cfg.LeaseTTL}
 	d.wire()
-	d.services = startstop.Group{d.sweeper, d.registry, d.questions}
+	d.services = append(startstop.Group{d.sweeper, d.registry, d.questions}, d.httpServices()...)
 	if err := d.services.Start(ctx); err != nil {
 		return err
 	}

@@ -1,0 +1,98 @@
+package daemon
+
+import (
+	"context"
+
+	"scv/control/metrics"
+	"scv/control/startstop"
+	"scv/control/web"
+	"scv/ledger"
+	"scv/ledger/driver"
+	"scv/reducer"
+)
+
+// The web UI and /metrics (Config.HTTP, `scv daemon --http ADDR`).
+
+// checkHTTP refuses a web UI address that is not loopback, before the
+// daemon touches anything.
+func (c *Config) checkHTTP() error {
+	if c.HTTP == "" {
+		return nil
+	}
+	return web.CheckAddr(c.HTTP)
+}
+
+// httpServices is the web UI, with the daemon's metrics at /metrics,
+// when Config.HTTP asks for it; nothing otherwise. It reads the ledger
+// the daemon has open at each request (a restart that fails reopens it),
+// which is safe because the daemon stops its services before it closes
+// the ledger and starts them again after.
+func (d *Daemon) httpServices() []startstop.Service {
+	if d.cfg.HTTP == "" {
+		return nil
+	}
+	token, url := web.Files(d.cfg.Socket)
+	d.web = &web.Server{
+		Addr: d.cfg.HTTP, TokenFile: token, URLFile: url,
+		Ledger: daemonLedger{d}, Questions: d.questions, Metrics: d.recorder(),
+		StaleAfter: d.cfg.StaleAfter, DB: d.drv.Name(), Version: d.cfg.Version, Clock: d.cfg.Clock,
+		Logger: d.log.With("component", "web"),
+		// Actions: the dispatcher's Retry, once it has one.
+	}
+	return []startstop.Service{d.web}
+}
+
+// recorder is the daemon's metrics, made on first use; nil (which
+// records nothing) without a web UI to serve them.
+func (d *Daemon) recorder() *metrics.Recorder {
+	if d.metrics == nil && d.cfg.HTTP != "" {
+		d.metrics = metrics.New(metrics.Sources{
+			CacheStats: func() (uint64, uint64, int) { return d.ledger.CacheStats() },
+			Head: func(ctx context.Context) (seq uint64, err error) {
+				err = d.ledger.Driver().Read(ctx, func(r driver.Reader) error {
+					seq, _, err = r.LastSequence(ctx)
+					return err
+				})
+				return seq, err
+			},
+			Running: func(ctx context.Context) (n int, err error) {
+				err = d.ledger.Driver().Read(ctx, func(r driver.Reader) error {
+					rows, err := r.Projects(ctx, driver.ProjectFilter{Running: true})
+					for _, row := range rows {
+						n += row.Running
+					}
+					return err
+				})
+				return n, err
+			},
+		})
+	}
+	return d.metrics
+}
+
+// Metrics is the daemon's metrics recorder (nil without a web UI).
+func (d *Daemon) Metrics() *metrics.Recorder { return d.metrics }
+
+// Web is the web UI (nil without Config.HTTP, or before Open).
+func (d *Daemon) Web() *web.Server { return d.web }
+
+// daemonLedger is the open ledger as the web UI reads it.
+type daemonLedger struct{ d *Daemon }
+
+// Projects lists the projects table's summary rows. (Ledger.Projects,
+// once the ledger has it, replaces this read through its driver.)
+func (l daemonLedger) Projects(ctx context.Context) (rows []web.ProjectRow, err error) {
+	err = l.d.ledger.Driver().Read(ctx, func(r driver.Reader) error {
+		rows, err = r.Projects(ctx, driver.ProjectFilter{})
+		return err
+	})
+	return rows, err
+}
+
+func (l daemonLedger) Project(ctx context.Context, ref string) (*reducer.Project, error) {
+	return l.d.ledger.Project(ctx, ref)
+}
+
+func (l daemonLedger) EventsPage(ctx context.Context, projectID string, after uint64, limit int) (ledger.Page, error) {
+	return l.d.ledger.EventsPage(ctx, projectID, after, limit)
+}

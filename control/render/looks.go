@@ -1,0 +1,71 @@
+package render
+
+// look is how one status or marker kind is drawn in each output.
+type look struct {
+	mark, ascii string // its character in text, in Unicode and in ASCII
+	sgr         string // its ANSI colour
+	fill        string // its colour in SVG and DOT
+	stroke      string
+}
+
+func (k look) char(o TextOptions) string {
+	if o.ASCII {
+		return k.ascii
+	}
+	return k.mark
+}
+
+var taskLooks = map[string]look{
+	TaskPending: {"◌", ".", "2", "#f3f4f6", "#6b7280"},
+	TaskReady:   {"○", "o", "36", "#dbeafe", "#2563eb"},
+	TaskRunning: {"▶", ">", "1;33", "#fef3c7", "#d97706"},
+	TaskBlocked: {"■", "#", "35", "#ede9fe", "#7c3aed"},
+	TaskDone:    {"✓", "+", "32", "#dcfce7", "#16a34a"},
+	TaskFailed:  {"✗", "x", "31", "#fee2e2", "#dc2626"},
+	TaskStale:   {"≈", "~", "33", "#ffedd5", "#c2410c"},
+	"unknown":   {"?", "?", "", "#ffffff", "#6b7280"},
+}
+
+func taskLook(status string) look { return taskLooks[statusWord(status, taskStatuses)] }
+
+// The run looks: fill is the bar's colour.
+var runLooks = map[string]look{
+	RunSucceeded: {"█", "=", "32", "#16a34a", "#14532d"},
+	RunFailed:    {"✗", "x", "31", "#dc2626", "#7f1d1d"},
+	RunRunning:   {"▒", ">", "33", "#f59e0b", "#92400e"},
+	RunCancelled: {"─", "-", "90", "#9ca3af", "#4b5563"},
+	RunStale:     {"░", "~", "35", "#c2410c", "#7c2d12"},
+	"unknown":    {"%", "%", "", "#6b7280", "#374151"},
+}
+
+func runLook(status string) look { return runLooks[statusWord(status, runStatuses)] }
+
+var gapLook = look{"┈", ".", "2", "#ffffff", "#6b7280"}
+
+var markerLooks = map[string]look{
+	MarkerStale:           {"!", "!", "1;31", "#b91c1c", "#7f1d1d"},
+	MarkerApprovalAsked:   {"?", "?", "1;36", "#2563eb", "#1e3a8a"},
+	MarkerApprovalYes:     {"✔", "Y", "1;32", "#16a34a", "#14532d"},
+	MarkerApprovalNo:      {"⊘", "N", "1;31", "#dc2626", "#7f1d1d"},
+	MarkerApprovalExpired: {"∅", "E", "2", "#6b7280", "#374151"},
+	MarkerRetry:           {"↻", "R", "1;33", "#d97706", "#78350f"},
+	"other":               {"◇", "^", "1", "#374151", "#111827"},
+}
+
+func markerLook(kind string) look {
+	if k, ok := markerLooks[kind]; ok {
+		return k
+	}
+	return markerLooks["other"]
+}
+
+// Words for the legends.
+var markerNames = map[string]string{
+	MarkerStale:           "stale mark",
+	MarkerApprovalAsked:   "approval asked",
+	MarkerApprovalYes:     "approved",
+	MarkerApprovalNo:      "refused",
+	MarkerApprovalExpired: "approval expired",
+	MarkerRetry:           "retry",
+	"other":               "other marker",
+}

@@ -1,0 +1,149 @@
+package view
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"scv/control/render"
+	"scv/ledger"
+	"scv/reducer"
+)
+
+// The event kinds of approvals asked and decided. The ledger has none of
+// them yet: Model draws them once they are appended, and ignores every
+// kind it does not know.
+const (
+	KindApprovalAsked   = "approval_asked"
+	KindApprovalDecided = "approval_decided"
+)
+
+// Options say how a project is drawn.
+type Options struct {
+	// Now ends the bars of running runs and the time axis, and dates the
+	// report. Its location is the one every time is shown in. Zero: a
+	// running run ends at its last heartbeat, and times are shown in UTC.
+	Now time.Time
+	// StaleAfter is the daemon's stale window: a silence of a run longer
+	// than half of it is drawn as a heartbeat gap. Zero draws no gaps.
+	StaleAfter time.Duration
+}
+
+func (o Options) loc() *time.Location {
+	if o.Now.IsZero() {
+		return time.UTC
+	}
+	return o.Now.Location()
+}
+
+// approval is the data of an approval event.
+type approval struct {
+	QuestionID string `json:"question_id"`
+	TaskID     string `json:"task_id"`
+	Outcome    string `json:"outcome"`
+}
+
+// runRef is the data of the events that name a run (run_progress,
+// heartbeat, run_stale).
+type runRef struct {
+	RunID string `json:"run_id"`
+}
+
+// Model is the drawing's input for p: its tasks in order (attempts are
+// the task's runs), its runs in the order they started (from Started to
+// Updated, or running), the heartbeats of each run (its run_progress and
+// heartbeat events), and markers: run_stale events, the start of every
+// attempt after the first (a retry), and approval_asked and
+// approval_decided events. events are p's stored events in sequence
+// order (those of other projects, of unknown kinds or with data that
+// does not parse are skipped); they are needed for beats and markers
+// only, so nil draws bars without them.
+func Model(p *reducer.Project, events []ledger.Row, opts Options) render.Project {
+	loc := opts.loc()
+	runs := p.Runs()
+	out := render.Project{
+		ID: p.ID, Name: p.Name, Now: opts.Now, GapAfter: opts.StaleAfter / 2,
+		Tasks: make([]render.Task, 0, p.TaskCount()),
+		Runs:  make([]render.Run, 0, len(runs)),
+	}
+	attempts := map[string]int{}
+	runAt := make(map[string]int, len(runs))
+	for i, r := range runs {
+		attempts[r.TaskID]++
+		runAt[r.ID] = i
+		rr := render.Run{
+			ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Status: string(r.Status), Attempt: int(r.Attempt),
+			Start: time.UnixMilli(r.Started).In(loc),
+		}
+		if r.Status != reducer.RunRunning {
+			rr.End = time.UnixMilli(r.Updated).In(loc)
+		}
+		out.Runs = append(out.Runs, rr)
+		if r.Attempt > 1 {
+			out.Markers = append(out.Markers, render.Marker{TaskID: r.TaskID, RunID: r.ID, At: rr.Start,
+				Kind: render.MarkerRetry, Label: "attempt " + strconv.Itoa(int(r.Attempt))})
+		}
+	}
+	for _, t := range p.Tasks() {
+		out.Tasks = append(out.Tasks, render.Task{
+			ID: t.ID, Title: t.Title, Status: string(t.Status), DependsOn: t.DependsOn,
+			Attempts: attempts[t.ID], Retries: int(t.Retries), MaxRetries: int(t.MaxRetries),
+		})
+	}
+	for _, e := range events {
+		if e.ProjectID != p.ID {
+			continue
+		}
+		at := time.UnixMilli(e.TimestampMs).In(loc)
+		switch e.Kind {
+		case reducer.KindRunProgress, reducer.KindHeartbeat:
+			var d runRef
+			if json.Unmarshal([]byte(e.Data), &d) != nil {
+				continue
+			}
+			if i, ok := runAt[d.RunID]; ok {
+				out.Runs[i].Beats = append(out.Runs[i].Beats, at)
+			}
+		case reducer.KindRunStale:
+			var d runRef
+			if json.Unmarshal([]byte(e.Data), &d) != nil {
+				continue
+			}
+			m := render.Marker{RunID: d.RunID, At: at, Kind: render.MarkerStale, Label: "marked stale"}
+			if i, ok := runAt[d.RunID]; ok {
+				m.TaskID = out.Runs[i].TaskID
+			}
+			if opts.StaleAfter > 0 {
+				m.Label += ": silent for over " + opts.StaleAfter.String()
+			}
+			out.Markers = append(out.Markers, m)
+		case KindApprovalAsked, KindApprovalDecided:
+			var d approval
+			if json.Unmarshal([]byte(e.Data), &d) != nil {
+				continue
+			}
+			kind, label := approvalMarker(e.Kind, d.Outcome)
+			if d.QuestionID != "" {
+				label += " (question " + d.QuestionID + ")"
+			}
+			out.Markers = append(out.Markers, render.Marker{TaskID: d.TaskID, At: at, Kind: kind, Label: label})
+		}
+	}
+	return out
+}
+
+// approvalMarker is the marker kind and label of an approval event.
+func approvalMarker(kind, outcome string) (string, string) {
+	if kind == KindApprovalAsked {
+		return render.MarkerApprovalAsked, "approval asked"
+	}
+	switch outcome {
+	case "yes":
+		return render.MarkerApprovalYes, "approved"
+	case "no":
+		return render.MarkerApprovalNo, "refused"
+	case "expired", "withdrawn", "failed":
+		return render.MarkerApprovalExpired, "approval " + outcome
+	}
+	return KindApprovalDecided, "approval decided: " + outcome
+}

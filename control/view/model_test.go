@@ -1,0 +1,85 @@
+package view_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"scv/control/render"
+	"scv/control/view"
+)
+
+func tm(min int) time.Time { return time.UnixMilli(at(min)).In(time.UTC) }
+
+// TestModelDiamond: the drawing's input of a project built by the
+// reducer: every task with its runs as attempts, every run from its start
+// to its end (running: no end), its beats from its run_progress and
+// heartbeat events, a marker for the stale mark, each retry and each
+// approval step, the gap threshold at half the stale window, and nothing
+// from events of another project, of unknown kinds, or that do not parse.
+func TestModelDiamond(t *testing.T) {
+	h := diamond(t, "build")
+	now := tm(20)
+	got := view.Model(h.p, h.rows, view.Options{Now: now, StaleAfter: 5 * time.Minute})
+	want := render.Project{
+		ID: pid, Name: "diamond", Now: now, GapAfter: 150 * time.Second,
+		Tasks: []render.Task{
+			{ID: "a", Title: "fetch sources", Status: "done", DependsOn: []string{}, Attempts: 1},
+			{ID: "b", Title: "build", Status: "done", DependsOn: []string{"a"}, Attempts: 2, Retries: 1, MaxRetries: 1},
+			{ID: "c", Title: "lint", Status: "done", DependsOn: []string{"a"}, Attempts: 2, Retries: 1, MaxRetries: 1},
+			{ID: "d", Title: "package", Status: "running", DependsOn: []string{"b", "c"}, Attempts: 1},
+		},
+		Runs: []render.Run{
+			{ID: "a1", TaskID: "a", Agent: "codex", Status: "succeeded", Attempt: 1, Start: tm(1), End: tm(4), Beats: []time.Time{tm(2), tm(3)}},
+			{ID: "b1", TaskID: "b", Agent: "codex", Status: "failed", Attempt: 1, Start: tm(5), End: tm(6)},
+			{ID: "c1", TaskID: "c", Agent: "claude", Status: "stale", Attempt: 1, Start: tm(5), End: tm(12), Beats: []time.Time{tm(6)}},
+			{ID: "b2", TaskID: "b", Agent: "codex", Status: "succeeded", Attempt: 2, Start: tm(7), End: tm(9)},
+			{ID: "c2", TaskID: "c", Agent: "claude", Status: "succeeded", Attempt: 2, Start: tm(13), End: tm(15)},
+			{ID: "d1", TaskID: "d", Agent: "codex", Status: "running", Attempt: 1, Start: tm(16)},
+		},
+		Markers: []render.Marker{
+			{TaskID: "b", RunID: "b2", At: tm(7), Kind: render.MarkerRetry, Label: "attempt 2"},
+			{TaskID: "c", RunID: "c2", At: tm(13), Kind: render.MarkerRetry, Label: "attempt 2"},
+			{TaskID: "c", RunID: "c1", At: tm(12), Kind: render.MarkerStale, Label: "marked stale: silent for over 5m0s"},
+			{TaskID: "d", At: tm(17), Kind: render.MarkerApprovalAsked, Label: "approval asked (question Q1)"},
+			{TaskID: "d", At: tm(18), Kind: render.MarkerApprovalYes, Label: "approved (question Q1)"},
+		},
+	}
+	assert.Equal(t, want, got)
+	// c2 ended (15) after b2 (9), so c's attempts decided when d started.
+	assert.Equal(t, []string{"a1", "c1", "c2", "d1"}, render.CriticalPath(got))
+}
+
+// TestModelWithoutEvents: without events the bars are there, with no
+// beats and no markers but the retries; zero StaleAfter draws no gaps.
+func TestModelWithoutEvents(t *testing.T) {
+	h := diamond(t, "build")
+	got := view.Model(h.p, nil, view.Options{})
+	require.Len(t, got.Runs, 6)
+	for _, r := range got.Runs {
+		assert.Empty(t, r.Beats, r.ID)
+	}
+	assert.Zero(t, got.GapAfter)
+	require.Len(t, got.Markers, 2)
+	assert.Equal(t, render.MarkerRetry, got.Markers[0].Kind)
+	assert.True(t, got.Runs[5].End.IsZero(), "d1 is running")
+}
+
+// TestModelApprovalOutcomes: each outcome gets its marker; an outcome of
+// a later release still gets one, of a generic kind.
+func TestModelApprovalOutcomes(t *testing.T) {
+	for outcome, kind := range map[string]string{
+		"yes": render.MarkerApprovalYes, "no": render.MarkerApprovalNo, "expired": render.MarkerApprovalExpired,
+		"withdrawn": render.MarkerApprovalExpired, "maybe": "approval_decided",
+	} {
+		h := diamond(t, "build")
+		h.rows = h.rows[:len(h.rows)-1]
+		h.row(19, pid, "approval_decided", `{"question_id":"Q1","task_id":"d","outcome":"`+outcome+`"}`)
+		got := view.Model(h.p, h.rows, view.Options{})
+		last := got.Markers[len(got.Markers)-1]
+		assert.Equal(t, kind, last.Kind, outcome)
+		assert.Equal(t, "d", last.TaskID, outcome)
+	}
+}

@@ -1,0 +1,160 @@
+package view
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"scv/control/render"
+	"scv/ledger"
+	"scv/reducer"
+)
+
+// Project is what a page shows of a project: its summary, its tasks and
+// runs as table rows, the report's evidence, the chain head, and the task
+// graph and run timeline as SVG documents of control/render (whose ledger
+// text is escaped already). The HTML report and the web UI both show it.
+type Project struct {
+	ID, Name, Workspace string
+	Status, Phase       string
+	Created, Updated    time.Time
+	LastHeartbeat       time.Time // zero: none
+	Tasks               []Task
+	Runs                []Run
+	TaskCount, Done     int
+	RunCount, Running   int
+	Evidence            []string
+	// Head is the sequence of the project's newest event, ChainHead its
+	// hash in hex: `scv ledger verify --head ID=ChainHead` proves that
+	// nothing before it was rewritten or cut off.
+	Head      uint64
+	ChainHead string
+	// Graph and Timeline are SVG documents.
+	Graph, Timeline []byte
+	// Critical is the run IDs of the critical path, earliest first.
+	Critical []string
+	// Model is the drawing's input they were drawn from.
+	Model render.Project
+}
+
+// Task is a row of the tasks table.
+type Task struct {
+	ID, Title, Status   string
+	DependsOn           []TaskRef
+	Attempts            int
+	Retries, MaxRetries int
+	RunID, Progress     string
+	LastHeartbeat       time.Time
+}
+
+// TaskRef names a task.
+type TaskRef struct{ ID, Title string }
+
+// Run is a row of the runs table.
+type Run struct {
+	ID, TaskID, TaskTitle string
+	Agent, Status         string
+	Attempt               int
+	Started               time.Time
+	Ended                 time.Time // zero while it runs
+	Duration              time.Duration
+	Progress              string
+	LastHeartbeat         time.Time
+	Beats                 int
+	Critical              bool
+}
+
+// Build is the view of p with its events (see Model).
+func Build(p *reducer.Project, events []ledger.Row, opts Options) (*Project, error) {
+	loc := opts.loc()
+	at := func(ms int64) time.Time {
+		if ms == 0 {
+			return time.Time{}
+		}
+		return time.UnixMilli(ms).In(loc)
+	}
+	m := Model(p, events, opts)
+	v := &Project{
+		ID: p.ID, Name: p.Name, Workspace: p.Workspace,
+		Status: string(p.Status()), Phase: string(p.Phase()),
+		Created: at(p.Created), Updated: at(p.Updated), LastHeartbeat: at(p.LastHeartbeat),
+		TaskCount: p.TaskCount(), Done: p.DoneCount(), RunCount: p.RunCount(), Running: p.RunningCount(),
+		Evidence: reducer.Evidence(p), Head: p.LastSequence, ChainHead: hex.EncodeToString(p.ChainHead),
+		Model: m, Critical: render.CriticalPath(m),
+	}
+	titles := map[string]string{}
+	for _, t := range p.Tasks() {
+		titles[t.ID] = t.Title
+	}
+	for i, t := range p.Tasks() {
+		row := Task{ID: t.ID, Title: t.Title, Status: string(t.Status), Attempts: m.Tasks[i].Attempts,
+			Retries: int(t.Retries), MaxRetries: int(t.MaxRetries), RunID: t.RunID, LastHeartbeat: at(t.LastHeartbeat)}
+		if t.Progress != nil {
+			row.Progress = *t.Progress
+		}
+		for _, d := range t.DependsOn {
+			row.DependsOn = append(row.DependsOn, TaskRef{ID: d, Title: titles[d]})
+		}
+		v.Tasks = append(v.Tasks, row)
+	}
+	critical := map[string]bool{}
+	for _, id := range v.Critical {
+		critical[id] = true
+	}
+	for i, r := range p.Runs() {
+		row := Run{ID: r.ID, TaskID: r.TaskID, TaskTitle: titles[r.TaskID], Agent: r.Agent, Status: string(r.Status),
+			Attempt: int(r.Attempt), Started: at(r.Started), Ended: m.Runs[i].End, LastHeartbeat: at(r.LastHeartbeat),
+			Beats: len(m.Runs[i].Beats), Critical: critical[r.ID]}
+		end := row.Ended
+		if end.IsZero() {
+			end = opts.Now
+		}
+		if !end.IsZero() && end.After(row.Started) {
+			row.Duration = end.Sub(row.Started).Round(time.Second)
+		}
+		if r.Progress != nil {
+			row.Progress = *r.Progress
+		}
+		v.Runs = append(v.Runs, row)
+	}
+	var g, tl bytes.Buffer
+	if err := render.GraphSVG(&g, m); err != nil {
+		return nil, fmt.Errorf("draw the task graph: %w", err)
+	}
+	if err := render.TimelineSVG(&tl, m); err != nil {
+		return nil, fmt.Errorf("draw the timeline: %w", err)
+	}
+	v.Graph, v.Timeline = g.Bytes(), tl.Bytes()
+	return v, nil
+}
+
+// Pager reads a project's events a page at a time (*ledger.Ledger).
+type Pager interface {
+	EventsPage(ctx context.Context, projectID string, after uint64, limit int) (ledger.Page, error)
+}
+
+// ReadEvents reads a project's live events after sequence after, in
+// order, a page at a time, up to max of them (0: all). more says it
+// stopped at max, so there may be more.
+func ReadEvents(ctx context.Context, src Pager, projectID string, after uint64, max int) (rows []ledger.Row, more bool, err error) {
+	for {
+		limit := ledger.MaxPage
+		if max > 0 && max-len(rows) < limit {
+			limit = max - len(rows)
+		}
+		if limit == 0 {
+			return rows, true, nil
+		}
+		page, err := src.EventsPage(ctx, projectID, after, limit)
+		if err != nil {
+			return rows, false, err
+		}
+		rows = append(rows, page.Rows...)
+		if len(page.Rows) < limit {
+			return rows, false, nil
+		}
+		after = page.Rows[len(page.Rows)-1].Sequence
+	}
+}
