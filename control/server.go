@@ -44,6 +44,8 @@ type Server struct {
 	// LineTimeout bounds the time from a request line's first byte to its
 	// newline; zero means the package's LineTimeout (10 s).
 	LineTimeout time.Duration
+	// Metrics records requests and connections (nil: nothing).
+	Metrics Metrics
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -57,6 +59,29 @@ type Server struct {
 	accepting bool          // Serve is in its accept loop, not parked
 	resume    chan struct{} // closed by Resume (or Shutdown): a parked Serve goes on
 	changed   chan struct{} // closed and renewed whenever a connection ends or Serve parks
+}
+
+// Metrics is what the server records (the daemon's *metrics.Recorder).
+// Its methods must not block.
+type Metrics interface {
+	// Request: a request for action ("" when it could not be decoded)
+	// was answered, refused with reason ("" for success).
+	Request(action, reason string)
+	ConnOpened()
+	ConnClosed()
+}
+
+type noMetrics struct{}
+
+func (noMetrics) Request(string, string) {}
+func (noMetrics) ConnOpened()            {}
+func (noMetrics) ConnClosed()            {}
+
+func (s *Server) metrics() Metrics {
+	if s.Metrics == nil {
+		return noMetrics{}
+	}
+	return s.Metrics
 }
 
 // Listen creates the socket at path and listens on it. The folder that
@@ -416,6 +441,8 @@ func (s *Server) setBusy(c net.Conn, busy bool) (closing, paused bool) {
 
 func (s *Server) serveConn(c net.Conn) {
 	defer s.wg.Done()
+	s.metrics().ConnOpened()
+	defer s.metrics().ConnClosed()
 	defer func() {
 		s.mu.Lock()
 		delete(s.conns, c)
@@ -573,12 +600,18 @@ func writeReply(w *bufio.Writer, r *reply) error {
 func (s *Server) handleLine(ctx context.Context, line []byte) *reply {
 	req, id, e := parseRequest(line)
 	if e != nil {
+		s.metrics().Request("", e.Data.Reason)
 		if req != nil && id == nil {
 			return nil // a notification gets no reply, not even an error
 		}
 		return errorReply(id, e)
 	}
 	st, err := s.Service.Handle(ctx, req.cmd)
+	if err != nil {
+		s.metrics().Request(req.cmd.Action(), errorFor(err).Data.Reason)
+	} else {
+		s.metrics().Request(req.cmd.Action(), "")
+	}
 	if id == nil {
 		if err != nil {
 			s.logger().Info("notification refused", "action", req.cmd.Action(), "err", err)

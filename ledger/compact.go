@@ -115,6 +115,9 @@ func (l *Ledger) Compact(ctx context.Context, project string, opts CompactOption
 		c.Sequence, c.Archived, c.Live = s, n, row.Live
 		return nil
 	})
+	if err == nil && c.Sequence > 0 {
+		l.metrics.Compacted()
+	}
 	return c, err
 }
 

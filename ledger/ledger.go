@@ -50,15 +50,43 @@ type Options struct {
 	// Failpoints are the failpoints set (see ParseFailpoints); nil for
 	// none.
 	Failpoints Failpoints
+	// Metrics records what the ledger does (nil: nothing).
+	Metrics Metrics
 }
+
+// Metrics is what the ledger records as it works (the daemon's
+// *metrics.Recorder). Its methods must not block.
+type Metrics interface {
+	// ObserveBatch: one write transaction of that many commands
+	// committed, in d.
+	ObserveBatch(commands int, d time.Duration)
+	// EventAppended: an event of that kind committed.
+	EventAppended(kind string)
+	// HeartbeatCoalesced: a heartbeat was answered without an event.
+	HeartbeatCoalesced()
+	// RunsMarkedStale: a sweep marked n runs stale.
+	RunsMarkedStale(n int)
+	// Compacted: a project was compacted.
+	Compacted()
+}
+
+// noMetrics records nothing.
+type noMetrics struct{}
+
+func (noMetrics) ObserveBatch(int, time.Duration) {}
+func (noMetrics) EventAppended(string)            {}
+func (noMetrics) HeartbeatCoalesced()             {}
+func (noMetrics) RunsMarkedStale(int)             {}
+func (noMetrics) Compacted()                      {}
 
 // Ledger is the event store of one instance and the single writer that
 // appends to it, above a driver.
 type Ledger struct {
 	drv   driver.Driver
 	clock func() time.Time
-	fail  Failpoints
-	cache *cache
+	fail    Failpoints
+	cache   *cache
+	metrics Metrics
 
 	// The write queue. Whoever finds no leader becomes the leader and
 	// commits batches until the queue is empty (see lead).
@@ -112,7 +140,10 @@ type response struct {
 // opening does not grow with the number of projects or events. Projects
 // whose summary a migrated database does not have yet get it now, once.
 func Open(ctx context.Context, drv driver.Driver, opts Options) (*Ledger, error) {
-	l := &Ledger{drv: drv, clock: opts.Clock, fail: opts.Failpoints, cache: newCache(opts.CacheSize)}
+	l := &Ledger{drv: drv, clock: opts.Clock, fail: opts.Failpoints, cache: newCache(opts.CacheSize), metrics: opts.Metrics}
+	if l.metrics == nil {
+		l.metrics = noMetrics{}
+	}
 	// Summaries first: the newest time is read from them too when
 	// compaction took the newest event out of the live tail.
 	if err := l.summarize(ctx); err != nil {
@@ -268,6 +299,7 @@ type batch struct {
 // request in it.
 func (l *Ledger) commit(reqs []*request) {
 	out := make([]response, len(reqs))
+	begin := time.Now()
 	b, err := l.appendBatch(reqs, out)
 	if err != nil {
 		err = storageError(err)
@@ -275,6 +307,10 @@ func (l *Ledger) commit(reqs []*request) {
 			out[i] = response{err: err}
 		}
 	} else if b != nil {
+		l.metrics.ObserveBatch(len(reqs), time.Since(begin))
+		for _, e := range b.events {
+			l.metrics.EventAppended(e.Kind)
+		}
 		ps := make([]*reducer.Project, len(b.order))
 		for i, id := range b.order {
 			ps[i] = b.work[id]
@@ -283,6 +319,9 @@ func (l *Ledger) commit(reqs []*request) {
 		for i, req := range reqs {
 			if out[i].err != nil || req.op != nil {
 				continue
+			}
+			if _, ok := req.cmd.(reducer.RecordHeartbeat); ok && len(out[i].res.Events) == 0 {
+				l.metrics.HeartbeatCoalesced()
 			}
 			id := b.names[req.cmd.ProjectRef()]
 			if id == "" {
@@ -723,7 +762,8 @@ func (l *Ledger) Events(ctx context.Context, projectID string, after uint64, lim
 // fence, each marking transaction first checks that the lease is still
 // held (ErrLeaseLost when not: nothing is marked). It returns how many
 // runs it marked.
-func (l *Ledger) MarkStale(ctx context.Context, window time.Duration, fence *Lease) (int, error) {
+func (l *Ledger) MarkStale(ctx context.Context, window time.Duration, fence *Lease) (marked int, err error) {
+	defer func() { l.metrics.RunsMarkedStale(marked) }()
 	var ids []string
 	if err := l.drv.Read(ctx, func(r driver.Reader) error {
 		rows, err := r.Projects(ctx, driver.ProjectFilter{Running: true})
@@ -739,7 +779,6 @@ func (l *Ledger) MarkStale(ctx context.Context, window time.Duration, fence *Lea
 		return 0, readError(err)
 	}
 	ms := window.Milliseconds()
-	marked := 0
 	for _, id := range ids {
 		p, err := l.Project(ctx, id)
 		if err != nil {

@@ -125,7 +125,7 @@ func TestReloadInvalidFileChangesNothing(t *testing.T) {
 		{"bad JSON", `{"accounts":[`, "unexpected EOF"},
 		{"unknown field", `{"accounts":[{"channel":"local","account":"owner","enable":true}]}`, `unknown field "enable"`},
 		{"unknown top-level field", `{"account":[]}`, `unknown field "account"`},
-		{"relative workspace", `{"accounts":[{"channel":"local","account":"owner","workspace":"proj"}]}`, `accounts[0]: workspace "proj" is not an absolute path`},
+		{"relative workspace", `{"accounts":[{"channel":"local","account":"owner","workspace":"proj"}]}`, `accounts[0]: invalid argument: workspace "proj" is not an absolute path`},
 		{"unknown kind", `{"accounts":[{"channel":"local","account":"owner"},{"channel":"irc","account":"x"}]}`, `accounts[1]: unknown channel "irc"`},
 		{"empty account", `{"accounts":[{"channel":"local","account":""}]}`, "accounts[0]: account is empty"},
 		{"duplicate", `{"accounts":[{"channel":"local","account":"owner"},{"channel":"local","account":"owner","enabled":false}]}`, "accounts[1]: local:owner is listed twice"},

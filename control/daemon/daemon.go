@@ -245,7 +245,8 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 		pid = uint32(os.Getpid())
 	}
 	svc := &control.Service{Version: d.cfg.Version, PID: pid, Clock: d.cfg.Clock, HeartbeatEvery: d.cfg.HeartbeatEvery}
-	d.server = &control.Server{Service: svc, Logger: d.log.With("component", "control"), LineTimeout: d.cfg.LineTimeout}
+	d.server = &control.Server{Service: svc, Logger: d.log.With("component", "control"), LineTimeout: d.cfg.LineTimeout,
+		Metrics: d.recorder()}
 	if err := d.openStores(ctx); err != nil {
 		return err
 	}
@@ -375,7 +376,8 @@ func (d *Daemon) openStores(ctx context.Context) error {
 			return err
 		}
 	}
-	l, err := ledger.Open(ctx, drv, ledger.Options{Clock: d.cfg.Clock, CacheSize: d.cfg.CacheSize, Failpoints: d.cfg.Failpoints})
+	l, err := ledger.Open(ctx, drv, ledger.Options{Clock: d.cfg.Clock, CacheSize: d.cfg.CacheSize, Failpoints: d.cfg.Failpoints,
+		Metrics: d.recorder()})
 	if err != nil {
 		drv.Close()
 		if drv != driver.Driver(db) {

@@ -36,8 +36,8 @@ func (d *Daemon) httpServices() []startstop.Service {
 		Addr: d.cfg.HTTP, TokenFile: token, URLFile: url,
 		Ledger: daemonLedger{d}, Questions: d.questions, Metrics: d.recorder(),
 		StaleAfter: d.cfg.StaleAfter, DB: d.drv.Name(), Version: d.cfg.Version, Clock: d.cfg.Clock,
-		Logger: d.log.With("component", "web"),
-		// Actions: the dispatcher's Retry, once it has one.
+		Logger:  d.log.With("component", "web"),
+		Actions: daemonLedger{d},
 	}
 	return []startstop.Service{d.web}
 }
@@ -79,14 +79,14 @@ func (d *Daemon) Web() *web.Server { return d.web }
 // daemonLedger is the open ledger as the web UI reads it.
 type daemonLedger struct{ d *Daemon }
 
-// Projects lists the projects table's summary rows. (Ledger.Projects,
-// once the ledger has it, replaces this read through its driver.)
-func (l daemonLedger) Projects(ctx context.Context) (rows []web.ProjectRow, err error) {
-	err = l.d.ledger.Driver().Read(ctx, func(r driver.Reader) error {
-		rows, err = r.Projects(ctx, driver.ProjectFilter{})
-		return err
-	})
-	return rows, err
+func (l daemonLedger) Projects(ctx context.Context, all bool) ([]web.ProjectRow, error) {
+	return l.d.ledger.Projects(ctx, all)
+}
+
+// Retry starts a failed task over, recorded as done through the web UI.
+func (l daemonLedger) Retry(ctx context.Context, project, task string) error {
+	_, err := l.d.ledger.Execute(ctx, reducer.RetryTask{Project: project, TaskID: task, By: web.AnsweredBy})
+	return err
 }
 
 func (l daemonLedger) Project(ctx context.Context, ref string) (*reducer.Project, error) {

@@ -8,7 +8,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -111,4 +115,100 @@ func TestHTTPServes(t *testing.T) {
 		_, err := os.Stat(f)
 		assert.ErrorIs(t, err, os.ErrNotExist, f)
 	}
+}
+
+// TestMetricsCount: what the daemon does is what /metrics counts, each
+// hook once: requests by action and by refusal, connections, events by
+// kind, write batches, a coalesced heartbeat, a run marked stale, a
+// compaction.
+func TestMetricsCount(t *testing.T) {
+	dir := shortDir(t)
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	d := New(Config{DB: filepath.Join(dir, "l.db"), Socket: filepath.Join(dir, "d.sock"), HTTP: "127.0.0.1:0",
+		Version: version, Clock: clock, StaleAfter: time.Minute, HeartbeatEvery: 30 * time.Second})
+	require.NoError(t, d.Open(context.Background()))
+	served := make(chan error, 1)
+	go func() { served <- d.Serve() }()
+	defer func() { require.NoError(t, d.Close()); require.NoError(t, <-served) }()
+
+	ctx := context.Background()
+	c, err := control.Dial(ctx, d.cfg.Socket)
+	require.NoError(t, err)
+	defer c.Close()
+	call := func(cmd control.Command) *control.DaemonStatus {
+		st, err := c.Call(ctx, cmd)
+		require.NoError(t, err, cmd.Action())
+		return st
+	}
+	call(control.CmdProjectCreate{Name: "m", Workspace: dir})
+	task := call(control.CmdProjectTaskAdd{Project: "m", Title: "t", DependsOn: []string{}}).Project.TaskID
+	run := call(control.CmdProjectRunStart{Project: "m", Task: task, Agent: "a"}).Project.RunID
+	call(control.CmdProjectHeartbeat{Project: "m", Run: &run}) // journaled
+	call(control.CmdProjectHeartbeat{Project: "m", Run: &run}) // coalesced: inside 30 s
+	_, err = c.Call(ctx, control.CmdProjectStatus{Project: "nope"})
+	require.Error(t, err)
+	mu.Lock()
+	now = now.Add(2 * time.Minute)
+	mu.Unlock()
+	d.Sweep(ctx)
+	zero := uint64(0)
+	call(control.CmdLedgerCompact{Project: "m", Retain: &zero})
+
+	fams := scrape(t, d)
+	value := func(name string, labels map[string]string) float64 {
+		t.Helper()
+		fam, ok := fams[name]
+		require.True(t, ok, "metric %s", name)
+	next:
+		for _, m := range fam.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
+					continue next
+				}
+			}
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+		t.Fatalf("metric %s has no series %v", name, labels)
+		return 0
+	}
+	for kind, n := range map[string]float64{"project_created": 1, "task_added": 1, "run_started": 1, "heartbeat": 1, "run_stale": 1} {
+		assert.Equal(t, n, value("scv_ledger_events_appended_total", map[string]string{"kind": kind}), kind)
+	}
+	for action, n := range map[string]float64{"project_create": 1, "project_task_add": 1, "project_run_start": 1,
+		"project_heartbeat": 2, "project_status": 1, "ledger_compact": 1} {
+		assert.Equal(t, n, value("scv_control_requests_total", map[string]string{"action": action}), action)
+	}
+	assert.Equal(t, 1.0, value("scv_control_request_errors_total", map[string]string{"action": "project_status", "reason": "not_found"}))
+	assert.Equal(t, 1.0, value("scv_control_connections_opened_total", nil))
+	assert.Equal(t, 1.0, value("scv_control_connections", nil), "the test's connection is open")
+	assert.Equal(t, 1.0, value("scv_heartbeats_coalesced_total", nil))
+	assert.Equal(t, 1.0, value("scv_runs_marked_stale_total", nil))
+	assert.Equal(t, 1.0, value("scv_ledger_compactions_total", nil))
+	batches := fams["scv_ledger_append_batch_commands"].GetMetric()[0].GetHistogram()
+	assert.Equal(t, uint64(6), batches.GetSampleCount(), "create, add, start, heartbeat, heartbeat, stale mark: one batch each")
+	assert.Equal(t, 6.0, batches.GetSampleSum())
+}
+
+// scrape reads the daemon's /metrics with its token.
+func scrape(t *testing.T, d *Daemon) map[string]*dto.MetricFamily {
+	t.Helper()
+	tokenFile, _ := web.Files(d.cfg.Socket)
+	b, err := os.ReadFile(tokenFile)
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(d.Web().URL(), "/")+"/metrics", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(b)))
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err)
+	return fams
 }

@@ -19,7 +19,6 @@ import (
 	"scv/control/metrics"
 	"scv/control/web"
 	"scv/ledger"
-	"scv/ledger/driver"
 	"scv/ledger/sqlite"
 	"scv/reducer"
 )
@@ -64,14 +63,6 @@ func (c *clock) advance(d time.Duration) {
 
 // ledgerOf is the UI's view of an open ledger, as the daemon wires it.
 type ledgerOf struct{ *ledger.Ledger }
-
-func (l ledgerOf) Projects(ctx context.Context) (rows []web.ProjectRow, err error) {
-	err = l.Driver().Read(ctx, func(r driver.Reader) error {
-		rows, err = r.Projects(ctx, driver.ProjectFilter{})
-		return err
-	})
-	return rows, err
-}
 
 // chats is one connected chat that takes every question.
 type chats struct{}

@@ -179,7 +179,7 @@ func (s *Server) projectsPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) projectsVersion(ctx context.Context) ([]ProjectRow, string, error) {
-	rows, err := s.Ledger.Projects(ctx)
+	rows, err := s.Ledger.Projects(ctx, true)
 	if err != nil {
 		return nil, "", err
 	}

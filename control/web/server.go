@@ -31,8 +31,9 @@ type ProjectRow = driver.Project
 // Ledger is what the UI reads of the ledger (*ledger.Ledger, with
 // Projects listing the projects table's summary rows).
 type Ledger interface {
-	// Projects lists every project's summary row.
-	Projects(ctx context.Context) ([]ProjectRow, error)
+	// Projects lists the projects' summary rows (all: the archived
+	// ones too).
+	Projects(ctx context.Context, all bool) ([]ProjectRow, error)
 	// Project is the committed state of a project, by ID or name.
 	Project(ctx context.Context, ref string) (*reducer.Project, error)
 	// EventsPage reads a project's live events after a sequence.
