@@ -23,6 +23,9 @@ import (
 func newLedgerCmd(c *client) *cobra.Command {
 	cmd := group("ledger", "Verify, export, compact or copy the ledger",
 		newVerifyCmd(c), newExportCmd(c), newCompactCmd(c), newCopyCmd(c))
+	cmd.Example = `  scv ledger verify
+  scv ledger export acme -o acme.jsonl && scv ledger verify --bundle acme.jsonl
+  scv ledger compact acme --retain 100`
 	cmd.Long = `The ledger's own tools. verify, export and copy read the database file
 itself (--db, default $SCV_DB, else ~/.local/state/scv/ledger.db), with or
 without a daemon running, and change nothing in it; compact asks the

@@ -45,17 +45,18 @@ reconcile the accounts with it; an invalid file changes nothing.`,
 
 // newChannelCmd is `scv channel`.
 func newChannelCmd(c *client) *cobra.Command {
-	return group("channel", "Create, change or remove a channel account",
-		newChannelSetCmd(c), newChannelLogoutCmd(c))
+	return withExample(`  scv channel set local:owner --enable
+  scv channel logout wechat:main`, group("channel", "Create, change or remove a channel account",
+		newChannelSetCmd(c), newChannelLogoutCmd(c)))
 }
 
 // ChannelSetOptions is `scv channel set`.
 type ChannelSetOptions struct {
-	c                                       *client
-	Channel, Account                        string
-	Enable, Disable                         bool
+	c                                        *client
+	Channel, Account                         string
+	Enable, Disable                          bool
 	Workspace, RemoteTools, Senders, Purpose string
-	set                                     func(string) bool
+	set                                      func(string) bool
 }
 
 func newChannelSetCmd(c *client) *cobra.Command {
@@ -156,6 +157,9 @@ func chatID(s string) (channel, account string, err error) {
 func newConfirmCmd(c *client) *cobra.Command {
 	cmd := group("confirm", "Ask the owner yes/no questions, and follow or answer them",
 		newConfirmAskCmd(c), newConfirmStatusCmd(c), newConfirmListCmd(c), newConfirmAnswerCmd(c))
+	cmd.Example = `  Q=$(scv confirm ask "deploy acme to staging?" | awk '{print $2}')
+  scv confirm answer $Q yes
+  scv confirm ask "deploy acme to staging?" --wait && make deploy`
 	cmd.Long = `Questions to the owner: an agent asks (confirm ask), the owner answers in
 scv chat or with confirm answer, and the agent follows (confirm status, or
 confirm ask --wait). No answer by the deadline counts as no (expired); a

@@ -36,6 +36,9 @@ func newProjectCmd(c *client) *cobra.Command {
 		// here: project list, project release, project archive, project
 		// graph, project timeline (and report --html -o FILE).
 	)
+	cmd.Example = `  scv project create acme
+  scv project tasks acme
+  scv project events acme --follow`
 	cmd.Long = `Projects, their tasks and their runs. PROJECT is a project's ID or its name;
 TASK and RUN are IDs (scv project tasks and scv project report list them).`
 	return cmd
@@ -172,11 +175,11 @@ func (o *ProjectViewOptions) run() error {
 
 // ProjectHeartbeatOptions is `scv project heartbeat`.
 type ProjectHeartbeatOptions struct {
-	c        *client
-	Project  string
-	Task     string
-	Run      string
-	set      func(string) bool
+	c       *client
+	Project string
+	Task    string
+	Run     string
+	set     func(string) bool
 }
 
 func newProjectHeartbeatCmd(c *client) *cobra.Command {
@@ -186,7 +189,7 @@ func newProjectHeartbeatCmd(c *client) *cobra.Command {
 		Short: "Say that a project, a task or a run is alive",
 		Long: `Record a heartbeat: of a run (--run), of a task (--task), or of the project.
 A running run silent for the daemon's --stale-after is marked stale.`,
-		Example: `  scv project heartbeat acme --run 01J…`,
+		Example:           `  scv project heartbeat acme --run 01J…`,
 		Args:              exactArgs("PROJECT"),
 		ValidArgsFunction: c.completeProjects,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -218,11 +221,12 @@ func (o *ProjectHeartbeatOptions) run() error {
 
 // newTaskCmd is `scv project task`.
 func newTaskCmd(c *client) *cobra.Command {
-	return group("task", "Add tasks and record what was observed of them",
+	return withExample(`  scv project task add acme build --max-retries 1
+  scv project task update acme $T blocked --progress "waiting on CI"`, group("task", "Add tasks and record what was observed of them",
 		newTaskAddCmd(c),
 		newTaskUpdateCmd(c),
 		// Being added elsewhere: project task retry.
-	)
+	))
 }
 
 // TaskAddOptions is `scv project task add`.
@@ -334,12 +338,14 @@ func (o *TaskUpdateOptions) run() error {
 
 // newRunCmd is `scv project run`.
 func newRunCmd(c *client) *cobra.Command {
-	return group("run", "Record runs of tasks, or run a command as one (exec)",
+	return withExample(`  R=$(scv project run start acme $T --agent codex | awk 'NR==1{print $2}')
+  scv project run finish acme $R succeeded
+  scv project run exec acme $T -- make test`, group("run", "Record runs of tasks, or run a command as one (exec)",
 		newRunStartCmd(c),
 		newRunProgressCmd(c),
 		newRunFinishCmd(c),
 		newRunExecCmd(c),
-	)
+	))
 }
 
 // RunStartOptions is `scv project run start`.
@@ -357,7 +363,7 @@ func newRunStartCmd(c *client) *cobra.Command {
 		Short: "Start a run of a ready (or stale) task",
 		Long: `Start a run of TASK by the agent NAME. The first line printed is
 "run ID started": its second word is the run's ID.`,
-		Example: `  R=$(scv project run start acme $B --agent codex | awk 'NR==1{print $2}')`,
+		Example:           `  R=$(scv project run start acme $B --agent codex | awk 'NR==1{print $2}')`,
 		Args:              exactArgs("PROJECT", "TASK"),
 		ValidArgsFunction: c.completeProjectTask(),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -385,7 +391,7 @@ func (o *RunStartOptions) run() error {
 
 // RunProgressOptions is `scv project run progress`.
 type RunProgressOptions struct {
-	c                   *client
+	c                  *client
 	Project, Run, Text string
 }
 

@@ -163,6 +163,12 @@ func groupRun(cmd *cobra.Command, args []string) error {
 	return usageError{msg}
 }
 
+// withExample sets cmd's examples.
+func withExample(example string, cmd *cobra.Command) *cobra.Command {
+	cmd.Example = example
+	return cmd
+}
+
 // groupAnnotation marks a command that only groups others.
 const groupAnnotation = "group"
 
