@@ -78,6 +78,15 @@ func (e exitError) Error() string {
 
 func (e exitError) Unwrap() error { return e.err }
 
+// saidError is err said in other words; its kind is err's.
+type saidError struct {
+	msg string
+	err error
+}
+
+func (e saidError) Error() string { return e.msg }
+func (e saidError) Unwrap() error { return e.err }
+
 // failure is an error as scv reports it: the exit code, and the JSON
 // error object printed under --json.
 type failure struct {

@@ -154,6 +154,14 @@ func (o *ProjectViewOptions) run() error {
 	}
 	defer drv.Close()
 	p, err := ledger.ProjectAt(ctx, drv, o.Project, o.At)
+	if errors.Is(err, ledger.ErrBeyondHead) {
+		// Said once: "sequence N is past the ledger's head, H".
+		msg := err.Error()
+		if i := strings.LastIndex(msg, ": sequence "); i >= 0 {
+			msg = msg[i+2:]
+		}
+		return saidError{fmt.Sprintf("--at %d: %s", o.At, msg), err}
+	}
 	if err != nil {
 		return fmt.Errorf("--at %d: %w", o.At, err)
 	}
