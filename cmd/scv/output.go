@@ -124,41 +124,56 @@ func (p *printer) table(t *table) error {
 			widths[widest]--
 		}
 	}
-	var b strings.Builder
+	// A line is segments of text, padded to the column widths; one still
+	// wider than the width is cut there, ending in …. Only status
+	// segments are coloured, after the cut, so that the colour codes
+	// never count.
+	type segment struct {
+		text   string
+		status bool
+	}
 	line := func(cells []string) {
-		b.Reset()
-		pos := 0
+		var segs []segment
 		for i := range n {
 			cell := ""
 			if i < len(cells) {
 				cell = cells[i]
 			}
-			w := widths[i]
-			if p.width > 0 {
-				w = min(w, p.width-pos)
-			}
-			if w <= 0 {
-				break
-			}
-			cell = cut(cell, w)
-			l := runeLen(cell)
-			if t.cols[i].status {
-				cell = paint(cell, p.color)
-			}
-			b.WriteString(cell)
-			pos += l
+			cell = cut(cell, widths[i])
+			segs = append(segs, segment{cell, t.cols[i].status})
 			if i < n-1 {
-				pad := widths[i] - l + 2
-				if p.width > 0 {
-					pad = min(pad, p.width-pos)
-				}
-				if pad > 0 && pos+pad < p.width || p.width == 0 {
-					b.WriteString(strings.Repeat(" ", pad))
-					pos += pad
-				}
+				segs = append(segs, segment{strings.Repeat(" ", widths[i]-runeLen(cell)+2), false})
 			}
 		}
-		fmt.Fprintln(p.w, strings.TrimRight(b.String(), " "))
+		plain := 0
+		for _, sg := range segs {
+			plain += runeLen(sg.text)
+		}
+		if p.width > 0 && plain > p.width {
+			room := p.width - 1
+			for i, sg := range segs {
+				l := runeLen(sg.text)
+				if l > room {
+					segs[i].text = string([]rune(sg.text)[:room])
+					segs = append(segs[:i+1], segment{"…", false})
+					break
+				}
+				room -= l
+			}
+		}
+		var b strings.Builder
+		for _, sg := range segs {
+			if sg.status {
+				b.WriteString(paint(sg.text, p.color))
+			} else {
+				b.WriteString(sg.text)
+			}
+		}
+		out := b.String()
+		if !strings.HasSuffix(out, "…") {
+			out = strings.TrimRight(out, " ")
+		}
+		fmt.Fprintln(p.w, out)
 	}
 	if header {
 		names := make([]string, n)
