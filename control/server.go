@@ -54,6 +54,12 @@ type Server struct {
 	wg       sync.WaitGroup
 	allowUID map[uint32]bool
 
+	// waits ends the requests that only wait for news (a confirm_list
+	// with wait_seconds, which `scv chat` keeps open): Shutdown and Pause
+	// cancel it, so that neither waits out a long poll.
+	waits     context.Context
+	stopWaits context.CancelFunc
+
 	// Pause and Resume (a restart hands the listener over).
 	paused    bool
 	accepting bool          // Serve is in its accept loop, not parked
@@ -275,10 +281,13 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // Shutdown stops accepting, lets every request being answered finish,
-// closes idle connections, and waits for them, or for ctx.
+// closes idle connections, and waits for them, or for ctx. A request that
+// only waits for news (a confirm_list long poll) does not hold it: it is
+// answered unavailable at once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
+	s.endWaitsLocked()
 	s.wake() // a paused Serve returns
 	if s.ln != nil {
 		s.ln.Close()
@@ -321,6 +330,7 @@ func (s *Server) Pause(ctx context.Context) error {
 		return errors.New("control: server already paused")
 	}
 	s.paused = true
+	s.endWaitsLocked()
 	s.resume = make(chan struct{})
 	if s.ln != nil {
 		setAcceptDeadline(s.ln, time.Now()) // wake Accept; Serve parks
@@ -356,10 +366,63 @@ func (s *Server) Resume() {
 		return
 	}
 	s.paused = false
+	s.waits, s.stopWaits = nil, nil // the next wait gets a live one
 	if s.ln != nil {
 		setAcceptDeadline(s.ln, time.Time{})
 	}
 	s.wake()
+}
+
+// endWaitsLocked ends every wait in flight and every one that starts
+// from now on, until Resume. s.mu is held.
+func (s *Server) endWaitsLocked() {
+	s.waitsLocked()
+	s.stopWaits()
+}
+
+// waitsLocked is the context that ends the waits. s.mu is held.
+func (s *Server) waitsLocked() context.Context {
+	if s.waits == nil {
+		s.waits, s.stopWaits = context.WithCancel(context.Background())
+	}
+	return s.waits
+}
+
+// isWait reports whether cmd only waits for news, so that ending it early
+// loses nothing: a confirm_list with wait_seconds (a long poll).
+func isWait(cmd Command) bool {
+	c, ok := cmd.(CmdConfirmList)
+	return ok && c.WaitSeconds != nil && *c.WaitSeconds > 0
+}
+
+// handle runs cmd. A wait (isWait) is ended by Shutdown and Pause instead
+// of holding them for its full length: at a shutdown it is answered
+// unavailable at once; at a pause (a restart) it is answered with what
+// there is now, as a wait that ended with nothing new.
+func (s *Server) handle(ctx context.Context, cmd Command) (*DaemonStatus, error) {
+	if !isWait(cmd) {
+		return s.Service.Handle(ctx, cmd)
+	}
+	s.mu.Lock()
+	waits := s.waitsLocked()
+	s.mu.Unlock()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(waits, cancel)
+	defer stop()
+	st, err := s.Service.Handle(wctx, cmd)
+	if err == nil || waits.Err() == nil || ctx.Err() != nil {
+		return st, err
+	}
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		return nil, Errorf(ErrUnavailable, "the daemon is shutting down")
+	}
+	c := cmd.(CmdConfirmList)
+	c.WaitSeconds = nil
+	return s.Service.Handle(ctx, c)
 }
 
 // InFlight is the number of requests being answered now.
@@ -606,7 +669,7 @@ func (s *Server) handleLine(ctx context.Context, line []byte) *reply {
 		}
 		return errorReply(id, e)
 	}
-	st, err := s.Service.Handle(ctx, req.cmd)
+	st, err := s.handle(ctx, req.cmd)
 	if err != nil {
 		s.metrics().Request(req.cmd.Action(), errorFor(err).Data.Reason)
 	} else {

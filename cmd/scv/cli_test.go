@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,7 +24,8 @@ import (
 
 var (
 	cliULID  = regexp.MustCompile(`^[0-9A-HJKMNP-TV-Z]{26}$`)
-	cliStamp = regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \((just now|\d+s ago)\)`)
+	cliStamp = regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+ \((just now|\d+s ago)\)`)
+	cliAgo   = regexp.MustCompile(`^(just now|\d+s ago)$`)
 )
 
 // cliShortDir is a temporary folder with a path short enough for a socket
@@ -181,7 +182,7 @@ func TestCLILifecycleHuman(t *testing.T) {
 	out = cliOK(t, sock, "project", "tasks", "acme")
 	row := cliRow(t, out, a)
 	assert.Equal(t, []string{a, "design", "running", "0/0", "-", r1, "schema drafted"}, row[:7], "a tab in progress is shown as a space")
-	assert.Regexp(t, cliStamp, row[7])
+	assert.Regexp(t, cliAgo, row[7], "a table's time column says how long ago")
 
 	out = cliOK(t, sock, "project", "run", "finish", "acme", r1, "succeeded")
 	assert.True(t, strings.HasPrefix(out, "run "+r1+" finished (succeeded)\n"), out)
@@ -219,7 +220,7 @@ func TestCLILifecycleHuman(t *testing.T) {
 	assert.Contains(t, rest, "  1/2 tasks done\n")
 	assert.Contains(t, rest, "  2 runs: 0 running, 1 succeeded, 1 failed, 0 cancelled, 0 stale\n")
 	assert.Contains(t, rest, "cannot progress: it is blocked on an external condition")
-	assert.Regexp(t, `\nreport generated \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n$`, rest)
+	assert.Regexp(t, `\nreport generated \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+\n$`, rest)
 
 	out = cliOK(t, sock, "project", "events", "acme")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
@@ -227,16 +228,19 @@ func TestCLILifecycleHuman(t *testing.T) {
 	// created, 2 tasks added, run started, progress, heartbeat, finished,
 	// run started, finished, task updated.
 	require.Len(t, lines, 1+10, out)
-	assert.Regexp(t, `^1\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+project_created\s+\{"name":"acme","workspace":`, lines[1])
+	assert.Regexp(t, `^1\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+\s+project_created\s+\{"name":"acme","workspace":`, lines[1])
 	assert.Contains(t, out, `{"run_id":"`+r1+`","progress":"schema\tdrafted"}`, "data is compact JSON, escapes kept")
 
 	out = cliOK(t, sock, "project", "events", "acme", "--after", "9")
 	lines = strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	require.Len(t, lines, 2, out)
-	assert.Regexp(t, `^10\s+\S+ \S+\s+task_updated\s`, lines[1])
+	assert.Regexp(t, `^10\s+\S+ \S+ \S+\s+task_updated\s`, lines[1])
 
-	out = cliOK(t, sock, "project", "events", "acme", "--after", "99")
-	assert.Equal(t, "no events after 99\n", out)
+	// Nothing to list: no data on stdout, the note on stderr.
+	r := cliRun(t, sock, "project", "events", "acme", "--after", "99")
+	assert.Equal(t, 0, r.code)
+	assert.Empty(t, r.stdout)
+	assert.Equal(t, "scv: no events after 99\n", r.stderr)
 }
 
 func TestCLILifecycleJSON(t *testing.T) {
@@ -370,37 +374,55 @@ func TestCLIDependsOnForms(t *testing.T) {
 func TestCLIUsageErrors(t *testing.T) {
 	t.Parallel()
 	// No daemon listens here: a usage error must come before any dial,
-	// which would fail with exit code 1.
+	// which would fail with exit code 3.
 	sock := filepath.Join(cliShortDir(t), "none.sock")
 	for _, tc := range []struct {
 		args []string
 		want []string
 	}{
-		{nil, []string{"missing command"}},
-		{[]string{"frobnicate"}, []string{`unknown command "frobnicate"`, "scv help"}},
-		{[]string{"--bogus", "status"}, []string{"flag provided but not defined: -bogus"}},
-		{[]string{"daemon"}, []string{"scv daemon [--db PATH] [--socket PATH]"}},
-		{[]string{"status", "extra"}, []string{`status: unexpected argument "extra"`, "usage: scv status"}},
-		{[]string{"project"}, []string{"project: missing subcommand", "scv project create NAME [--workspace DIR]", "scv project heartbeat PROJECT"}},
-		{[]string{"project", "task"}, []string{"project task: missing subcommand", "scv project task add", "scv project task update"}},
-		{[]string{"project", "run", "bogus"}, []string{`project run: unknown subcommand "bogus"`, "scv project run start PROJECT TASK --agent NAME"}},
-		{[]string{"project", "create"}, []string{"project create: missing NAME", "usage: scv project create NAME [--workspace DIR]"}},
-		{[]string{"project", "status"}, []string{"project status: missing PROJECT"}},
+		{nil, []string{"missing the command; one of:", "project", "Run 'scv --help' for usage."}},
+		{[]string{"frobnicate"}, []string{`unknown command "frobnicate" for "scv"`}},
+		{[]string{"projct"}, []string{`unknown command "projct" for "scv"`, "Did you mean this?\n\tproject"}},
+		{[]string{"--bogus", "status"}, []string{"unknown flag: --bogus", "Run 'scv --help' for usage."}},
+		{[]string{"status", "--bogus"}, []string{"unknown flag: --bogus", "Run 'scv status --help' for usage."}},
+		{[]string{"-json", "status"}, []string{"unknown shorthand flag: 'j' in -json"}},
+		{[]string{"daemon", "extra"}, []string{`scv daemon: unexpected argument "extra"`}},
+		{[]string{"status", "extra"}, []string{`scv status: unexpected argument "extra"`}},
+		{[]string{"project"}, []string{"scv project: missing the command; one of: create, events, heartbeat, report, run, status, task, tasks"}},
+		{[]string{"project", "task"}, []string{"scv project task: missing the command; one of: add, update"}},
+		{[]string{"project", "run", "bogus"}, []string{`unknown command "bogus" for "scv project run"`, "exec, finish, progress, start"}},
+		{[]string{"project", "run", "strat"}, []string{"Did you mean this?\n\tstart"}},
+		{[]string{"project", "create"}, []string{"scv project create: missing NAME", "Run 'scv project create --help' for usage."}},
+		{[]string{"project", "status"}, []string{"scv project status: missing PROJECT"}},
 		{[]string{"project", "tasks", "a", "b"}, []string{`unexpected argument "b"`}},
-		{[]string{"project", "events", "p", "--after", "-1"}, []string{`invalid value "-1" for flag -after`}},
-		{[]string{"project", "events", "p", "--after", "x"}, []string{`invalid value "x" for flag -after`}},
-		{[]string{"project", "task", "add", "p"}, []string{"missing TITLE", "usage: scv project task add PROJECT TITLE [--depends-on ID ...] [--max-retries N]"}},
-		{[]string{"project", "task", "add", "p", "t", "--max-retries", "-2"}, []string{`invalid value "-2" for flag -max-retries`}},
+		{[]string{"project", "events", "p", "--after", "-1"}, []string{`invalid argument "-1" for "--after" flag`}},
+		{[]string{"project", "events", "p", "--after", "x"}, []string{`invalid argument "x" for "--after" flag`}},
+		{[]string{"project", "task", "add", "p"}, []string{"missing TITLE", "Run 'scv project task add --help' for usage."}},
+		{[]string{"project", "task", "add", "p", "t", "--max-retries", "-2"}, []string{`invalid argument "-2" for "--max-retries" flag`}},
 		{[]string{"project", "task", "add", "p", "t", "--max-retries", "4294967296"}, []string{"--max-retries 4294967296 is too large (at most 4294967295)"}},
-		{[]string{"project", "task", "add", "p", "t", "--depends-on"}, []string{"flag needs an argument: -depends-on"}},
+		{[]string{"project", "task", "add", "p", "t", "--depends-on"}, []string{"flag needs an argument: --depends-on"}},
 		{[]string{"project", "task", "update", "p", "t"}, []string{"missing STATUS"}},
-		{[]string{"project", "task", "update", "p", "t", "blokced"}, []string{"unknown variant `blokced`", "`blocked`", "`done`", "usage: scv project task update PROJECT TASK STATUS [--progress TEXT]"}},
-		{[]string{"project", "run", "start", "p", "t"}, []string{"--agent NAME is required", "usage: scv project run start PROJECT TASK --agent NAME"}},
+		{[]string{"project", "task", "update", "p", "t", "blokced"}, []string{"unknown variant `blokced`", "`blocked`", "`done`", "Run 'scv project task update --help' for usage."}},
+		{[]string{"project", "run", "start", "p", "t"}, []string{"--agent NAME is required", "Run 'scv project run start --help' for usage."}},
 		{[]string{"project", "run", "start", "p", "t", "--agent", ""}, []string{"--agent NAME is required"}},
 		{[]string{"project", "run", "progress", "p", "r"}, []string{"missing TEXT"}},
-		{[]string{"project", "run", "finish", "p", "r", "sucess"}, []string{"unknown variant `sucess`, expected one of `succeeded`, `failed`, `cancelled`", "usage: scv project run finish PROJECT RUN succeeded|failed|cancelled"}},
+		{[]string{"project", "run", "finish", "p", "r", "sucess"}, []string{"unknown variant `sucess`, expected one of `succeeded`, `failed`, `cancelled`", "Run 'scv project run finish --help' for usage."}},
 		{[]string{"project", "run", "finish", "p", "r", "stale"}, []string{"a run finishes `succeeded`, `failed` or `cancelled`, not `stale`"}},
-		{[]string{"project", "heartbeat", "p", "--beat"}, []string{"flag provided but not defined: -beat"}},
+		{[]string{"project", "run", "exec", "p", "t"}, []string{"missing the command: give it after --"}},
+		{[]string{"project", "run", "exec", "p", "--", "true"}, []string{"missing TASK before --"}},
+		{[]string{"project", "heartbeat", "p", "--beat"}, []string{"unknown flag: --beat"}},
+		{[]string{"project", "status", "p", "--db", "x.db"}, []string{"--db goes with --at SEQ"}},
+		{[]string{"delegate", "sh"}, []string{"missing the command: give it after --"}},
+		{[]string{"delegations", "kill"}, []string{"give one HANDLE, or --orphans"}},
+		{[]string{"chat", "owner"}, []string{`"owner": want CHANNEL:ACCOUNT`}},
+		{[]string{"confirm", "answer", "Q", "maybe"}, []string{`ANSWER "maybe": want yes or no`}},
+		{[]string{"confirm", "ask", "q?", "--timeout", "0s"}, []string{"--timeout must be positive"}},
+		{[]string{"channel", "set", "local:owner"}, []string{"give one of --enable and --disable"}},
+		{[]string{"ledger"}, []string{"scv ledger: missing the command; one of: compact, copy, export, verify"}},
+		{[]string{"ledger", "verify", "extra"}, []string{`unexpected argument "extra"`}},
+		{[]string{"ledger", "verify", "--head", "nothex"}, []string{"want PROJECT_ID=32-byte hex hash"}},
+		{[]string{"ledger", "copy", "--from", "x"}, []string{"give both --from and --to"}},
+		{[]string{"completion", "tcsh"}, []string{`unknown command "tcsh" for "scv completion"`, "Did you mean this?\n\tbash"}},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			r := cliRun(t, sock, tc.args...)
@@ -410,6 +432,15 @@ func TestCLIUsageErrors(t *testing.T) {
 			for _, w := range tc.want {
 				assert.Contains(t, r.stderr, w)
 			}
+
+			// Under --json: one JSON object on stderr, reason usage.
+			r = cliRun(t, sock, append([]string{"--json"}, tc.args...)...)
+			assert.Equal(t, 2, r.code, r.stderr)
+			assert.Empty(t, r.stdout)
+			var f failure
+			require.NoError(t, json.Unmarshal([]byte(r.stderr), &f), r.stderr)
+			assert.Equal(t, failure{Exit: 2, Reason: "usage", Message: f.Message}, f)
+			assert.Equal(t, 1, strings.Count(r.stderr, "\n"), r.stderr)
 		})
 	}
 }
@@ -419,18 +450,40 @@ func TestCLIHelp(t *testing.T) {
 	sock := filepath.Join(cliShortDir(t), "none.sock")
 	r := cliRun(t, sock, "project", "task", "add", "-h")
 	assert.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "usage: scv project task add PROJECT TITLE [--depends-on ID ...] [--max-retries N]\n")
-	assert.Contains(t, r.stdout, "-max-retries N")
+	assert.Contains(t, r.stdout, "Usage:\n  scv project task add PROJECT TITLE [flags]\n")
+	assert.Contains(t, r.stdout, "--max-retries N")
+	assert.Contains(t, r.stdout, "Examples:\n")
 	assert.Empty(t, r.stderr)
 
 	r = cliRun(t, sock, "project", "run", "--help")
 	assert.Equal(t, 0, r.code, r.stderr)
-	assert.Contains(t, r.stdout, "scv project run finish PROJECT RUN succeeded|failed|cancelled\n")
-	assert.NotContains(t, r.stdout, "project task add")
+	assert.Contains(t, r.stdout, "Usage:\n  scv project run COMMAND ...\n")
+	assert.Regexp(t, `(?m)^  exec\s+Run a command as a supervised run of a task$`, r.stdout)
+	assert.NotContains(t, r.stdout, "task add")
 
-	r = cliRun(t, sock, "help")
-	assert.Equal(t, 0, r.code)
-	assert.Contains(t, r.stdout, "Client commands")
+	r = cliRun(t, sock, "project", "task", "update", "--help")
+	assert.Equal(t, 0, r.code, r.stderr)
+	for _, w := range []string{"blocked", "ready", "done", "failed"} {
+		assert.Regexp(t, `(?m)^  `+w+`\s`, r.stdout, "the status words are listed")
+	}
+
+	r = cliRun(t, sock, "daemon", "--help")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Empty(t, r.stderr)
+	assert.Regexp(t, `--heartbeat-every interval\s+journal at most one heartbeat per run per interval \(0: every one; default: a tenth of --stale-after\)\n`, r.stdout)
+	assert.NotContains(t, r.stdout, "-1ns")
+	assert.Contains(t, r.stdout, "--retain K")
+
+	r = cliRun(t, sock, "ledger", "compact", "--help")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "(default 1000)")
+
+	for _, args := range [][]string{{"help"}, {"--help"}, {"help", "project", "run"}} {
+		r = cliRun(t, sock, args...)
+		assert.Equal(t, 0, r.code, "%v", args)
+		assert.Contains(t, r.stdout, "Usage:", "%v", args)
+		assert.Empty(t, r.stderr, "%v", args)
+	}
 }
 
 func TestCLIDaemonError(t *testing.T) {
@@ -441,11 +494,16 @@ func TestCLIDaemonError(t *testing.T) {
 	assert.Empty(t, r.stdout)
 	assert.Regexp(t, `^scv: .*"nope".* \[not_found\]\n$`, r.stderr)
 
-	// --json changes only the output of a success.
+	// Under --json the error is one JSON object on stderr.
 	r = cliRun(t, sock, "--json", "project", "tasks", "nope")
 	assert.Equal(t, 1, r.code)
 	assert.Empty(t, r.stdout)
-	assert.Contains(t, r.stderr, "[not_found]")
+	var f failure
+	require.NoError(t, json.Unmarshal([]byte(r.stderr), &f), r.stderr)
+	assert.Equal(t, 1, f.Exit)
+	assert.Equal(t, control.CodeNotFound, f.Code)
+	assert.Equal(t, "not_found", f.Reason)
+	assert.Contains(t, f.Message, `"nope"`)
 
 	cliOK(t, sock, "project", "create", "p", "--workspace", t.TempDir())
 	r = cliRun(t, sock, "project", "task", "add", "p", "t", "--depends-on", "01ARZ3NDEKTSV4RRFFQ69G5FAV")
@@ -464,9 +522,12 @@ func TestCLIUnreachable(t *testing.T) {
 	// No socket file at all.
 	missing := filepath.Join(dir, "missing.sock")
 	r := cliRun(t, missing, "status")
-	assert.Equal(t, 1, r.code)
+	assert.Equal(t, 3, r.code)
 	assert.Empty(t, r.stdout)
 	assert.Equal(t, "scv: cannot reach the daemon at "+missing+": is `scv daemon` running?\n", r.stderr)
+	r = cliRun(t, missing, "status", "--json")
+	assert.Equal(t, 3, r.code)
+	assert.JSONEq(t, `{"exit":3,"code":0,"reason":"unreachable","message":"cannot reach the daemon at `+missing+`: is `+"`scv daemon`"+` running?"}`, r.stderr)
 
 	// A socket file that a dead daemon left behind.
 	stale := filepath.Join(dir, "stale.sock")
@@ -475,7 +536,7 @@ func TestCLIUnreachable(t *testing.T) {
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	require.NoError(t, ln.Close())
 	r = cliRun(t, stale, "project", "tasks", "p")
-	assert.Equal(t, 1, r.code)
+	assert.Equal(t, 3, r.code)
 	assert.Equal(t, "scv: cannot reach the daemon at "+stale+": is `scv daemon` running?\n", r.stderr)
 }
 
@@ -490,7 +551,7 @@ func TestCLISocketEnv(t *testing.T) {
 	assert.Contains(t, stdout.String(), "delegations")
 
 	stdout.Reset()
-	assert.Equal(t, 1, run([]string{"--socket", missing, "status"}, &stdout, &stderr))
+	assert.Equal(t, 3, run([]string{"--socket", missing, "status"}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "cannot reach the daemon at "+missing+":")
 }
 
@@ -513,29 +574,36 @@ func TestCLIWorkspaceDefault(t *testing.T) {
 	assert.Equal(t, filepath.Join(ws, "sub"), st.Project.Project.Workspace)
 }
 
-func TestParseInterleaved(t *testing.T) {
+// TestFlagsAnywhere: flags before, between and after the positional
+// arguments; after -- everything is positional, so a TITLE may start
+// with a dash.
+func TestFlagsAnywhere(t *testing.T) {
 	t.Parallel()
+	sock := cliDaemon(t)
+	cliOK(t, sock, "project", "create", "p", "--workspace", t.TempDir())
+	a := cliNewID(t, cliOK(t, sock, "project", "task", "add", "p", "a"), "task", "added")
+	b := cliNewID(t, cliOK(t, sock, "project", "task", "add", "p", "b"), "task", "added")
 	for _, tc := range []struct {
 		args    []string
-		pos     []string
-		deps    string
-		retries uint64
+		title   string
+		deps    []string
+		retries uint32
 	}{
-		{[]string{"P", "T"}, []string{"P", "T"}, "", 0},
-		{[]string{"P", "T", "--depends-on", "A", "--depends-on", "B", "--max-retries", "2"}, []string{"P", "T"}, "A,B", 2},
-		{[]string{"--max-retries=1", "P", "--depends-on", "A,B", "T"}, []string{"P", "T"}, "A,B", 1},
-		{[]string{"P", "--", "-T", "--max-retries"}, []string{"P", "-T", "--max-retries"}, "", 0},
-		{[]string{"--depends-on", " A , ,B ", "P"}, []string{"P"}, "A,B", 0},
+		{[]string{"p", "T"}, "T", []string{}, 0},
+		{[]string{"p", "T", "--depends-on", a, "--depends-on", b, "--max-retries", "2"}, "T", []string{a, b}, 2},
+		{[]string{"--max-retries=1", "p", "--depends-on", a + "," + b, "T"}, "T", []string{a, b}, 1},
+		{[]string{"p", "--", "-T"}, "-T", []string{}, 0},
+		{[]string{"--depends-on", " " + a + " , ," + b + " ", "p", "T"}, "T", []string{a, b}, 0},
 	} {
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		var deps listFlag
-		fs.Var(&deps, "depends-on", "")
-		retries := fs.Uint64("max-retries", 0, "")
-		pos, err := parseInterleaved(fs, tc.args)
-		require.NoError(t, err, tc.args)
-		assert.Equal(t, tc.pos, pos, tc.args)
-		assert.Equal(t, tc.deps, deps.String(), tc.args)
-		assert.Equal(t, tc.retries, *retries, tc.args)
+		var st control.DaemonStatus
+		require.NoError(t, json.Unmarshal([]byte(cliOK(t, sock, append([]string{"--json", "project", "task", "add"}, tc.args...)...)), &st))
+		var tasks control.DaemonStatus
+		require.NoError(t, json.Unmarshal([]byte(cliOK(t, sock, "--json", "project", "tasks", "p")), &tasks))
+		got := tasks.Project.Tasks[len(tasks.Project.Tasks)-1]
+		assert.Equal(t, st.Project.TaskID, got.ID, "%v", tc.args)
+		assert.Equal(t, tc.title, got.Title, "%v", tc.args)
+		assert.Equal(t, tc.deps, got.DependsOn, "%v", tc.args)
+		assert.Equal(t, tc.retries, got.MaxRetries, "%v", tc.args)
 	}
 }
 
@@ -562,11 +630,12 @@ func TestClean(t *testing.T) {
 	assert.Equal(t, "a b c", clean("a\tb\nc", 0))
 	assert.Equal(t, "abcd…", clean("abcdefgh", 5))
 	assert.Equal(t, "héllo", clean("héllo", 5))
-	assert.Equal(t, "-", orDash(nil, 0))
+	assert.Equal(t, "-", orDash(nil))
 }
 
 // TestPrintReport renders a fixed reply (the seed's report example) at a
-// fixed time, so every age is known.
+// fixed time, so every age is known: blocks show the time with its zone
+// and its age, table columns the age alone.
 func TestPrintReport(t *testing.T) {
 	t.Parallel()
 	const reply = `{"version":"0.1.0","pid":4242,"components":[],"delegations":{"active":0,"reaped":0},"project":{"kind":"report","report":{"project":{"id":"01J0PROJ","name":"acme","workspace":"/home/me/acme","phase":"implementation","status":"active","created_unix_seconds":1764400000,"updated_unix_seconds":1764400100,"task_count":2,"completed_tasks":1,"last_heartbeat_unix_seconds":null},"tasks":[{"id":"01J0TASK","title":"build","status":"running","depends_on":[],"retries":0,"max_retries":2,"run_id":"01J0RUN","progress":null,"last_heartbeat_unix_seconds":1764400090}],"runs":[{"id":"01J0RUN","task_id":"01J0TASK","agent":"codex","status":"running","attempt":1,"started_unix_seconds":1764400050,"updated_unix_seconds":1764400090,"progress":"tests pass"}],"generated_unix_seconds":1764400200,"evidence":["1/2 tasks done"]}}}`
@@ -576,7 +645,7 @@ func TestPrintReport(t *testing.T) {
 	at := func(u int64) string { return time.Unix(u, 0).Format(timeLayout) }
 
 	var out bytes.Buffer
-	require.NoError(t, printReportReply(&out, &st, control.CmdProjectReport{Project: "acme"}, now))
+	require.NoError(t, printReportReply(&printer{w: &out, now: now}, &st))
 	want := "" +
 		"project    acme\n" +
 		"id         01J0PROJ\n" +
@@ -589,12 +658,59 @@ func TestPrintReport(t *testing.T) {
 		"heartbeat  -\n" +
 		"\nTasks:\n" +
 		"ID        TITLE  STATUS   RETRIES  DEPENDS ON  RUN      PROGRESS  HEARTBEAT\n" +
-		"01J0TASK  build  running  0/2      -           01J0RUN  -         " + at(1764400090) + " (1m ago)\n" +
+		"01J0TASK  build  running  0/2      -           01J0RUN  -         1m ago\n" +
 		"\nRuns:\n" +
-		"ID       TASK      AGENT  STATUS   ATTEMPT  STARTED              UPDATED                       PROGRESS\n" +
-		"01J0RUN  01J0TASK  codex  running  1        " + at(1764400050) + "  " + at(1764400090) + " (1m ago)  tests pass\n" +
+		"ID       TASK      AGENT  STATUS   ATTEMPT  STARTED  UPDATED  PROGRESS\n" +
+		"01J0RUN  01J0TASK  codex  running  1        2m ago   1m ago   tests pass\n" +
 		"\nEvidence:\n" +
 		"  1/2 tasks done\n" +
 		"\nreport generated " + at(1764400200) + "\n"
 	assert.Equal(t, want, out.String())
+	assert.Regexp(t, `^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \S+$`, at(1764400000), "times carry their zone")
+}
+
+// TestTableWidth: a table wider than the width is cut in its free-text
+// columns (with …), never wrapped, and no line is wider than the width;
+// without a width nothing is cut.
+func TestTableWidth(t *testing.T) {
+	t.Parallel()
+	tasks := []control.ProjectTask{{
+		ID: "01M8KF5HZMR2V8G5FA1F7A82HB", Title: strings.Repeat("a very long title ", 6), Status: reducer.TaskRunning,
+		DependsOn: []string{"01M8KF5HYJ2DXGJ2HQ3HH93JQJ", "01M8KF5J0PP2NA8S5K35ED2TYA"}, RunID: ptr("01M8KF5J2AHEJ2C6P21WKYJZ9B"),
+		Progress: ptr(strings.Repeat("compiling the world ", 5)),
+	}}
+	for _, width := range []int{60, 80, 100, 120} {
+		var out bytes.Buffer
+		require.NoError(t, printTasks(&printer{w: &out, width: width, now: time.Now()}, tasks))
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		require.Len(t, lines, 2, "one line a row, never wrapped: %q", out.String())
+		for _, l := range lines {
+			assert.LessOrEqual(t, utf8.RuneCountInString(l), width, "%q", l)
+		}
+		assert.True(t, strings.HasPrefix(lines[1], "01M8KF5HZMR2V8G5FA1F7A82HB  a very long"), lines[1])
+		assert.Contains(t, lines[1], "…")
+	}
+	var out bytes.Buffer
+	require.NoError(t, printTasks(&printer{w: &out, now: time.Now()}, tasks))
+	assert.Contains(t, out.String(), tasks[0].Title+" ", "no width: nothing is cut")
+	assert.Contains(t, out.String(), *tasks[0].Progress)
+}
+
+// TestColor: status words are coloured when the printer is, and only the
+// word: the padding is outside the colour, so columns line up.
+func TestColor(t *testing.T) {
+	tasks := []control.ProjectTask{
+		{ID: "A", Title: "build", Status: reducer.TaskDone, DependsOn: []string{}},
+		{ID: "B", Title: "test", Status: reducer.TaskFailed, DependsOn: []string{}},
+	}
+	var out bytes.Buffer
+	require.NoError(t, printTasks(&printer{w: &out, color: true, now: time.Now()}, tasks))
+	assert.Contains(t, out.String(), "\x1b[32mdone\x1b[0m    0/0")
+	assert.Contains(t, out.String(), "\x1b[31mfailed\x1b[0m  0/0")
+	out.Reset()
+	require.NoError(t, printTasks(&printer{w: &out, now: time.Now()}, tasks))
+	assert.NotContains(t, out.String(), "\x1b[")
+	assert.False(t, colorFor(&out, false), "not a terminal: no colour")
+	t.Setenv("NO_COLOR", "1")
+	assert.False(t, colorFor(os.Stdout, false))
 }

@@ -79,7 +79,7 @@ func TestCompactThroughTheDaemon(t *testing.T) {
 		require.NoError(t, err)
 	}
 	r = cliRun(t, sock, "ledger", "verify", "--db", cfg.DB)
-	assert.Equal(t, 1, r.code)
+	assert.Equal(t, 4, r.code, "verify found a problem")
 	assert.Contains(t, r.stderr, "sequence "+strconv.FormatUint(edited, 10)+": the hash does not match")
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,36 +152,36 @@ func TestDaemonDefaults(t *testing.T) {
 	t.Setenv("SCV_SOCKET", "")
 	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(dir, "run"))
-	c, err := parseDaemonFlags(nil, os.Stderr)
+	c, err := parseDaemonFlags(nil)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(dir, "state", "scv", "ledger.db"), c.DB)
 	assert.Equal(t, filepath.Join(dir, "run", "scv", "daemon.sock"), c.Socket)
 
 	t.Setenv("XDG_RUNTIME_DIR", "")
-	c, err = parseDaemonFlags(nil, os.Stderr)
+	c, err = parseDaemonFlags(nil)
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(dir, "state", "scv", "daemon.sock"), c.Socket)
 
 	t.Setenv("SCV_DB", "/x/l.db")
 	t.Setenv("SCV_SOCKET", "/x/s.sock")
-	c, err = parseDaemonFlags(nil, os.Stderr)
+	c, err = parseDaemonFlags(nil)
 	require.NoError(t, err)
 	assert.Equal(t, "/x/l.db", c.DB)
 	assert.Equal(t, "/x/s.sock", c.Socket)
 
-	c, err = parseDaemonFlags([]string{"--db", "/y/l.db", "--socket", "/y/s.sock"}, os.Stderr)
+	c, err = parseDaemonFlags([]string{"--db", "/y/l.db", "--socket", "/y/s.sock"})
 	require.NoError(t, err)
 	assert.Equal(t, "/y/l.db", c.DB)
 	assert.Equal(t, "/y/s.sock", c.Socket)
 
 	// The stale window, the heartbeat interval and the cache: defaults,
 	// and refusals.
-	c, err = parseDaemonFlags(nil, os.Stderr)
+	c, err = parseDaemonFlags(nil)
 	require.NoError(t, err)
 	assert.Equal(t, 5*time.Minute, c.StaleAfter)
 	assert.Equal(t, time.Duration(-1), c.HeartbeatEvery, "a tenth of the window, settled by daemon.New")
 	assert.Equal(t, daemon.DefaultCacheSize, c.CacheSize)
-	c, err = parseDaemonFlags([]string{"--stale-after", "2s", "--heartbeat-every", "0", "--cache-projects", "7"}, os.Stderr)
+	c, err = parseDaemonFlags([]string{"--stale-after", "2s", "--heartbeat-every", "0", "--cache-projects", "7"})
 	require.NoError(t, err)
 	assert.Equal(t, 2*time.Second, c.StaleAfter)
 	assert.Equal(t, time.Duration(0), c.HeartbeatEvery)
@@ -196,7 +195,7 @@ func TestDaemonDefaults(t *testing.T) {
 		{"--cache-projects", "-1"},
 	} {
 		var u usageError
-		_, err := parseDaemonFlags(bad, io.Discard)
+		_, err := parseDaemonFlags(bad)
 		assert.ErrorAs(t, err, &u, "%v", bad)
 	}
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"scv/control"
@@ -59,23 +59,6 @@ type delegation struct {
 
 	handle string
 	pid    int
-}
-
-// do sends one command on a connection of its own: the delegation outlives
-// connections, and the daemon may restart while the command runs.
-func (c *client) do(cmd control.Command) (*control.DaemonStatus, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	cl, err := control.Dial(ctx, c.socket)
-	if err != nil {
-		return nil, c.dialError(err)
-	}
-	defer cl.Close()
-	st, err := cl.Call(ctx, cmd)
-	if err != nil {
-		return nil, callError(err)
-	}
-	return st, nil
 }
 
 // run starts the command, registers it, waits for it, and unregisters it.
@@ -195,59 +178,66 @@ func (d *delegation) stopLocally() {
 	proc.ReapOrphans()
 }
 
-// exitError ends scv with code, printing err first unless it is nil.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit status %d", e.code)
-	}
-	return e.err.Error()
-}
-
-func (e exitError) Unwrap() error { return e.err }
-
-// splitCommand separates `[FLAGS] [POSITIONAL...] -- CMD ARGS...`: flags
-// and positional arguments before `--`, the command after it.
-func splitCommand(args []string) (before, command []string, err error) {
-	for i, a := range args {
-		if a == "--" {
-			before, command = args[:i], args[i+1:]
-			break
-		}
-	}
-	if len(command) == 0 {
-		return nil, nil, errors.New("missing the command: give it after --")
-	}
-	return before, command, nil
+// DelegateOptions is `scv delegate`.
+type DelegateOptions struct {
+	c       *client
+	Agent   string
+	Session string
+	Command []string
 }
 
 // agentFlags declares the flags `scv delegate` and `scv project run exec`
 // share.
-func agentFlags(fs *flag.FlagSet) (agent, session *string) {
-	agent = fs.String("agent", "", "the agent's `NAME` (default: the command's file name)")
-	session = fs.String("session", os.Getenv("SCV_SESSION"), "the SCV `SESSION` that starts it (env SCV_SESSION)")
-	return agent, session
+func agentFlags(cmd *cobra.Command, agent, session *string) {
+	cmd.Flags().StringVar(agent, "agent", "", "the agent's `NAME` (default: the command's file name)")
+	cmd.Flags().StringVar(session, "session", os.Getenv("SCV_SESSION"), "the SCV `SESSION` that starts it (env SCV_SESSION)")
 }
 
-// runDelegate is `scv delegate [--agent NAME] [--session S] -- CMD ARGS...`.
-func (c *client) runDelegate(args []string, stderr io.Writer) error {
-	const use = "scv delegate [--agent NAME] [--session S] -- CMD ARGS..."
-	before, command, err := splitCommand(args)
-	if err != nil {
-		return usageError{fmt.Sprintf("delegate: %v\nusage: %s", err, use)}
+// commandArgs splits `POSITIONAL... -- CMD ARGS...` at the dash: names
+// are the positional arguments wanted before it.
+func commandArgs(cmd *cobra.Command, args []string, names ...string) (pos, command []string, err error) {
+	dash := cmd.ArgsLenAtDash()
+	if dash < 0 || dash == len(args) {
+		return nil, nil, usagef("%s: missing the command: give it after --", cmd.CommandPath())
 	}
-	fs := flag.NewFlagSet("scv delegate", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	agent, session := agentFlags(fs)
-	c.globalFlags(fs)
-	if err := fs.Parse(before); err != nil || fs.NArg() > 0 {
-		return usageError{fmt.Sprintf("delegate: bad arguments before --\nusage: %s", use)}
+	pos, command = args[:dash], args[dash:]
+	if len(pos) < len(names) {
+		return nil, nil, usagef("%s: missing %s before --", cmd.CommandPath(), strings.Join(names[len(pos):], " "))
 	}
-	d := &delegation{c: c, argv: command, agent: agentName(*agent, command), session: *session, stderr: stderr}
+	if len(pos) > len(names) {
+		return nil, nil, usagef("%s: unexpected argument %q before --", cmd.CommandPath(), pos[len(names)])
+	}
+	return pos, command, nil
+}
+
+func newDelegateCmd(c *client) *cobra.Command {
+	o := &DelegateOptions{c: c}
+	cmd := &cobra.Command{
+		Use:   "delegate [--agent NAME] -- CMD [ARGS...]",
+		Short: "Run a command as a delegation the daemon tracks",
+		Long: `Run CMD as a delegation: in a process group of its own, tagged, and
+registered with the daemon, so that scv delegations lists it with its live
+processes, scv delegations kill stops its whole tree, and the daemon stops
+it by itself if this scv process dies. scv exits with CMD's code (125 when
+scv itself failed, 127 when CMD could not be started).`,
+		Example: `  scv delegate --agent codex -- codex exec "fix the build"
+  scv delegate -- make test`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, command, err := commandArgs(cmd, args)
+			if err != nil {
+				return err
+			}
+			o.Command = command
+			return o.run()
+		},
+	}
+	agentFlags(cmd, &o.Agent, &o.Session)
+	return cmd
+}
+
+func (o *DelegateOptions) run() error {
+	d := &delegation{c: o.c, argv: o.Command, agent: agentName(o.Agent, o.Command), session: o.Session, stderr: o.c.stderr}
 	ws, err := d.run()
 	if err != nil {
 		return err
@@ -262,27 +252,55 @@ func agentName(flagValue string, command []string) string {
 	return filepath.Base(command[0])
 }
 
-// runExec is `scv project run exec PROJECT TASK [--agent NAME]
-// [--heartbeat-every D] -- CMD ARGS...`: a run of TASK, supervised.
-func (c *client) runExec(args []string, stdout, stderr io.Writer) error {
-	const use = "scv project run exec PROJECT TASK [--agent NAME] [--session S] [--heartbeat-every 30s] -- CMD ARGS..."
-	before, command, err := splitCommand(args)
-	if err != nil {
-		return usageError{fmt.Sprintf("project run exec: %v\nusage: %s", err, use)}
+// RunExecOptions is `scv project run exec`.
+type RunExecOptions struct {
+	c              *client
+	Project, Task  string
+	Agent, Session string
+	HeartbeatEvery time.Duration
+	Command        []string
+}
+
+func newRunExecCmd(c *client) *cobra.Command {
+	o := &RunExecOptions{c: c}
+	cmd := &cobra.Command{
+		Use:   "exec PROJECT TASK [--agent NAME] -- CMD [ARGS...]",
+		Short: "Run a command as a supervised run of a task",
+		Long: `Start a run of TASK, run CMD as a delegation (see scv delegate), send
+heartbeats while it lives (--heartbeat-every), record every line of its
+output that starts "progress: " as the run's progress, and finish the run
+succeeded (exit 0), failed (any other exit) or cancelled (Ctrl-C or
+SIGTERM to scv). scv exits with CMD's code (125 when scv itself failed,
+127 when CMD could not be started). CMD sees SCV_PROJECT, SCV_TASK and
+SCV_RUN.`,
+		Example: `  scv project run exec acme $T --agent codex -- codex exec "fix the build"
+  scv project run exec acme $T -- sh -c 'echo "progress: compiling"; make'`,
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: c.completeProjectTask(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pos, command, err := commandArgs(cmd, args, "PROJECT", "TASK")
+			if err != nil {
+				return err
+			}
+			if o.HeartbeatEvery <= 0 {
+				return usagef("--heartbeat-every must be positive")
+			}
+			o.Project, o.Task, o.Command = pos[0], pos[1], command
+			return o.run()
+		},
 	}
-	fs := flag.NewFlagSet("scv project run exec", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	agent, session := agentFlags(fs)
-	every := fs.Duration("heartbeat-every", DefaultRunHeartbeat, "send a heartbeat this often while the command lives")
-	c.globalFlags(fs)
-	pos, err := parseInterleaved(fs, before)
-	if err != nil || len(pos) != 2 || *every <= 0 {
-		return usageError{fmt.Sprintf("project run exec: want PROJECT TASK and flags before --\nusage: %s", use)}
-	}
+	agentFlags(cmd, &o.Agent, &o.Session)
+	cmd.Flags().DurationVar(&o.HeartbeatEvery, "heartbeat-every", DefaultRunHeartbeat, "send a heartbeat this often while the command lives")
+	return cmd
+}
+
+func (o *RunExecOptions) run() error {
+	c, command, stdout, stderr := o.c, o.Command, o.c.stdout, o.c.stderr
+	pos := []string{o.Project, o.Task}
 	if _, err := exec.LookPath(command[0]); err != nil {
 		return exitError{exitNotFound, err}
 	}
-	name := agentName(*agent, command)
+	name := agentName(o.Agent, command)
 	st, err := c.do(control.CmdProjectRunStart{Project: pos[0], Task: pos[1], Agent: name})
 	if err != nil {
 		return exitError{exitFailed, err}
@@ -300,7 +318,7 @@ func (c *client) runExec(args []string, stdout, stderr io.Writer) error {
 		return exitError{exitFailed, err}
 	}
 	d := &delegation{
-		c: c, argv: command, agent: name, session: *session, stdout: pw, stderr: stderr,
+		c: c, argv: command, agent: name, session: o.Session, stdout: pw, stderr: stderr,
 		env: []string{"SCV_PROJECT=" + project, "SCV_TASK=" + pos[1], "SCV_RUN=" + run},
 		onSignal: func(sig os.Signal) {
 			if sig == syscall.SIGINT || sig == syscall.SIGTERM {
@@ -314,7 +332,7 @@ func (c *client) runExec(args []string, stdout, stderr io.Writer) error {
 		r.copyOutput(pr, stdout)
 	}()
 	stop := make(chan struct{})
-	go r.heartbeats(*every, stop)
+	go r.heartbeats(o.HeartbeatEvery, stop)
 
 	ws, err := d.run()
 	pw.Close()

@@ -44,6 +44,9 @@ func TestEventsFollow(t *testing.T) {
 				args = append(args, "--json")
 			}
 			history := strings.Count(cliOK(t, sock, "--json", "project", "events", "acme"), `"sequence"`)
+			if mode == "human" {
+				history++ // the header line
+			}
 			lines := func(s string) int { return strings.Count(s, "\n") }
 			var out, errOut syncBuffer
 			done := make(chan int, 1)

@@ -3,103 +3,42 @@ package main
 import (
 	"context"
 	"encoding/hex"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"text/tabwriter"
+	"sync/atomic"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"scv/control"
+	"scv/control/daemon"
 	"scv/ledger"
 	"scv/ledger/driver"
 )
 
-// runLedger is `scv ledger SUBCOMMAND`: tools that read the database file
-// itself, with or without a daemon running.
-// c carries the global flags given before `ledger`, if any.
-func runLedger(c *client, args []string, stdout, stderr io.Writer) error {
-	switch {
-	case len(args) > 0 && args[0] == "verify":
-		return runVerify(args[1:], stdout, stderr)
-	case len(args) > 0 && args[0] == "compact":
-		return runCompact(c, args[1:], stdout, stderr)
-	case len(args) > 0 && args[0] == "export":
-		return runExport(args[1:], stdout, stderr)
-	case len(args) > 0 && args[0] == "copy":
-		return runCopy(args[1:], stdout, stderr)
-	case len(args) > 0 && args[0] == "lease":
-		return runLease(args[1:], stdout, stderr)
-	}
-	return usageError{"usage: scv ledger verify --db PATH [--project P] [--head PROJECT=HEX ...]\n" +
-		"       scv ledger verify --bundle FILE [--head PROJECT=HEX ...]\n" +
-		"       scv ledger export --db PATH PROJECT [-o FILE]\n" +
-		"       scv ledger copy --from PATH --to URL\n" +
-		"       scv ledger lease --db URL\n" +
-		"       scv ledger compact PROJECT [--retain K] [--socket PATH] [--json]"}
-}
-
-// runCompact is `scv ledger compact PROJECT [--retain K]`: through the
-// daemon, fold the project's live events into a snapshot, keeping its K
-// newest (default 0) live, and archive the rest.
-func runCompact(c *client, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("scv ledger compact", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c.globalFlags(fs)
-	retain := fs.Uint64("retain", 0, "keep the `K` newest events live")
-	drop := fs.Bool("drop", false, "delete the compacted events instead of archiving them (the snapshot stands for them)")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{"scv ledger compact: " + err.Error()}
-	}
-	if len(pos) != 1 {
-		return usageError{"usage: scv ledger compact PROJECT [--retain K]"}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	cl, err := control.Dial(ctx, c.socket)
-	if err != nil {
-		return c.dialError(err)
-	}
-	defer cl.Close()
-	cmd := control.CmdLedgerCompact{Project: pos[0], Retain: retain, Drop: *drop}
-	if c.json {
-		raw, err := cl.CallRaw(ctx, cmd)
-		if err != nil {
-			return callError(err)
-		}
-		_, err = fmt.Fprintf(stdout, "%s\n", raw)
-		return err
-	}
-	st, err := cl.Call(ctx, cmd)
-	if err != nil {
-		return callError(err)
-	}
-	ev, err := cl.Call(ctx, control.CmdProjectEvents{Project: pos[0]})
-	if err != nil {
-		return callError(err)
-	}
-	live := fmt.Sprint(len(ev.Project.Events))
-	if len(ev.Project.Events) >= ledger.MaxPage {
-		live = fmt.Sprintf("%d or more", ledger.MaxPage)
-	}
-	if cb := ev.Project.CompactedBefore; cb != nil {
-		fmt.Fprintf(stdout, "%s: events up to %d are in the snapshot and the archive; %s live\n", st.Project.Project.Name, *cb, live)
-	} else {
-		fmt.Fprintf(stdout, "%s: nothing to compact; %s events live\n", st.Project.Project.Name, live)
-	}
-	return nil
+// newLedgerCmd is `scv ledger`: the ledger's own tools. verify, export
+// and copy read the database file itself, with or without a daemon
+// running; compact asks the daemon.
+func newLedgerCmd(c *client) *cobra.Command {
+	cmd := group("ledger", "Verify, export, compact or copy the ledger",
+		newVerifyCmd(c), newExportCmd(c), newCompactCmd(c), newCopyCmd(c), newLeaseCmd(c))
+	cmd.Example = `  scv ledger verify
+  scv ledger export acme -o acme.jsonl && scv ledger verify --bundle acme.jsonl
+  scv ledger compact acme --retain 100`
+	cmd.Long = `The ledger's own tools. verify, export, copy and lease read the database file
+itself (--db, default $SCV_DB, else ~/.local/state/scv/ledger.db), with or
+without a daemon running, and change nothing in it; compact asks the
+running daemon.`
+	return cmd
 }
 
 // headFlags collects repeated --head PROJECT=HEX.
 type headFlags map[string][]byte
 
 func (h headFlags) String() string { return "" }
+func (h headFlags) Type() string   { return "PROJECT_ID=HEX" }
 
 func (h headFlags) Set(v string) error {
 	id, hx, ok := strings.Cut(v, "=")
@@ -111,47 +50,77 @@ func (h headFlags) Set(v string) error {
 	return nil
 }
 
-// runVerify is `scv ledger verify`: exit 0 when the database is intact,
-// else 1, naming the project, the first bad sequence and what is wrong.
-func runVerify(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("scv ledger verify", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	db := fs.String("db", defaultDBPath(), "the ledger database `path` (env SCV_DB)")
-	project := fs.String("project", "", "verify only this project (ID or name)")
-	bundle := fs.String("bundle", "", "verify the bundle `file` that `scv ledger export` wrote instead of a database (\"-\": stdin)")
-	heads := headFlags{}
-	fs.Var(heads, "head", "a chain head saved earlier, `PROJECT_ID=HEX` (repeatable): also proves no event was cut off the end")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{"scv ledger verify: " + err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return usageError{"scv ledger verify: unexpected argument " + fs.Arg(0)}
-	}
-	if isSet(fs, "bundle") {
-		for _, f := range []string{"db", "project"} {
-			if isSet(fs, f) {
-				return usageError{"scv ledger verify: --bundle and --" + f + " exclude each other"}
+// VerifyOptions is `scv ledger verify`.
+type VerifyOptions struct {
+	c       *client
+	DB      string
+	Project string
+	Bundle  string
+	Heads   headFlags
+}
+
+func newVerifyCmd(c *client) *cobra.Command {
+	o := &VerifyOptions{c: c, Heads: headFlags{}}
+	cmd := &cobra.Command{
+		Use:   "verify [--db PATH | --bundle FILE]",
+		Short: "Check the hash chains of a database file, or of an exported bundle",
+		Long: `Check a ledger without changing it: SQLite's integrity_check, every event's
+hash chained to the one before it, that each project starts with its
+creation, that the reducer accepts the whole history, and every snapshot
+against the events before it. With --bundle it checks a bundle that
+scv ledger export wrote, with no database at all.
+
+It prints each project's event count and chain head: keep the heads, and
+pass them back with --head to prove that nothing was cut off the end.
+Exit 0 when intact; 4 with one "problem:" line per finding on stderr (at
+most 100); 1 when the file cannot be read. On a terminal it shows its
+progress on stderr.`,
+		Example: `  scv ledger verify
+  scv ledger verify --db ~/.local/state/scv/ledger.db --project acme
+  scv ledger verify --bundle acme.jsonl --head 01M8KF5HYJ2DXGJ2HQ3HH93JQJ=9f3c…
+  scv ledger verify --json | jq .intact`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("bundle") {
+				for _, f := range []string{"db", "project"} {
+					if cmd.Flags().Changed(f) {
+						return usagef("--bundle and --%s exclude each other", f)
+					}
+				}
+				if o.Bundle == "" {
+					return usagef("--bundle needs a file")
+				}
+				return o.runBundle()
 			}
-		}
-		if *bundle == "" {
-			return usageError{"scv ledger verify: --bundle needs a file"}
-		}
-		return runVerifyBundle(*bundle, heads, stdout, stderr)
+			return o.run()
+		},
 	}
-	opts := ledger.VerifyOptions{Project: *project, Heads: heads}
-	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
-		opts.Progress = func(done, total int) {
-			fmt.Fprintf(f, "\rverifying: %d/%d events (%d%%)", done, total, done*100/max(total, 1))
-			if done == total {
-				fmt.Fprintln(f)
-			}
+	f := cmd.Flags()
+	f.StringVar(&o.DB, "db", defaultDBPath(), "the ledger database `PATH` or URL (env SCV_DB)")
+	f.StringVar(&o.Project, "project", "", "verify only this project, `P` (ID or name)")
+	f.StringVar(&o.Bundle, "bundle", "", "verify the bundle `FILE` that scv ledger export wrote instead of a database (-: stdin)")
+	f.Var(o.Heads, "head", "a chain head saved earlier, `PROJECT_ID=HEX` (repeatable): also proves no event was cut off the end")
+	return cmd
+}
+
+// progress is a progress line on stderr when it is a terminal (nil
+// elsewhere, and under --json).
+func (c *client) progress(what string) func(done, total int) {
+	if c.json || !isTerminal(c.stderr) {
+		return nil
+	}
+	return func(done, total int) {
+		fmt.Fprintf(c.stderr, "\r%s: %d/%d events (%d%%)", what, done, total, done*100/max(total, 1))
+		if done == total {
+			fmt.Fprintln(c.stderr)
 		}
 	}
+}
+
+func (o *VerifyOptions) run() error {
+	opts := ledger.VerifyOptions{Project: o.Project, Heads: o.Heads, Progress: o.c.progress("verifying")}
 	ctx := context.Background()
-	drv, err := openReadOnly(ctx, *db)
+	drv, err := openReadOnly(ctx, o.DB)
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
@@ -160,182 +129,379 @@ func runVerify(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	printChains(stdout, rep)
-	fmt.Fprintf(stdout, "integrity_check: %s\n", rep.Integrity)
-	if len(rep.Problems) == 0 {
-		fmt.Fprintf(stdout, "%d events in %d projects: intact\n", rep.Events, len(rep.Chains))
-		return nil
-	}
-	for _, p := range rep.Problems {
-		fmt.Fprintln(stderr, "problem:", p)
-	}
-	return errors.New("ledger verify: " + rep.Problems[0].String())
+	return o.print(rep, false)
 }
 
-func printChains(stdout io.Writer, rep *ledger.VerifyReport) {
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROJECT\tID\tEVENTS\tCHAIN HEAD")
-	for _, c := range rep.Chains {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", dash(c.Name), c.ProjectID, c.Events, hex.EncodeToString(c.Head))
-	}
-	tw.Flush()
-	for _, c := range rep.Chains {
-		if c.From > 0 {
-			fmt.Fprintf(stdout, "%s: the events up to %d were dropped by compaction; its chain starts at the snapshot there\n", dash(c.Name), c.From)
-		}
-	}
-}
-
-// runVerifyBundle is `scv ledger verify --bundle FILE`: no database, only
-// the bundle; exit 0 when it is intact, else 1 naming the first problem.
-func runVerifyBundle(file string, heads headFlags, stdout, stderr io.Writer) error {
-	var r io.Reader = os.Stdin
-	if file != "-" {
-		f, err := os.Open(file)
+func (o *VerifyOptions) runBundle() error {
+	var r io.Reader = o.c.stdin
+	if o.Bundle != "-" {
+		f, err := os.Open(o.Bundle)
 		if err != nil {
 			return fmt.Errorf("ledger verify: %w", err)
 		}
 		defer f.Close()
 		r = f
 	}
-	rep, err := ledger.VerifyBundle(r, heads)
+	rep, err := ledger.VerifyBundle(r, o.Heads)
 	if err != nil {
 		return err
 	}
-	printChains(stdout, rep)
-	if len(rep.Problems) == 0 {
-		fmt.Fprintf(stdout, "bundle: %d events, %d snapshots: intact\n", rep.Events, rep.Snapshots)
-		return nil
-	}
-	for _, p := range rep.Problems {
-		fmt.Fprintln(stderr, "problem:", p)
-	}
-	return errors.New("ledger verify: " + rep.Problems[0].String())
+	return o.print(rep, true)
 }
 
-// runExport is `scv ledger export PROJECT [-o FILE]`: write the project's
-// whole history, its snapshots and a manifest as a self-verifying bundle
-// (JSON Lines) to FILE or stdout, reading the database file directly.
-func runExport(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("scv ledger export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	db := fs.String("db", defaultDBPath(), "the ledger database `path` (env SCV_DB)")
-	out := fs.String("o", "", "write the bundle to `file` instead of stdout")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+// verifyJSON is `scv ledger verify --json`.
+type verifyJSON struct {
+	Intact    bool        `json:"intact"`
+	Integrity string      `json:"integrity,omitempty"`
+	Events    int         `json:"events"`
+	Snapshots int         `json:"snapshots"`
+	Chains    []chainJSON `json:"chains"`
+	Problems  []string    `json:"problems"`
+}
+
+type chainJSON struct {
+	ProjectID string `json:"project_id"`
+	Name      string `json:"name"`
+	Events    int    `json:"events"`
+	Head      string `json:"head"`
+	From      uint64 `json:"from,omitempty"`
+}
+
+func (o *VerifyOptions) print(rep *ledger.VerifyReport, bundle bool) error {
+	problems := make([]string, len(rep.Problems))
+	for i, p := range rep.Problems {
+		problems[i] = p.String()
+	}
+	var failed error
+	if len(problems) > 0 {
+		failed = verifyError{problems[0]}
+	}
+	if o.c.json {
+		v := verifyJSON{Intact: len(problems) == 0, Integrity: rep.Integrity, Events: rep.Events, Snapshots: rep.Snapshots,
+			Chains: []chainJSON{}, Problems: problems}
+		for _, c := range rep.Chains {
+			v.Chains = append(v.Chains, chainJSON{c.ProjectID, c.Name, c.Events, hex.EncodeToString(c.Head), c.From})
+		}
+		if err := o.c.printJSON(v); err != nil {
 			return err
 		}
-		return usageError{"scv ledger export: " + err.Error()}
+		return failed
 	}
-	if len(pos) != 1 {
-		return usageError{"usage: scv ledger export [--db PATH] PROJECT [-o FILE]"}
+	p := o.c.printer()
+	printChains(p, rep)
+	if !bundle {
+		fmt.Fprintf(p.w, "integrity_check: %s\n", paint(rep.Integrity, p.color))
 	}
+	if failed == nil {
+		if bundle {
+			fmt.Fprintf(p.w, "bundle: %d events, %d snapshots: %s\n", rep.Events, rep.Snapshots, paint("intact", p.color))
+		} else {
+			fmt.Fprintf(p.w, "%d events in %d projects: %s\n", rep.Events, len(rep.Chains), paint("intact", p.color))
+		}
+		return nil
+	}
+	for _, pr := range problems {
+		fmt.Fprintln(o.c.stderr, "problem:", pr)
+	}
+	return failed
+}
+
+func printChains(p *printer, rep *ledger.VerifyReport) {
+	t := newTable("~PROJECT", "ID", "EVENTS", "CHAIN HEAD")
+	for _, c := range rep.Chains {
+		t.add(dash(c.Name), c.ProjectID, fmt.Sprint(c.Events), hex.EncodeToString(c.Head))
+	}
+	p.table(t)
+	for _, c := range rep.Chains {
+		if c.From > 0 {
+			fmt.Fprintf(p.w, "%s: the events up to %d were dropped by compaction; its chain starts at the snapshot there\n", dash(c.Name), c.From)
+		}
+	}
+}
+
+// ExportOptions is `scv ledger export`.
+type ExportOptions struct {
+	c       *client
+	DB      string
+	Project string
+	Output  string
+}
+
+func newExportCmd(c *client) *cobra.Command {
+	o := &ExportOptions{c: c}
+	cmd := &cobra.Command{
+		Use:   "export PROJECT [-o FILE]",
+		Short: "Write a project's whole history as a self-verifying bundle",
+		Long: `Write PROJECT's whole history (archive and live tail), its snapshots and a
+manifest as a bundle, JSON Lines, to FILE or stdout, reading the database
+file in one transaction. scv ledger verify --bundle checks it with no
+database. A summary line with the chain head goes to stdout with -o, else
+to stderr; with --json the summary is the manifest as JSON (with -o only:
+without it, the bundle itself is the output).`,
+		Example: `  scv ledger export acme -o acme.jsonl
+  scv ledger export acme --db /backup/ledger.db | gzip > acme.jsonl.gz`,
+		Args:              exactArgs("PROJECT"),
+		ValidArgsFunction: c.completeProjects,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Project = args[0]
+			return o.run()
+		},
+	}
+	cmd.Flags().StringVar(&o.DB, "db", defaultDBPath(), "the ledger database `PATH` or URL (env SCV_DB)")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "write the bundle to `FILE` instead of stdout")
+	return cmd
+}
+
+// countingWriter counts the lines written through it.
+type countingWriter struct {
+	w     io.Writer
+	lines atomic.Int64
+}
+
+func (cw *countingWriter) Write(p []byte) (int, error) {
+	for _, b := range p {
+		if b == '\n' {
+			cw.lines.Add(1)
+		}
+	}
+	return cw.w.Write(p)
+}
+
+func (o *ExportOptions) run() error {
 	ctx := context.Background()
-	drv, err := openReadOnly(ctx, *db)
+	drv, err := openReadOnly(ctx, o.DB)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	defer drv.Close()
-	w, summary := stdout, stderr // the bundle goes to stdout: say what it holds elsewhere
+	w, summary := o.c.stdout, o.c.stderr // the bundle goes to stdout: say what it holds elsewhere
 	var f *os.File
-	if *out != "" && *out != "-" {
-		if f, err = os.Create(*out); err != nil {
+	if o.Output != "" && o.Output != "-" {
+		if f, err = os.Create(o.Output); err != nil {
 			return fmt.Errorf("ledger export: %w", err)
 		}
-		w, summary = f, stdout
+		w, summary = f, o.c.stdout
 	}
-	m, err := ledger.Export(ctx, drv, pos[0], w)
+	cw := &countingWriter{w: w}
+	done := make(chan struct{})
+	if !o.c.json && isTerminal(o.c.stderr) {
+		go func() {
+			t := time.NewTicker(200 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					fmt.Fprintf(o.c.stderr, "\rexporting %s: %d lines", o.Project, cw.lines.Load())
+				}
+			}
+		}()
+	}
+	m, err := ledger.Export(ctx, drv, o.Project, cw)
+	close(done)
 	if f != nil {
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
-			os.Remove(*out) // no half bundle
+			os.Remove(o.Output) // no half bundle
 		}
+	}
+	if !o.c.json && isTerminal(o.c.stderr) {
+		fmt.Fprint(o.c.stderr, "\r\x1b[K")
 	}
 	if err != nil {
 		return err
+	}
+	if o.c.json {
+		if f != nil {
+			return o.c.printJSON(m)
+		}
+		return nil // the bundle is the output; its manifest line is in it
 	}
 	fmt.Fprintf(summary, "%s (%s): %d events, %d snapshots, sequences %d to %d, chain head %s\n",
 		dash(m.Name), m.ProjectID, m.Events, m.Snapshots, m.FirstSequence, m.LastSequence, m.ChainHead)
 	return nil
 }
 
-func dash(s string) string {
-	if s == "" {
-		return "-"
+// CompactOptions is `scv ledger compact`.
+type CompactOptions struct {
+	c       *client
+	Project string
+	Retain  uint64
+	Drop    bool
+}
+
+func newCompactCmd(c *client) *cobra.Command {
+	o := &CompactOptions{c: c}
+	cmd := &cobra.Command{
+		Use:   "compact PROJECT [--retain K]",
+		Short: "Fold a project's old events into a snapshot and the archive, now",
+		Long: fmt.Sprintf(`Ask the running daemon to compact PROJECT now: write a snapshot of its state
+and move its events, all but the --retain newest, from the live tail into
+the archive (or delete them with --drop: the snapshot then stands for
+them). --retain defaults to %d, the daemon's own --retain default;
+--retain 0 folds everything up to the newest event. Nothing you read
+changes.`, daemon.DefaultRetain),
+		Example: `  scv ledger compact acme
+  scv ledger compact acme --retain 100`,
+		Args:              exactArgs("PROJECT"),
+		ValidArgsFunction: c.completeProjects,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Project = args[0]
+			return o.run()
+		},
 	}
-	return s
+	cmd.Flags().Uint64Var(&o.Retain, "retain", daemon.DefaultRetain, "keep the `K` newest events live")
+	cmd.Flags().BoolVar(&o.Drop, "drop", false, "delete the compacted events instead of archiving them (the snapshot stands for them)")
+	return cmd
 }
 
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// runCopy is `scv ledger copy --from PATH --to URL`: move a ledger,
-// sequences and hashes unchanged, into an empty database (a SQLite file
-// into PostgreSQL, for a fleet), and verify the copy against the
-// original. The source is read as it is, with no daemon writing it.
-func runCopy(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("scv ledger copy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	from := fs.String("from", "", "the ledger to copy: a SQLite `path` (or a URL)")
-	to := fs.String("to", "", "the empty database to copy it into: a postgres:// `URL` (or a path)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+func (o *CompactOptions) run() error {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	cl, err := o.c.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	cmd := control.CmdLedgerCompact{Project: o.Project, Retain: &o.Retain, Drop: o.Drop}
+	if o.c.json {
+		raw, err := cl.CallRaw(ctx, cmd)
+		if err != nil {
+			return callError(err)
 		}
-		return usageError{"scv ledger copy: " + err.Error()}
+		_, err = fmt.Fprintf(o.c.stdout, "%s\n", raw)
+		return err
 	}
-	if fs.NArg() > 0 || *from == "" || *to == "" {
-		return usageError{"usage: scv ledger copy --from PATH --to URL"}
+	if isTerminal(o.c.stderr) {
+		fmt.Fprintf(o.c.stderr, "compacting %s…", o.Project)
 	}
+	st, err := cl.Call(ctx, cmd)
+	if isTerminal(o.c.stderr) {
+		fmt.Fprint(o.c.stderr, "\r\x1b[K")
+	}
+	if err != nil {
+		return callError(err)
+	}
+	ev, err := cl.Call(ctx, control.CmdProjectEvents{Project: o.Project})
+	if err != nil {
+		return callError(err)
+	}
+	live := fmt.Sprint(len(ev.Project.Events))
+	if len(ev.Project.Events) >= ledger.MaxPage {
+		live = fmt.Sprintf("%d or more", ledger.MaxPage)
+	}
+	name := o.Project
+	if st.Project != nil && st.Project.Project != nil {
+		name = st.Project.Project.Name
+	}
+	if cb := ev.Project.CompactedBefore; cb != nil {
+		fmt.Fprintf(o.c.stdout, "%s: events up to %d are in the snapshot and the archive; %s live\n", name, *cb, live)
+	} else {
+		fmt.Fprintf(o.c.stdout, "%s: nothing to compact; %s events live\n", name, live)
+	}
+	return nil
+}
+
+// CopyOptions is `scv ledger copy`.
+type CopyOptions struct {
+	c        *client
+	From, To string
+}
+
+func newCopyCmd(c *client) *cobra.Command {
+	o := &CopyOptions{c: c}
+	cmd := &cobra.Command{
+		Use:   "copy --from PATH --to URL",
+		Short: "Copy a ledger into an empty database, sequences and hashes unchanged",
+		Long: `Copy the ledger at --from (a SQLite file, with no daemon writing it) into the
+empty database --to (a postgres:// URL for a fleet, or a path), sequences
+and hashes unchanged, and verify the copy against the original.`,
+		Example: `  scv ledger copy --from ~/.local/state/scv/ledger.db --to postgres://scv@db/scv`,
+		Args:    exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.From == "" || o.To == "" {
+				return usagef("give both --from and --to")
+			}
+			return o.run()
+		},
+	}
+	cmd.Flags().StringVar(&o.From, "from", "", "the ledger to copy: a SQLite `PATH` (or a URL)")
+	cmd.Flags().StringVar(&o.To, "to", "", "the empty database to copy it into: a postgres:// `URL` (or a path)")
+	return cmd
+}
+
+// copyJSON is `scv ledger copy --json`.
+type copyJSON struct {
+	Events    int    `json:"events"`
+	Archived  int    `json:"archived"`
+	Snapshots int    `json:"snapshots"`
+	Projects  int    `json:"projects"`
+	From      string `json:"from"`
+	To        string `json:"to"`
+}
+
+func (o *CopyOptions) run() error {
 	ctx := context.Background()
-	src, err := openReadOnly(ctx, *from)
+	src, err := openReadOnly(ctx, o.From)
 	if err != nil {
 		return fmt.Errorf("ledger copy: %w", err)
 	}
 	defer src.Close()
-	dst, err := openWritable(ctx, *to)
+	dst, err := openWritable(ctx, o.To)
 	if err != nil {
 		return fmt.Errorf("ledger copy: %w", err)
 	}
 	defer dst.Close()
-	var progress func(done, total int)
-	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
-		progress = func(done, total int) {
-			fmt.Fprintf(f, "\rcopying: %d/%d events (%d%%)", done, total, done*100/max(total, 1))
-			if done == total {
-				fmt.Fprintln(f)
-			}
-		}
-	}
-	rep, err := ledger.Copy(ctx, src, dst, progress)
+	rep, err := ledger.Copy(ctx, src, dst, o.c.progress("copying"))
 	if err != nil {
 		return err
 	}
-	printChains(stdout, rep.To)
-	fmt.Fprintf(stdout, "copied %d events (%d archived), %d snapshots, %d projects from %s to %s: verified, the same chains and heads\n",
+	if o.c.json {
+		return o.c.printJSON(copyJSON{rep.Events, rep.Archived, rep.Snapshots, rep.Projects, src.Name(), dst.Name()})
+	}
+	printChains(o.c.printer(), rep.To)
+	fmt.Fprintf(o.c.stdout, "copied %d events (%d archived), %d snapshots, %d projects from %s to %s: verified, the same chains and heads\n",
 		rep.Events, rep.Archived, rep.Snapshots, rep.Projects, src.Name(), dst.Name())
 	return nil
 }
 
-// runLease is `scv ledger lease --db DB`: who holds the ledger-wide jobs
-// (the sweeper) of a database, in which term, until when.
-func runLease(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("scv ledger lease", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	db := fs.String("db", defaultDBPath(), "the ledger database: a SQLite `path` or a postgres:// URL")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{"scv ledger lease: " + err.Error()}
+// LeaseOptions is `scv ledger lease`.
+type LeaseOptions struct {
+	c  *client
+	DB string
+}
+
+func newLeaseCmd(c *client) *cobra.Command {
+	o := &LeaseOptions{c: c}
+	cmd := &cobra.Command{
+		Use:   "lease [--db URL]",
+		Short: "Show who holds the ledger-wide jobs (the sweeper), in which term, until when",
+		Long: `Show the leases of a ledger: which daemon holds each ledger-wide job (the
+sweeper, which marks stale runs and compacts), in which term, and until
+when. With daemons sharing a PostgreSQL ledger, a lease whose holder died
+is taken over by another daemon once it has expired.`,
+		Example: `  scv ledger lease --db postgres://scv@db/scv`,
+		Args:    exactArgs(),
+		RunE:    func(cmd *cobra.Command, args []string) error { return o.run() },
 	}
+	cmd.Flags().StringVar(&o.DB, "db", defaultDBPath(), "the ledger database `PATH` or URL (env SCV_DB)")
+	return cmd
+}
+
+// leaseJSON is one lease of `scv ledger lease --json`.
+type leaseJSON struct {
+	Lease            string `json:"lease"`
+	Holder           string `json:"holder"`
+	Term             uint64 `json:"term"`
+	ExpiresUnixMilli int64  `json:"expires_unix_ms"`
+}
+
+func (o *LeaseOptions) run() error {
 	ctx := context.Background()
-	drv, err := openReadOnly(ctx, *db)
+	drv, err := openReadOnly(ctx, o.DB)
 	if err != nil {
 		return fmt.Errorf("ledger lease: %w", err)
 	}
@@ -347,10 +513,21 @@ func runLease(args []string, stdout, stderr io.Writer) error {
 	}); err != nil {
 		return fmt.Errorf("ledger lease: %w", err)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "LEASE\tHOLDER\tTERM\tEXPIRES")
-	for _, l := range leases {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", l.Name, l.Holder, l.Term, time.UnixMilli(l.ExpiresMs).Format(time.RFC3339))
+	if o.c.json {
+		out := make([]leaseJSON, len(leases))
+		for i, l := range leases {
+			out[i] = leaseJSON{l.Name, l.Holder, l.Term, l.ExpiresMs}
+		}
+		return o.c.printJSON(out)
 	}
-	return tw.Flush()
+	if len(leases) == 0 {
+		o.c.note("no leases in %s: no sweeper has run on it", drv.Name())
+		return nil
+	}
+	p := o.c.printer()
+	t := newTable("LEASE", "~HOLDER", "TERM", "EXPIRES")
+	for _, l := range leases {
+		t.add(l.Name, l.Holder, fmt.Sprint(l.Term), p.stamp(uint64(l.ExpiresMs/1000)))
+	}
+	return p.table(t)
 }

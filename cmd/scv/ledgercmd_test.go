@@ -80,7 +80,7 @@ func TestLedgerVerifyCommand(t *testing.T) {
 		require.NoError(t, err)
 	}
 	code, _, errOut := verify()
-	assert.Equal(t, 1, code)
+	assert.Equal(t, 4, code, "verify found a problem")
 	assert.Contains(t, errOut, "project 01PROJECTA, sequence 5: the hash does not match")
 
 	code, _, errOut = verify("--head", "nothex")

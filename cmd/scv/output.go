@@ -6,71 +6,235 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"scv/control"
-	"scv/ledger"
 	"scv/reducer"
 )
 
-// The human output of the client. Every printer takes the time to measure
-// ages against, so that tests can fix it. Scripts should use --json, which
-// prints the daemon's reply unchanged; this output may change.
+// The human output of the client. Scripts should use --json, which prints
+// the daemon's reply unchanged; this output may change. Every printer
+// writes through a printer, which knows the time to measure ages against
+// (tests fix it), how wide the output may be and whether it is coloured.
+//
+// Times: in blocks (a project's summary, a question) a time is shown with
+// its zone and how long ago it was; in tables, a time column shows how
+// long ago (or how soon), except the events' TIME, which is the time with
+// its zone. The same everywhere.
 
-// timeLayout is how times are shown, in the local time zone.
-const timeLayout = "2006-01-02 15:04:05"
+// timeLayout is how a time is shown, in the local zone: Go writes the
+// zone's abbreviation, or its offset where the zone has none.
+const timeLayout = "2006-01-02 15:04:05 MST"
 
-// cellWidth is where free text (titles, progress) is cut in tables.
-const cellWidth = 48
+// minFlex is the narrowest a free-text column is cut to.
+const minFlex = 12
 
-func newTable(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
+type printer struct {
+	w     io.Writer
+	width int  // 0: no limit
+	color bool // colour status words
+	now   time.Time
+}
 
-// row writes one table row; cells must already be clean of tabs.
-func row(tw io.Writer, cells ...string) { fmt.Fprintln(tw, strings.Join(cells, "\t")) }
+// column is one column of a table.
+type column struct {
+	name   string
+	flex   bool // free text: cut first (with …) when the table is too wide
+	status bool // status words: coloured on a terminal
+}
+
+// table is rows of cells under columns; a table without column names is
+// a block of `key  value` lines.
+type table struct {
+	cols []column
+	rows [][]string
+}
+
+func newTable(names ...string) *table {
+	t := &table{}
+	for _, n := range names {
+		c := column{name: n}
+		if rest, ok := strings.CutPrefix(n, "~"); ok {
+			c = column{name: rest, flex: true}
+		}
+		if rest, ok := strings.CutPrefix(c.name, "!"); ok {
+			c.name, c.status = rest, true
+		}
+		t.cols = append(t.cols, c)
+	}
+	return t
+}
+
+// block is a table of `key  value` lines with free-text values.
+func block() *table {
+	return &table{cols: []column{{}, {flex: true, status: true}}}
+}
+
+func (t *table) add(cells ...string) {
+	for i, c := range cells {
+		cells[i] = clean(c, 0)
+	}
+	t.rows = append(t.rows, cells)
+}
+
+func runeLen(s string) int { return utf8.RuneCountInString(s) }
+
+// print writes t: columns two spaces apart, as wide as their widest cell;
+// when that is wider than p.width, the free-text columns are cut first,
+// widest first, down to minFlex, then each line is cut at the width. A
+// row is never wrapped.
+func (p *printer) table(t *table) error {
+	n := len(t.cols)
+	header := false
+	widths := make([]int, n)
+	for i, c := range t.cols {
+		if c.name != "" {
+			header = true
+		}
+		widths[i] = runeLen(c.name)
+	}
+	for _, r := range t.rows {
+		for i := range n {
+			if i < len(r) {
+				widths[i] = max(widths[i], runeLen(r[i]))
+			}
+		}
+	}
+	total := func() int {
+		s := 2 * (n - 1)
+		for _, w := range widths {
+			s += w
+		}
+		return s
+	}
+	if p.width > 0 {
+		for total() > p.width {
+			widest := -1
+			for i, c := range t.cols {
+				floor := max(minFlex, runeLen(c.name))
+				if c.flex && widths[i] > floor && (widest < 0 || widths[i] > widths[widest]) {
+					widest = i
+				}
+			}
+			if widest < 0 {
+				break
+			}
+			widths[widest]--
+		}
+	}
+	// A line is segments of text, padded to the column widths; one still
+	// wider than the width is cut there, ending in …. Only status
+	// segments are coloured, after the cut, so that the colour codes
+	// never count.
+	type segment struct {
+		text   string
+		status bool
+	}
+	line := func(cells []string) {
+		var segs []segment
+		for i := range n {
+			cell := ""
+			if i < len(cells) {
+				cell = cells[i]
+			}
+			cell = cut(cell, widths[i])
+			segs = append(segs, segment{cell, t.cols[i].status})
+			if i < n-1 {
+				segs = append(segs, segment{strings.Repeat(" ", widths[i]-runeLen(cell)+2), false})
+			}
+		}
+		plain := 0
+		for _, sg := range segs {
+			plain += runeLen(sg.text)
+		}
+		if p.width > 0 && plain > p.width {
+			room := p.width - 1
+			for i, sg := range segs {
+				l := runeLen(sg.text)
+				if l > room {
+					segs[i].text = string([]rune(sg.text)[:room])
+					segs = append(segs[:i+1], segment{"…", false})
+					break
+				}
+				room -= l
+			}
+		}
+		var b strings.Builder
+		for _, sg := range segs {
+			if sg.status {
+				b.WriteString(paint(sg.text, p.color))
+			} else {
+				b.WriteString(sg.text)
+			}
+		}
+		out := b.String()
+		if !strings.HasSuffix(out, "…") {
+			out = strings.TrimRight(out, " ")
+		}
+		fmt.Fprintln(p.w, out)
+	}
+	if header {
+		names := make([]string, n)
+		for i, c := range t.cols {
+			names[i] = c.name
+		}
+		line(names)
+	}
+	for _, r := range t.rows {
+		line(r)
+	}
+	return nil
+}
+
+// cut shortens s to w characters, ending in … when cut.
+func cut(s string, w int) string {
+	if w <= 0 || runeLen(s) <= w {
+		return s
+	}
+	if w == 1 {
+		return "…"
+	}
+	return string([]rune(s)[:w-1]) + "…"
+}
 
 // printDaemonStatus is `scv status`.
-func printDaemonStatus(w io.Writer, st *control.DaemonStatus) error {
-	tw := newTable(w)
-	row(tw, "version", st.Version)
-	row(tw, "pid", fmt.Sprint(st.PID))
-	row(tw, "components", fmt.Sprint(len(st.Components)))
-	row(tw, "delegations", fmt.Sprintf("%d active, %d reaped", st.Delegations.Active, st.Delegations.Reaped))
+func printDaemonStatus(p *printer, st *control.DaemonStatus) error {
+	t := block()
+	t.add("version", st.Version)
+	t.add("pid", fmt.Sprint(st.PID))
+	t.add("components", fmt.Sprint(len(st.Components)))
+	t.add("delegations", fmt.Sprintf("%d active, %d reaped", st.Delegations.Active, st.Delegations.Reaped))
 	if r := st.Restart; r != nil {
 		waiting := "nothing"
 		if r.WaitingFor != nil {
-			waiting = clean(*r.WaitingFor, 0)
+			waiting = *r.WaitingFor
 		}
-		row(tw, "restart", fmt.Sprintf("to %s, waiting for %s, at the latest %s",
-			clean(r.ToVersion, 0), waiting, localTime(r.DeadlineUnixSeconds)))
+		t.add("restart", fmt.Sprintf("to %s, waiting for %s, at the latest %s", r.ToVersion, waiting, p.stamp(r.DeadlineUnixSeconds)))
 	}
-	return tw.Flush()
+	return p.table(t)
 }
 
 // printDelegations is `scv delegations` and `scv delegations kill`.
-func printDelegations(w io.Writer, st *control.DaemonStatus, _ control.Command, now time.Time) error {
+func printDelegations(p *printer, st *control.DaemonStatus) error {
 	d := st.Delegations
 	for _, h := range d.Killed {
-		fmt.Fprintf(w, "stopped %s\n", h)
+		fmt.Fprintf(p.w, "stopped %s\n", h)
 	}
 	if len(d.Entries) > 0 {
-		tw := newTable(w)
-		row(tw, "HANDLE", "AGENT", "PID", "OWNER", "PROCS", "DEPTH", "STARTED", "CWD")
+		t := newTable("HANDLE", "~AGENT", "PID", "OWNER", "PROCS", "DEPTH", "STARTED", "~CWD")
 		for _, e := range d.Entries {
 			handle := e.Handle
 			if e.Orphaned {
 				handle += " (orphaned)"
 			}
-			row(tw, handle, clean(e.Agent, 24), fmt.Sprint(e.PID), fmt.Sprint(e.OwnerPID), fmt.Sprint(e.Processes),
-				fmt.Sprint(e.Depth), age(now.Sub(time.Unix(int64(e.StartedUnixSeconds), 0))), clean(e.Cwd, 0))
+			t.add(handle, e.Agent, fmt.Sprint(e.PID), fmt.Sprint(e.OwnerPID), fmt.Sprint(e.Processes),
+				fmt.Sprint(e.Depth), p.ago(e.StartedUnixSeconds), e.Cwd)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		p.table(t)
 	}
-	_, err := fmt.Fprintf(w, "%d active, %d reaped since the daemon started\n", d.Active, d.Reaped)
+	_, err := fmt.Fprintf(p.w, "%d active, %d reaped since the daemon started\n", d.Active, d.Reaped)
 	return err
 }
 
@@ -88,8 +252,9 @@ func projectOf(st *control.DaemonStatus, kinds ...control.ResponseKind) (*contro
 }
 
 // printProjectBlock is the reply to create, status and every command that
-// answers `updated`: a line saying what happened, then the summary block.
-func printProjectBlock(w io.Writer, st *control.DaemonStatus, cmd control.Command, now time.Time) error {
+// answers `updated`: headline (what happened, if anything) and the
+// summary block.
+func printProjectBlock(p *printer, st *control.DaemonStatus, headline string) error {
 	r, err := projectOf(st, control.KindCreated, control.KindStatus, control.KindUpdated)
 	if err != nil {
 		return err
@@ -97,53 +262,30 @@ func printProjectBlock(w io.Writer, st *control.DaemonStatus, cmd control.Comman
 	if r.Project == nil {
 		return fmt.Errorf("the daemon's %s reply carries no project", r.Kind)
 	}
-	if h := headline(r, cmd); h != "" {
-		fmt.Fprintln(w, h)
+	if headline != "" {
+		fmt.Fprintln(p.w, headline)
 	}
-	return printSummary(w, r.Project, now)
-}
-
-// headline says what a command did, in the words of the command.
-func headline(r *control.ProjectResponse, cmd control.Command) string {
-	switch c := cmd.(type) {
-	case control.CmdProjectCreate:
-		return fmt.Sprintf("project %s created", r.Project.ID)
-	case control.CmdProjectTaskUpdate:
-		return fmt.Sprintf("task %s updated (%s)", c.Task, c.Status)
-	case control.CmdProjectRunProgress:
-		return fmt.Sprintf("run %s progress recorded", c.Run)
-	case control.CmdProjectRunFinish:
-		return fmt.Sprintf("run %s finished (%s)", c.Run, c.Status)
-	case control.CmdProjectHeartbeat:
-		switch {
-		case c.Run != nil:
-			return fmt.Sprintf("heartbeat recorded for run %s", *c.Run)
-		case c.Task != nil:
-			return fmt.Sprintf("heartbeat recorded for task %s", *c.Task)
-		}
-		return "heartbeat recorded"
-	}
-	return ""
+	return printSummary(p, r.Project)
 }
 
 // printSummary writes a project's summary block.
-func printSummary(w io.Writer, p *control.ProjectSummary, now time.Time) error {
-	tw := newTable(w)
-	row(tw, "project", clean(p.Name, 0))
-	row(tw, "id", p.ID)
-	row(tw, "workspace", clean(p.Workspace, 0))
-	row(tw, "phase", string(p.Phase))
-	row(tw, "status", string(p.Status))
-	row(tw, "progress", doneLine(p.CompletedTasks, p.TaskCount))
-	row(tw, "created", stamp(p.CreatedUnixSeconds, now))
-	row(tw, "updated", stamp(p.UpdatedUnixSeconds, now))
-	row(tw, "heartbeat", stampPtr(p.LastHeartbeatUnixSeconds, now))
-	return tw.Flush()
+func printSummary(p *printer, s *control.ProjectSummary) error {
+	t := block()
+	t.add("project", s.Name)
+	t.add("id", s.ID)
+	t.add("workspace", s.Workspace)
+	t.add("phase", string(s.Phase))
+	t.add("status", string(s.Status))
+	t.add("progress", doneLine(s.CompletedTasks, s.TaskCount))
+	t.add("created", p.stamp(s.CreatedUnixSeconds))
+	t.add("updated", p.stamp(s.UpdatedUnixSeconds))
+	t.add("heartbeat", p.stampPtr(s.LastHeartbeatUnixSeconds))
+	return p.table(t)
 }
 
 // summaryLine is a project on one line.
-func summaryLine(p *control.ProjectSummary) string {
-	return fmt.Sprintf("%s: %s, phase %s, status %s", clean(p.Name, 0), doneLine(p.CompletedTasks, p.TaskCount), p.Phase, p.Status)
+func summaryLine(s *control.ProjectSummary) string {
+	return fmt.Sprintf("%s: %s, phase %s, status %s", clean(s.Name, 0), doneLine(s.CompletedTasks, s.TaskCount), s.Phase, s.Status)
 }
 
 func doneLine(done, total uint64) string { return fmt.Sprintf("%d/%d tasks done", done, total) }
@@ -152,24 +294,24 @@ func doneLine(done, total uint64) string { return fmt.Sprintf("%d/%d tasks done"
 // `<what> <ID> <verb>`, so the ID is its second word
 // (`scv ... | awk 'NR==1{print $2}'`); the second is the project on one
 // line.
-func printNewID(w io.Writer, what, id, verb string, p *control.ProjectSummary) error {
-	if _, err := fmt.Fprintf(w, "%s %s %s\n", what, id, verb); err != nil {
+func printNewID(p *printer, what, id, verb string, s *control.ProjectSummary) error {
+	if _, err := fmt.Fprintf(p.w, "%s %s %s\n", what, id, verb); err != nil {
 		return err
 	}
-	if p != nil {
-		_, err := fmt.Fprintln(w, summaryLine(p))
+	if s != nil {
+		_, err := fmt.Fprintln(p.w, summaryLine(s))
 		return err
 	}
 	return nil
 }
 
 // printTasksReply is `scv project tasks`.
-func printTasksReply(w io.Writer, st *control.DaemonStatus, _ control.Command, now time.Time) error {
+func printTasksReply(p *printer, st *control.DaemonStatus) error {
 	r, err := projectOf(st, control.KindTasks)
 	if err != nil {
 		return err
 	}
-	if err := printTasks(w, r.Tasks, now); err != nil {
+	if err := printTasks(p, r.Tasks); err != nil {
 		return err
 	}
 	var done uint64
@@ -178,46 +320,44 @@ func printTasksReply(w io.Writer, st *control.DaemonStatus, _ control.Command, n
 			done++
 		}
 	}
-	_, err = fmt.Fprintln(w, doneLine(done, uint64(len(r.Tasks))))
+	_, err = fmt.Fprintln(p.w, doneLine(done, uint64(len(r.Tasks))))
 	return err
 }
 
 // printTasks writes the tasks table.
-func printTasks(w io.Writer, tasks []control.ProjectTask, now time.Time) error {
+func printTasks(p *printer, tasks []control.ProjectTask) error {
 	if len(tasks) == 0 {
-		_, err := fmt.Fprintln(w, "no tasks")
+		_, err := fmt.Fprintln(p.w, "no tasks")
 		return err
 	}
-	tw := newTable(w)
-	row(tw, "ID", "TITLE", "STATUS", "RETRIES", "DEPENDS ON", "RUN", "PROGRESS", "HEARTBEAT")
-	for _, t := range tasks {
+	t := newTable("ID", "~TITLE", "!STATUS", "RETRIES", "~DEPENDS ON", "~RUN", "~PROGRESS", "HEARTBEAT")
+	for _, x := range tasks {
 		deps := "-"
-		if len(t.DependsOn) > 0 {
-			deps = strings.Join(t.DependsOn, ",")
+		if len(x.DependsOn) > 0 {
+			deps = strings.Join(x.DependsOn, ",")
 		}
-		row(tw, t.ID, clean(t.Title, cellWidth), string(t.Status), fmt.Sprintf("%d/%d", t.Retries, t.MaxRetries),
-			clean(deps, 0), orDash(t.RunID, 0), orDash(t.Progress, cellWidth), stampPtr(t.LastHeartbeatUnixSeconds, now))
+		t.add(x.ID, x.Title, string(x.Status), fmt.Sprintf("%d/%d", x.Retries, x.MaxRetries),
+			deps, orDash(x.RunID), orDash(x.Progress), p.agoPtr(x.LastHeartbeatUnixSeconds))
 	}
-	return tw.Flush()
+	return p.table(t)
 }
 
 // printRuns writes the runs table.
-func printRuns(w io.Writer, runs []control.ProjectRun, now time.Time) error {
+func printRuns(p *printer, runs []control.ProjectRun) error {
 	if len(runs) == 0 {
-		_, err := fmt.Fprintln(w, "no runs")
+		_, err := fmt.Fprintln(p.w, "no runs")
 		return err
 	}
-	tw := newTable(w)
-	row(tw, "ID", "TASK", "AGENT", "STATUS", "ATTEMPT", "STARTED", "UPDATED", "PROGRESS")
+	t := newTable("ID", "TASK", "~AGENT", "!STATUS", "ATTEMPT", "STARTED", "UPDATED", "~PROGRESS")
 	for _, r := range runs {
-		row(tw, r.ID, r.TaskID, clean(r.Agent, cellWidth), string(r.Status), fmt.Sprint(r.Attempt),
-			localTime(r.StartedUnixSeconds), stamp(r.UpdatedUnixSeconds, now), orDash(r.Progress, cellWidth))
+		t.add(r.ID, r.TaskID, r.Agent, string(r.Status), fmt.Sprint(r.Attempt),
+			p.ago(r.StartedUnixSeconds), p.ago(r.UpdatedUnixSeconds), orDash(r.Progress))
 	}
-	return tw.Flush()
+	return p.table(t)
 }
 
 // printReportReply is `scv project report`.
-func printReportReply(w io.Writer, st *control.DaemonStatus, _ control.Command, now time.Time) error {
+func printReportReply(p *printer, st *control.DaemonStatus) error {
 	r, err := projectOf(st, control.KindReport)
 	if err != nil {
 		return err
@@ -226,57 +366,64 @@ func printReportReply(w io.Writer, st *control.DaemonStatus, _ control.Command, 
 	if rep == nil {
 		return fmt.Errorf("the daemon's report reply carries no report")
 	}
-	if err := printSummary(w, &rep.Project, now); err != nil {
+	if err := printSummary(p, &rep.Project); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\nTasks:")
-	if err := printTasks(w, rep.Tasks, now); err != nil {
+	fmt.Fprintln(p.w, "\nTasks:")
+	if err := printTasks(p, rep.Tasks); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\nRuns:")
-	if err := printRuns(w, rep.Runs, now); err != nil {
+	fmt.Fprintln(p.w, "\nRuns:")
+	if err := printRuns(p, rep.Runs); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "\nEvidence:")
+	fmt.Fprintln(p.w, "\nEvidence:")
 	for _, e := range rep.Evidence {
-		fmt.Fprintf(w, "  %s\n", clean(e, 0))
+		fmt.Fprintf(p.w, "  %s\n", clean(e, 0))
 	}
-	_, err = fmt.Fprintf(w, "\nreport generated %s\n", localTime(rep.GeneratedUnixSeconds))
+	_, err = fmt.Fprintf(p.w, "\nreport generated %s\n", p.time(rep.GeneratedUnixSeconds))
 	return err
 }
 
-// printEventsReply is `scv project events`.
-func printEventsReply(w io.Writer, st *control.DaemonStatus, cmd control.Command, _ time.Time) error {
-	r, err := projectOf(st, control.KindEvents)
-	if err != nil {
-		return err
+// eventLines writes events one line each, the same for `project events`
+// and `project events --follow`: a header, then per event its sequence,
+// its time with the zone, its kind and its data as compact JSON, the
+// data cut at the width.
+type eventLines struct {
+	p       *printer
+	started bool
+	seqW    int
+	kindW   int
+}
+
+// write prints events, the header first if it was not yet printed. The
+// widths of the sequence and kind columns are those of the first events
+// written (at least 3 and 12), so that later lines line up with them.
+func (l *eventLines) write(events []control.ProjectEvent) {
+	if len(events) == 0 {
+		return
 	}
-	if r.CompactedBefore != nil {
-		fmt.Fprintf(w, "compacted before %d\n", *r.CompactedBefore)
-	}
-	c, _ := cmd.(control.CmdProjectEvents)
-	if len(r.Events) == 0 {
-		if c.After != nil {
-			_, err := fmt.Fprintf(w, "no events after %d\n", *c.After)
-			return err
+	if !l.started {
+		l.started = true
+		l.seqW, l.kindW = 3, 12
+		for _, e := range events {
+			l.seqW = max(l.seqW, len(fmt.Sprint(e.Sequence)))
+			l.kindW = max(l.kindW, runeLen(clean(e.Kind, 0)))
 		}
-		_, err := fmt.Fprintln(w, "no events")
-		return err
+		l.line("SEQ", "TIME", "KIND", "DATA")
 	}
-	tw := newTable(w)
-	row(tw, "SEQ", "TIME", "KIND", "DATA")
-	for _, e := range r.Events {
-		row(tw, fmt.Sprint(e.Sequence), localTime(e.TimestampUnixSeconds), clean(e.Kind, 0), compactJSON(e.Data))
+	for _, e := range events {
+		l.line(fmt.Sprint(e.Sequence), l.p.time(e.TimestampUnixSeconds), clean(e.Kind, 0), compactJSON(e.Data))
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+}
+
+func (l *eventLines) line(seq, at, kind, data string) {
+	timeW := max(runeLen(at), runeLen(l.p.time(0)))
+	s := fmt.Sprintf("%-*s  %-*s  %-*s  %s", l.seqW, seq, timeW, at, l.kindW, kind, data)
+	if l.p.width > 0 {
+		s = cut(s, l.p.width)
 	}
-	if len(r.Events) >= ledger.MaxPage {
-		last := r.Events[len(r.Events)-1].Sequence
-		_, err := fmt.Fprintf(w, "more events may follow: scv project events %s --after %d\n", c.Project, last)
-		return err
-	}
-	return nil
+	fmt.Fprintln(l.p.w, strings.TrimRight(s, " "))
 }
 
 // compactJSON is data on one line; JSON escapes every control character
@@ -292,20 +439,30 @@ func compactJSON(data json.RawMessage) string {
 	return b.String()
 }
 
-// localTime is a Unix time in the local zone.
-func localTime(u uint64) string { return time.Unix(int64(u), 0).Format(timeLayout) }
+// time is a Unix time in the local zone, with the zone.
+func (p *printer) time(u uint64) string { return time.Unix(int64(u), 0).Format(timeLayout) }
 
 // stamp is a Unix time in the local zone and how long ago it was.
-func stamp(u uint64, now time.Time) string {
+func (p *printer) stamp(u uint64) string {
 	t := time.Unix(int64(u), 0)
-	return fmt.Sprintf("%s (%s)", t.Format(timeLayout), age(now.Sub(t)))
+	return fmt.Sprintf("%s (%s)", t.Format(timeLayout), age(p.now.Sub(t)))
 }
 
-func stampPtr(u *uint64, now time.Time) string {
+func (p *printer) stampPtr(u *uint64) string {
 	if u == nil {
 		return "-"
 	}
-	return stamp(*u, now)
+	return p.stamp(*u)
+}
+
+// ago is how long ago a Unix time was (or how soon it is).
+func (p *printer) ago(u uint64) string { return age(p.now.Sub(time.Unix(int64(u), 0))) }
+
+func (p *printer) agoPtr(u *uint64) string {
+	if u == nil {
+		return "-"
+	}
+	return p.ago(*u)
 }
 
 // age is a duration as people say it: `just now`, `42s ago`, `3m ago`,
@@ -336,11 +493,18 @@ func span(d time.Duration) string {
 	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
 }
 
-func orDash(s *string, width int) string {
+func orDash(s *string) string {
 	if s == nil || *s == "" {
 		return "-"
 	}
-	return clean(*s, width)
+	return *s
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // clean makes free text safe for one table cell: control characters (tabs,
@@ -353,8 +517,5 @@ func clean(s string, width int) string {
 		}
 		return r
 	}, s)
-	if width > 0 && utf8.RuneCountInString(s) > width {
-		s = string([]rune(s)[:width-1]) + "…"
-	}
-	return s
+	return cut(s, width)
 }

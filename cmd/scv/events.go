@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"scv/control"
+	"scv/ledger"
+)
+
+// followEvery is how often --follow asks for new events, and how often
+// it tries to reconnect to a daemon that went away.
+const followEvery = 200 * time.Millisecond
+
+// ProjectEventsOptions is `scv project events`.
+type ProjectEventsOptions struct {
+	c        *client
+	Project  string
+	After    uint64
+	afterSet bool
+	Follow   bool
+}
+
+func newProjectEventsCmd(c *client) *cobra.Command {
+	o := &ProjectEventsOptions{c: c}
+	cmd := &cobra.Command{
+		Use:   "events PROJECT",
+		Short: "A project's history: the events its state is derived from",
+		Long: `List PROJECT's events in sequence order, one line each: sequence, time with
+its zone, kind, and data as compact JSON (cut at a terminal's width). A
+reply holds at most 1000 events; page with --after, the last sequence
+listed.
+
+--follow prints the history and then every event appended, in the same
+format, until interrupted (Ctrl-C); when the daemon restarts it waits for
+it and goes on from the last event printed, with none lost or repeated.
+With --json each line is one event as the daemon wrote it (without
+--follow: the daemon's reply).`,
+		Example: `  scv project events acme
+  scv project events acme --after 4
+  scv project events acme --follow
+  scv project events acme --follow --json | jq -c 'select(.kind=="run_finished")'`,
+		Args:              exactArgs("PROJECT"),
+		ValidArgsFunction: c.completeProjects,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Project, o.afterSet = args[0], cmd.Flags().Changed("after")
+			if o.Follow {
+				return o.follow()
+			}
+			return o.run()
+		},
+	}
+	cmd.Flags().Uint64Var(&o.After, "after", 0, "list only the events after sequence `N`")
+	cmd.Flags().BoolVar(&o.Follow, "follow", false, "keep printing new events as they are appended, until interrupted")
+	return cmd
+}
+
+func (o *ProjectEventsOptions) run() error {
+	c := control.CmdProjectEvents{Project: o.Project}
+	if o.afterSet {
+		c.After = &o.After
+	}
+	_, err := o.c.call(c, func(p *printer, st *control.DaemonStatus) error {
+		r, err := projectOf(st, control.KindEvents)
+		if err != nil {
+			return err
+		}
+		o.compacted(r)
+		if len(r.Events) == 0 {
+			if c.After != nil {
+				o.c.note("no events after %d", *c.After)
+			} else {
+				o.c.note("no events")
+			}
+			return nil
+		}
+		(&eventLines{p: p}).write(r.Events)
+		if len(r.Events) >= ledger.MaxPage {
+			o.c.note("more events may follow: scv project events %s --after %d", o.Project, r.Events[len(r.Events)-1].Sequence)
+		}
+		return nil
+	})
+	return err
+}
+
+// compacted notes that the events before a compaction are not served.
+func (o *ProjectEventsOptions) compacted(r *control.ProjectResponse) {
+	if r.CompactedBefore != nil {
+		o.c.note("events up to %d are compacted into a snapshot and the archive (scv ledger export has them)", *r.CompactedBefore)
+	}
+}
+
+// follow prints the project's events from --after on and then every
+// event appended, until SIGINT or SIGTERM. A daemon that stops or
+// restarts is waited for: the follower reconnects and asks for the
+// events after the last one it printed.
+func (o *ProjectEventsOptions) follow() error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	lines := &eventLines{p: o.c.printer()}
+	after := o.After
+	var (
+		cl        *control.Client
+		connected bool // once: a first dial that fails is an error
+		away      bool // the daemon went away; a note said so
+		noted     bool // compacted_before noted
+	)
+	defer func() {
+		if cl != nil {
+			cl.Close()
+		}
+	}()
+	pause := func() bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(followEvery):
+			return true
+		}
+	}
+	for {
+		if cl == nil {
+			var err error
+			if cl, err = o.c.dial(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				if !connected {
+					return err
+				}
+				if !pause() {
+					return nil
+				}
+				continue
+			}
+			connected = true
+			if away {
+				o.c.note("the daemon answers again; following from sequence %d", after)
+				away = false
+			}
+		}
+		cmd := control.CmdProjectEvents{Project: o.Project}
+		if o.afterSet || after > 0 {
+			cmd.After = &after
+		}
+		st, err := cl.Call(ctx, cmd)
+		if ctx.Err() != nil {
+			return nil // interrupted: the normal end of --follow
+		}
+		var e *control.Error
+		if err != nil && (!errors.As(err, &e) || e.Data.Reason == control.ReasonUnavailable) {
+			// The daemon stopped or restarts: wait for it.
+			if !away {
+				o.c.note("the daemon went away (%v); waiting for it", callError(err))
+				away = true
+			}
+			cl.Close()
+			cl = nil
+			if !pause() {
+				return nil
+			}
+			continue
+		}
+		if err != nil {
+			return callError(err)
+		}
+		r, err := projectOf(st, control.KindEvents)
+		if err != nil {
+			return err
+		}
+		if !noted {
+			o.compacted(r)
+			noted = true
+		}
+		if o.c.json {
+			for _, e := range r.Events {
+				if err := o.c.printJSON(e); err != nil {
+					return err
+				}
+			}
+		} else {
+			lines.write(r.Events)
+		}
+		if n := len(r.Events); n > 0 {
+			after = r.Events[n-1].Sequence
+		}
+		if len(r.Events) >= ledger.MaxPage {
+			continue // a full page: there is more right away
+		}
+		if !pause() {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,415 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"scv/control"
+	"scv/control/proc"
+)
+
+// newChannelsCmd is `scv channels`.
+func newChannelsCmd(c *client) *cobra.Command {
+	return &cobra.Command{
+		Use:     "channels",
+		Short:   "List the channel accounts and their health",
+		Example: `  scv channels`,
+		Args:    exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := c.call(control.CmdStatus{}, printComponentsReply)
+			return err
+		},
+	}
+}
+
+// newReloadCmd is `scv reload`.
+func newReloadCmd(c *client) *cobra.Command {
+	return &cobra.Command{
+		Use:   "reload",
+		Short: "Reread the channel settings file",
+		Long: `Ask the daemon to reread its channel settings file (scv daemon --config) and
+reconcile the accounts with it; an invalid file changes nothing.`,
+		Example: `  scv reload`,
+		Args:    exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := c.call(control.CmdReload{}, printComponentsReply)
+			return err
+		},
+	}
+}
+
+// newChannelCmd is `scv channel`.
+func newChannelCmd(c *client) *cobra.Command {
+	return withExample(`  scv channel set local:owner --enable
+  scv channel logout wechat:main`, group("channel", "Create, change or remove a channel account",
+		newChannelSetCmd(c), newChannelLogoutCmd(c)))
+}
+
+// ChannelSetOptions is `scv channel set`.
+type ChannelSetOptions struct {
+	c                                        *client
+	Channel, Account                         string
+	Enable, Disable                          bool
+	Workspace, RemoteTools, Senders, Purpose string
+	set                                      func(string) bool
+}
+
+func newChannelSetCmd(c *client) *cobra.Command {
+	o := &ChannelSetOptions{c: c}
+	cmd := &cobra.Command{
+		Use:   "set CHANNEL:ACCOUNT --enable|--disable",
+		Short: "Create or change a channel account",
+		Long: `Create or change the account CHANNEL:ACCOUNT (local:owner is the owner's chat
+on this machine). Flags left out keep the saved value; a new account gets
+--remote-tools none, --senders owner, --purpose chat.`,
+		Example: `  scv channel set local:owner --enable
+  scv channel set wechat:main --enable --senders anyone`,
+		Args:              exactArgs("CHANNEL:ACCOUNT"),
+		ValidArgsFunction: c.completeChats,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if o.Channel, o.Account, err = chatID(args[0]); err != nil {
+				return usageError{err.Error()}
+			}
+			if o.Enable == o.Disable {
+				return usagef("give one of --enable and --disable")
+			}
+			o.set = cmd.Flags().Changed
+			return o.run()
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.Enable, "enable", false, "run the account")
+	f.BoolVar(&o.Disable, "disable", false, "stop the account, keeping its settings")
+	f.StringVar(&o.Workspace, "workspace", "", "the account's workspace `DIR` (default: keep the saved one)")
+	f.StringVar(&o.RemoteTools, "remote-tools", "", "who may use tools remotely: `none|owner` (default: keep)")
+	f.StringVar(&o.Senders, "senders", "", "whose messages it answers: `owner|anyone` (default: keep)")
+	f.StringVar(&o.Purpose, "purpose", "", "what it carries: `chat|mail` (default: keep)")
+	cmd.RegisterFlagCompletionFunc("remote-tools", words("none", "owner"))
+	cmd.RegisterFlagCompletionFunc("senders", words("owner", "anyone"))
+	cmd.RegisterFlagCompletionFunc("purpose", words("chat", "mail"))
+	return cmd
+}
+
+func (o *ChannelSetOptions) run() error {
+	c := control.CmdChannelSet{Channel: o.Channel, Account: o.Account, Enabled: o.Enable}
+	if o.set("workspace") {
+		c.Workspace = &o.Workspace
+	}
+	if o.set("remote-tools") {
+		var v control.RemoteTools
+		if err := v.UnmarshalText([]byte(o.RemoteTools)); err != nil {
+			return usagef("--remote-tools: %v", err)
+		}
+		c.RemoteTools = &v
+	}
+	if o.set("senders") {
+		var v control.Senders
+		if err := v.UnmarshalText([]byte(o.Senders)); err != nil {
+			return usagef("--senders: %v", err)
+		}
+		c.Senders = &v
+	}
+	if o.set("purpose") {
+		var v control.Purpose
+		if err := v.UnmarshalText([]byte(o.Purpose)); err != nil {
+			return usagef("--purpose: %v", err)
+		}
+		c.Purpose = &v
+	}
+	_, err := o.c.call(c, printComponentsReply)
+	return err
+}
+
+func newChannelLogoutCmd(c *client) *cobra.Command {
+	return &cobra.Command{
+		Use:               "logout CHANNEL:ACCOUNT",
+		Short:             "Stop an account and remove its settings, credentials and state",
+		Example:           `  scv channel logout wechat:main`,
+		Args:              exactArgs("CHANNEL:ACCOUNT"),
+		ValidArgsFunction: c.completeChats,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			channel, account, err := chatID(args[0])
+			if err != nil {
+				return usageError{err.Error()}
+			}
+			_, err = c.call(control.CmdChannelLogout{Channel: channel, Account: account}, printComponentsReply)
+			return err
+		},
+	}
+}
+
+// chatID splits `<channel>:<account>`.
+func chatID(s string) (channel, account string, err error) {
+	channel, account, ok := strings.Cut(s, ":")
+	if !ok {
+		return "", "", fmt.Errorf("%q: want CHANNEL:ACCOUNT, such as local:owner", s)
+	}
+	return channel, account, nil
+}
+
+// newConfirmCmd is `scv confirm`.
+func newConfirmCmd(c *client) *cobra.Command {
+	cmd := group("confirm", "Ask the owner yes/no questions, and follow or answer them",
+		newConfirmAskCmd(c), newConfirmStatusCmd(c), newConfirmListCmd(c), newConfirmAnswerCmd(c))
+	cmd.Example = `  Q=$(scv confirm ask "deploy acme to staging?" | awk '{print $2}')
+  scv confirm answer $Q yes
+  scv confirm ask "deploy acme to staging?" --wait && make deploy`
+	cmd.Long = `Questions to the owner: an agent asks (confirm ask), the owner answers in
+scv chat or with confirm answer, and the agent follows (confirm status, or
+confirm ask --wait). No answer by the deadline counts as no (expired); a
+question nobody follows for a minute is withdrawn.
+
+confirm status, and confirm ask --wait, exit by the question's state:
+0 yes, 1 no, 5 expired, 6 failed, 7 withdrawn, 8 still pending.`
+	return cmd
+}
+
+// confirmExit is the exit code for a question's state.
+func confirmExit(s control.ConfirmState) int {
+	switch s {
+	case control.ConfirmYes:
+		return exitOK
+	case control.ConfirmNo:
+		return exitRefused
+	case control.ConfirmExpired:
+		return exitExpired
+	case control.ConfirmFailed:
+		return exitQFailed
+	case control.ConfirmWithdrawn:
+		return exitWithdrawn
+	}
+	return exitPending
+}
+
+// byState ends with the exit code of the reply's question (none for 0).
+func byState(st *control.DaemonStatus) error {
+	if st == nil || st.Confirm == nil {
+		return errors.New("the daemon's reply carries no question")
+	}
+	if code := confirmExit(st.Confirm.State); code != exitOK {
+		return exitError{code: code}
+	}
+	return nil
+}
+
+// ConfirmAskOptions is `scv confirm ask`.
+type ConfirmAskOptions struct {
+	c        *client
+	Question string
+	Timeout  time.Duration
+	Wait     bool
+	set      func(string) bool
+}
+
+// confirmPoll is how often `confirm ask --wait` asks where its question
+// stands (asking keeps it alive).
+const confirmPoll = time.Second
+
+func newConfirmAskCmd(c *client) *cobra.Command {
+	o := &ConfirmAskOptions{c: c}
+	cmd := &cobra.Command{
+		Use:   "ask QUESTION",
+		Short: "Ask the owner a yes/no question",
+		Long: `Hand QUESTION to the owner's chat: the chat that started this delegation's
+work ($SCV_PARENT), else the daemon's --notify chat, else the only
+connected one. Without --wait it prints the question's ID and state and
+exits 0 (6 when no chat could take it); with --wait it follows the
+question until it is decided and exits by its outcome: 0 yes, 1 no,
+5 expired, 6 failed, 7 withdrawn.`,
+		Example: `  scv confirm ask "deploy acme to staging?" --timeout 10m
+  scv confirm ask "deploy acme to staging?" --wait && make deploy`,
+		Args: exactArgs("QUESTION"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Question, o.set = args[0], cmd.Flags().Changed
+			if o.set("timeout") && o.Timeout <= 0 {
+				return usagef("--timeout must be positive")
+			}
+			return o.run()
+		},
+	}
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "how long no answer waits before it counts as no (default: the daemon's, 30m)")
+	cmd.Flags().BoolVar(&o.Wait, "wait", false, "wait until the question is decided, and exit by its outcome")
+	return cmd
+}
+
+func (o *ConfirmAskOptions) run() error {
+	c := control.CmdConfirmAsk{Question: o.Question}
+	// Inside a delegation, the chat that started its work is asked.
+	if parent := os.Getenv(proc.ParentEnv); parent != "" {
+		c.Parent = &parent
+	}
+	if o.set("timeout") {
+		secs := uint64(o.Timeout.Round(time.Second) / time.Second)
+		c.TimeoutSeconds = &secs
+	}
+	if !o.Wait {
+		st, err := o.c.call(c, printConfirmReply)
+		if err != nil {
+			return err
+		}
+		if st.Confirm != nil && st.Confirm.State == control.ConfirmFailed {
+			return exitError{code: exitQFailed}
+		}
+		return nil
+	}
+	st, err := o.c.do(c)
+	if err != nil {
+		return err
+	}
+	if st.Confirm == nil {
+		return errors.New("the daemon's reply carries no question")
+	}
+	if !o.c.json {
+		printConfirmReply(o.c.printer(), st)
+	}
+	id := st.Confirm.ID
+	for st.Confirm.State == control.ConfirmPending {
+		time.Sleep(confirmPoll)
+		if st, err = o.c.do(control.CmdConfirmStatus{ID: id}); err != nil {
+			return err
+		}
+		if st.Confirm == nil {
+			return errors.New("the daemon's reply carries no question")
+		}
+	}
+	if st, err = o.c.call(control.CmdConfirmStatus{ID: id}, printConfirmReply); err != nil {
+		return err
+	}
+	return byState(st)
+}
+
+func newConfirmStatusCmd(c *client) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status ID",
+		Short: "Where a question stands (asking keeps it alive)",
+		Long: `Print where question ID stands, and exit by its state: 0 yes, 1 no,
+5 expired, 6 failed, 7 withdrawn, 8 still pending. Asking keeps it alive:
+a question nobody asks about for a minute is withdrawn.`,
+		Example: `  scv confirm status 01M8KQ57GX764FR8FVDXEKYRTE
+  until scv confirm status $Q >/dev/null; [ $? -ne 8 ]; do sleep 5; done`,
+		Args:              exactArgs("ID"),
+		ValidArgsFunction: c.completeQuestions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := c.call(control.CmdConfirmStatus{ID: args[0]}, printConfirmReply)
+			if err != nil {
+				return err
+			}
+			return byState(st)
+		},
+	}
+}
+
+func newConfirmAnswerCmd(c *client) *cobra.Command {
+	return &cobra.Command{
+		Use:               "answer ID yes|no",
+		Short:             "Answer a pending question",
+		Example:           `  scv confirm answer 01M8KQ57GX764FR8FVDXEKYRTE yes`,
+		Args:              exactArgs("ID", "ANSWER"),
+		ValidArgsFunction: c.completeQuestionAnswer,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[1] != "yes" && args[1] != "no" {
+				return usagef("ANSWER %q: want yes or no", args[1])
+			}
+			_, err := c.call(control.CmdConfirmAnswer{ID: args[0], Answer: args[1]}, printConfirmReply)
+			return err
+		},
+	}
+}
+
+// ConfirmListOptions is `scv confirm list`.
+type ConfirmListOptions struct {
+	c       *client
+	Chat    string
+	Pending bool
+}
+
+func newConfirmListCmd(c *client) *cobra.Command {
+	o := &ConfirmListOptions{c: c}
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "The questions, and who decided them",
+		Example: `  scv confirm list
+  scv confirm list --chat local:owner --pending`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c := control.CmdConfirmList{}
+			if o.Chat != "" {
+				c.Chat = &o.Chat
+			}
+			_, err := o.c.call(c, func(p *printer, st *control.DaemonStatus) error {
+				qs := st.Questions
+				if o.Pending {
+					qs = pendingOf(qs)
+				}
+				return printQuestions(p, qs)
+			})
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&o.Chat, "chat", "", "only the questions of this chat, `CHANNEL:ACCOUNT`")
+	cmd.Flags().BoolVar(&o.Pending, "pending", false, "only the questions still waiting for an answer (not with --json, which prints the daemon's reply)")
+	cmd.RegisterFlagCompletionFunc("chat", c.completeChats)
+	return cmd
+}
+
+func pendingOf(qs []control.Question) []control.Question {
+	var out []control.Question
+	for _, q := range qs {
+		if q.State == control.ConfirmPending {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// printComponentsReply is the reply to the channel commands: every
+// account's health.
+func printComponentsReply(p *printer, st *control.DaemonStatus) error {
+	if len(st.Components) == 0 {
+		_, err := fmt.Fprintln(p.w, "no channel accounts")
+		return err
+	}
+	t := newTable("ACCOUNT", "ENABLED", "!STATE", "TOOLS", "SENDERS", "RESTARTS", "LAST SUCCESS", "~ERROR")
+	for _, c := range st.Components {
+		senders := "-"
+		if c.Senders != nil {
+			senders = string(*c.Senders)
+		}
+		t.add(c.ID, fmt.Sprint(c.Enabled), string(c.State), string(c.RemoteTools), senders,
+			fmt.Sprint(c.Restarts), p.agoPtr(c.LastSuccessUnixSeconds), orDash(c.Error))
+	}
+	return p.table(t)
+}
+
+// printConfirmReply is the reply to confirm ask, status and answer.
+func printConfirmReply(p *printer, st *control.DaemonStatus) error {
+	q := st.Confirm
+	if q == nil {
+		return errors.New("the daemon's reply carries no question")
+	}
+	chat := q.Chat
+	if chat == "" {
+		chat = "no chat"
+	}
+	_, err := fmt.Fprintf(p.w, "question %s %s in %s, deadline %s\n", q.ID, paint(string(q.State), p.color), clean(chat, 0), p.stamp(q.DeadlineUnixSeconds))
+	return err
+}
+
+// printQuestions is `scv confirm list`.
+func printQuestions(p *printer, qs []control.Question) error {
+	if len(qs) == 0 {
+		_, err := fmt.Fprintln(p.w, "no questions")
+		return err
+	}
+	t := newTable("ID", "!STATE", "CHAT", "ASKED", "DEADLINE", "~DECIDED BY", "~QUESTION")
+	for _, q := range qs {
+		t.add(q.ID, string(q.State), dash(q.Chat), p.ago(q.AskedUnixSeconds), p.ago(q.DeadlineUnixSeconds), orDash(q.DecidedBy), q.Question)
+	}
+	return p.table(t)
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"scv/control"
+	"scv/control/daemon"
+)
+
+// TestShutdownEndsLongPoll: a client in a confirm_list long poll (what
+// `scv chat` keeps open) does not hold the daemon's shutdown: Close
+// returns well within 2 s, without its 10 s deadline, and the waiting
+// client is answered unavailable instead of losing its connection.
+func TestShutdownEndsLongPoll(t *testing.T) {
+	d, stop := inDaemonStop(t, daemon.Config{})
+	sock := d.Config().Socket
+	ctx := context.Background()
+	cl, err := control.Dial(ctx, sock)
+	require.NoError(t, err)
+	defer cl.Close()
+	chat, after, wait := "local:owner", uint64(1<<40), uint64(control.MaxListWait)
+	answered := make(chan error, 1)
+	go func() {
+		_, err := cl.Call(ctx, control.CmdConfirmList{Chat: &chat, After: &after, WaitSeconds: &wait})
+		answered <- err
+	}()
+	require.Eventually(t, func() bool { return d.Server().InFlight() == 1 }, 5*time.Second, 5*time.Millisecond,
+		"the long poll is in flight")
+
+	began := time.Now()
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	select {
+	case err := <-closed:
+		assert.NoError(t, err, "no deadline ran out")
+	case <-time.After(5 * time.Second):
+		t.Fatal("shutdown waited for the long poll")
+	}
+	took := time.Since(began)
+	assert.Less(t, took, 2*time.Second, "shutdown took %s", took)
+	select {
+	case err := <-answered:
+		var e *control.Error
+		require.True(t, errors.As(err, &e), "an error reply, not a lost connection: %v", err)
+		assert.Equal(t, control.ReasonUnavailable, e.Data.Reason)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting client got nothing")
+	}
+	stop()
+}
+
+// TestDaemonSignal: Ctrl-C (SIGINT) on a real `scv daemon` with `scv
+// chat`, `scv project events --follow` and 256 load clients connected
+// exits 0 within 2 s. The chat then ends with a note on stderr and exit
+// 3 (the daemon is unavailable), not "read reply: EOF"; the follower
+// waits for the daemon, and goes on from where it was, with no event
+// lost or repeated, when a daemon serves the socket again.
+func TestDaemonSignal(t *testing.T) {
+	dir := shortDir(t)
+	bin := buildScv(t, dir, "signal")
+	sock, db := filepath.Join(dir, "d.sock"), filepath.Join(dir, "l.db")
+	args := []string{"--db", db, "--socket", sock, "--config", filepath.Join(dir, "channels.json")}
+	d, logs := startDaemon(t, bin, args...)
+	scv := func(args ...string) *exec.Cmd {
+		c := exec.Command(bin, append([]string{"--socket", sock}, args...)...)
+		c.Env = append(os.Environ(), "TZ=UTC", "NO_COLOR=1")
+		return c
+	}
+	for _, a := range [][]string{{"channel", "set", "local:owner", "--enable"}, {"project", "create", "acme", "--workspace", dir}} {
+		out, err := scv(a...).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+
+	chat := scv("chat")
+	chatIn, err := chat.StdinPipe()
+	require.NoError(t, err)
+	defer chatIn.Close()
+	var chatOut, chatErr syncBuffer
+	chat.Stdout, chat.Stderr = &chatOut, &chatErr
+	require.NoError(t, chat.Start())
+	chatDone := make(chan error, 1)
+	go func() { chatDone <- chat.Wait() }()
+
+	follow := scv("project", "events", "acme", "--follow")
+	var followOut, followErr syncBuffer
+	follow.Stdout, follow.Stderr = &followOut, &followErr
+	require.NoError(t, follow.Start())
+	followDone := make(chan error, 1)
+	go func() { followDone <- follow.Wait() }()
+
+	// 256 clients, each on a connection of its own, sending requests
+	// until the daemon goes.
+	var connected sync.WaitGroup
+	stopLoad := make(chan struct{})
+	var loadDone sync.WaitGroup
+	for i := range 256 {
+		connected.Add(1)
+		loadDone.Add(1)
+		go func() {
+			defer loadDone.Done()
+			c, err := control.Dial(context.Background(), sock)
+			connected.Done()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			for n := 0; n < 100000; n++ {
+				select {
+				case <-stopLoad:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				var err error
+				if i%4 == 0 {
+					_, err = c.Call(ctx, control.CmdProjectHeartbeat{Project: "acme"})
+				} else {
+					_, err = c.Call(ctx, control.CmdStatus{})
+				}
+				cancel()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	connected.Wait()
+	defer func() { close(stopLoad); loadDone.Wait() }()
+	require.Eventually(t, func() bool { return strings.Contains(chatOut.String(), "chat local:owner") }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return strings.Contains(followOut.String(), "project_created") }, 10*time.Second, 10*time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the chat is in its long poll
+
+	began := time.Now()
+	require.NoError(t, d.Process.Signal(syscall.SIGINT))
+	exited := make(chan error, 1)
+	go func() { exited <- d.Wait() }()
+	select {
+	case err := <-exited:
+		took := time.Since(began)
+		require.NoError(t, err, "the daemon exits 0: %s", logs.String())
+		assert.Less(t, took, 2*time.Second, "the daemon took %s to stop", took)
+	case <-time.After(15 * time.Second):
+		d.Process.Kill()
+		t.Fatalf("the daemon did not stop: %s", logs.String())
+	}
+	assert.NotContains(t, logs.String(), "deadline")
+
+	select {
+	case err := <-chatDone:
+		var exit *exec.ExitError
+		require.ErrorAs(t, err, &exit, "chat: %s", chatErr.String())
+		assert.Equal(t, 3, exit.ExitCode(), "chat: %s", chatErr.String())
+		assert.Contains(t, chatErr.String(), "scv: chat ended: the daemon is shutting down")
+		assert.NotContains(t, chatErr.String(), "EOF")
+	case <-time.After(10 * time.Second):
+		t.Fatal("chat did not end")
+	}
+
+	// The follower waits; a daemon on the socket again, and it goes on.
+	before := strings.Count(followOut.String(), "\n")
+	require.Eventually(t, func() bool { return strings.Contains(followErr.String(), "the daemon went away") }, 5*time.Second, 10*time.Millisecond)
+	d, logs = startDaemon(t, bin, args...)
+	defer func() { d.Process.Signal(syscall.SIGTERM); d.Wait() }()
+	out, err := scv("project", "task", "add", "acme", "after the restart").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Eventually(t, func() bool { return strings.Contains(followOut.String(), "after the restart") }, 10*time.Second, 20*time.Millisecond,
+		"stderr: %s", followErr.String())
+	assert.Equal(t, before+1, strings.Count(followOut.String(), "\n"), "one event more, none repeated")
+	require.NoError(t, follow.Process.Signal(syscall.SIGINT))
+	select {
+	case err := <-followDone:
+		assert.NoError(t, err, "the follower ends 0 on SIGINT: %s", followErr.String())
+	case <-time.After(5 * time.Second):
+		t.Fatal("the follower did not end")
+	}
+	// Every event once, in order: the same lines as plain `events`.
+	plain, err := scv("project", "events", "acme").Output()
+	require.NoError(t, err)
+	assert.Equal(t, string(plain), followOut.String(), "events and events --follow: one format, nothing lost or repeated")
+}
