@@ -123,6 +123,8 @@ func errorFor(err error) *Error {
 		{reducer.ErrInvalidArgument, CodeInvalidParams, ReasonInvalidArgument},
 		{local.ErrInvalid, CodeInvalidParams, ReasonInvalidArgument},
 		{ledger.ErrBeyondHead, CodeInvalidParams, ReasonInvalidArgument},
+		// A write fenced by a lease that another daemon took over.
+		{ledger.ErrLeaseLost, CodeConflict, ReasonConflict},
 		{ErrUnavailable, CodeUnavailable, ReasonUnavailable},
 		{ledger.ErrClosed, CodeUnavailable, ReasonUnavailable},
 		// Before ErrStorage, which they wrap. Their messages say what

@@ -225,3 +225,30 @@ func TestApprovalsInTheProjectHistory(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, rep.Problems)
 }
+
+// TestApprovalRefusals: an approval names a project that exists and, if
+// any, a task of it; anything else is refused and asks nothing.
+func TestApprovalRefusals(t *testing.T) {
+	d, c := ownerDaemon(t)
+	call(t, c, control.CmdProjectCreate{Name: "gates", Workspace: d.workspace})
+	call(t, c, control.CmdProjectTaskAdd{Project: "gates", Title: "build", DependsOn: []string{}})
+	for _, tc := range []struct {
+		name          string
+		project, task *string
+		code          int
+		reason        string
+	}{
+		{"empty project", ptr(""), nil, control.CodeInvalidParams, control.ReasonInvalidArgument},
+		{"empty task", ptr("gates"), ptr(""), control.CodeInvalidParams, control.ReasonInvalidArgument},
+		{"task without a project", nil, ptr("build"), control.CodeInvalidParams, control.ReasonInvalidArgument},
+		{"unknown project", ptr("nope"), nil, control.CodeNotFound, control.ReasonNotFound},
+		{"unknown task", ptr("gates"), ptr("nope"), control.CodeNotFound, control.ReasonNotFound},
+	} {
+		e := callErr(t, c, control.CmdConfirmAsk{Question: "may I?", Project: tc.project, Task: tc.task})
+		assertCode(t, e, tc.code, tc.reason, tc.name)
+	}
+	p, err := d.ledger.Project(context.Background(), "gates")
+	require.NoError(t, err)
+	assert.Empty(t, p.Approvals(), "nothing was asked")
+	assert.Equal(t, reducer.ProjectActive, p.Status())
+}

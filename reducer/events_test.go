@@ -51,6 +51,22 @@ var encodingCases = []struct {
 		`{"task_id":"T1"}`},
 	{"heartbeat of the project", reducer.Heartbeat{},
 		`{}`},
+	{"task retried keeping its budget", reducer.TaskRetried{TaskID: "T1", By: "uid 1000 pid 42"},
+		`{"task_id":"T1","by":"uid 1000 pid 42"}`},
+	{"task retried with a new budget", reducer.TaskRetried{TaskID: "T1", MaxRetries: ptrU32(3), By: "web UI"},
+		`{"task_id":"T1","max_retries":3,"by":"web UI"}`},
+	{"approval asked for a task", reducer.ApprovalAsked{QuestionID: "Q1", TaskID: "T1", Question: "ship <it> & go?", Deadline: 1700000000123, By: "uid 1000 pid 42"},
+		`{"question_id":"Q1","task_id":"T1","question":"ship <it> & go?","deadline_ms":1700000000123,"by":"uid 1000 pid 42"}`},
+	{"approval asked for the project", reducer.ApprovalAsked{QuestionID: "Q1", Question: "go?", Deadline: 1},
+		`{"question_id":"Q1","question":"go?","deadline_ms":1}`},
+	{"approval decided yes", reducer.ApprovalDecided{QuestionID: "Q1", Outcome: reducer.ApprovalYes, By: "local:owner"},
+		`{"question_id":"Q1","outcome":"yes","by":"local:owner"}`},
+	{"approval decided failed", reducer.ApprovalDecided{QuestionID: "Q1", Outcome: reducer.ApprovalFailed, By: "daemon"},
+		`{"question_id":"Q1","outcome":"failed","by":"daemon"}`},
+	{"project released", reducer.Released{By: "uid 1000 pid 42"},
+		`{"by":"uid 1000 pid 42"}`},
+	{"project archived", reducer.Archived{By: "uid 1000 pid 42"},
+		`{"by":"uid 1000 pid 42"}`},
 }
 
 func TestEventEncodingGolden(t *testing.T) {
@@ -84,7 +100,9 @@ func TestEventEncodingRoundTrip(t *testing.T) {
 	assert.Equal(t, map[string]bool{
 		reducer.KindProjectCreated: true, reducer.KindTaskAdded: true, reducer.KindTaskUpdated: true,
 		reducer.KindRunStarted: true, reducer.KindRunProgress: true, reducer.KindRunFinished: true,
-		reducer.KindRunStale: true, reducer.KindHeartbeat: true,
+		reducer.KindRunStale: true, reducer.KindHeartbeat: true, reducer.KindTaskRetried: true,
+		reducer.KindApprovalAsked: true, reducer.KindApprovalDecided: true, reducer.KindProjectReleased: true,
+		reducer.KindProjectArchived: true,
 	}, kinds, "every kind has a case")
 }
 
@@ -98,6 +116,11 @@ func TestEventKinds(t *testing.T) {
 	assert.Equal(t, "run_finished", reducer.RunFinished{}.Kind())
 	assert.Equal(t, "run_stale", reducer.RunStaleMarked{}.Kind())
 	assert.Equal(t, "heartbeat", reducer.Heartbeat{}.Kind())
+	assert.Equal(t, "task_retried", reducer.TaskRetried{}.Kind())
+	assert.Equal(t, "approval_asked", reducer.ApprovalAsked{}.Kind())
+	assert.Equal(t, "approval_decided", reducer.ApprovalDecided{}.Kind())
+	assert.Equal(t, "project_released", reducer.Released{}.Kind())
+	assert.Equal(t, "project_archived", reducer.Archived{}.Kind())
 }
 
 func TestDecodeBodyRefuses(t *testing.T) {

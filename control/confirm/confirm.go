@@ -280,8 +280,11 @@ func (m *Manager) Ask(ctx context.Context, c control.CmdConfirmAsk) (control.Con
 		}
 	}
 	if c.Task != nil {
-		if task = *c.Task; project == "" {
+		switch task = *c.Task; {
+		case project == "":
 			return control.ConfirmInfo{}, invalid("task %q without a project: an approval names its project", task)
+		case task == "":
+			return control.ConfirmInfo{}, invalid("task is empty: name a task, or leave task out to gate the whole project")
 		}
 	}
 	chat, reason := m.route(parent)
