@@ -82,8 +82,8 @@ func (noMetrics) Compacted()                      {}
 // Ledger is the event store of one instance and the single writer that
 // appends to it, above a driver.
 type Ledger struct {
-	drv   driver.Driver
-	clock func() time.Time
+	drv     driver.Driver
+	clock   func() time.Time
 	fail    Failpoints
 	cache   *cache
 	metrics Metrics
@@ -764,9 +764,35 @@ func (l *Ledger) Events(ctx context.Context, projectID string, after uint64, lim
 // runs it marked.
 func (l *Ledger) MarkStale(ctx context.Context, window time.Duration, fence *Lease) (marked int, err error) {
 	defer func() { l.metrics.RunsMarkedStale(marked) }()
+	ms := window.Milliseconds()
+	return l.sweep(ctx, driver.ProjectFilter{Running: true}, fence,
+		func(p *reducer.Project, now int64) bool { return len(reducer.StaleRuns(p, now, ms)) > 0 },
+		func(id string) reducer.Command { return reducer.MarkStale{Project: id, Window: ms} })
+}
+
+// ExpireApprovals is one sweep for approvals nobody decides: for every
+// project waiting for approval with an approval whose deadline passed more
+// than grace ago at the ledger's clock, it executes
+// reducer.ExpireApprovals, decided again inside the write transaction (a
+// decision committed first stands). The daemon that asked decides its
+// approvals at their deadline; this sweep is for those whose daemon is
+// gone, on a database daemons share. Fenced as MarkStale is; it returns
+// how many approvals it expired.
+func (l *Ledger) ExpireApprovals(ctx context.Context, grace time.Duration, fence *Lease) (int, error) {
+	ms := grace.Milliseconds()
+	return l.sweep(ctx, driver.ProjectFilter{Status: string(reducer.ProjectWaitingApproval)}, fence,
+		func(p *reducer.Project, now int64) bool { return len(reducer.OverdueApprovals(p, now, ms)) > 0 },
+		func(id string) reducer.Command { return reducer.ExpireApprovals{Project: id, Grace: ms} })
+}
+
+// sweep executes cmd, fenced, for each project that filter names and due
+// says has work at the ledger's clock, and returns how many events it
+// appended.
+func (l *Ledger) sweep(ctx context.Context, filter driver.ProjectFilter, fence *Lease,
+	due func(p *reducer.Project, now int64) bool, cmd func(id string) reducer.Command) (int, error) {
 	var ids []string
 	if err := l.drv.Read(ctx, func(r driver.Reader) error {
-		rows, err := r.Projects(ctx, driver.ProjectFilter{Running: true})
+		rows, err := r.Projects(ctx, filter)
 		for _, row := range rows {
 			ids = append(ids, row.ID)
 		}
@@ -778,22 +804,22 @@ func (l *Ledger) MarkStale(ctx context.Context, window time.Duration, fence *Lea
 	if err != nil {
 		return 0, readError(err)
 	}
-	ms := window.Milliseconds()
+	n := 0
 	for _, id := range ids {
 		p, err := l.Project(ctx, id)
 		if err != nil {
-			return marked, err
+			return n, err
 		}
-		if len(reducer.StaleRuns(p, now, ms)) == 0 {
+		if !due(p, now) {
 			continue
 		}
-		res, err := l.enqueue(ctx, &request{cmd: reducer.MarkStale{Project: id, Window: ms}, fence: fence, reply: make(chan response, 1)})
+		res, err := l.enqueue(ctx, &request{cmd: cmd(id), fence: fence, reply: make(chan response, 1)})
 		if err != nil {
-			return marked, err
+			return n, err
 		}
-		marked += len(res.Events)
+		n += len(res.Events)
 	}
-	return marked, nil
+	return n, nil
 }
 
 // Lease is a lease held: a ledger-wide job (the sweeper) is done by the

@@ -99,6 +99,21 @@ type MarkStale struct {
 	Now     int64
 }
 
+// ExpireApprovals asks which of a project's pending approvals passed
+// their deadline more than Grace milliseconds before Now; Decide returns
+// one approval_decided event, expired, for each. The daemon that asked
+// decides its own approvals at their deadline; this is the sweeper's, for
+// approvals whose daemon is gone.
+type ExpireApprovals struct {
+	Project string
+	Grace   int64
+	Now     int64
+}
+
+// ExpiredBy is who an approval that ExpireApprovals decided was decided
+// by.
+const ExpiredBy = "the sweeper: its deadline passed"
+
 // RetryTask puts a failed task back to work (the owner's decision):
 // ready, or pending while a dependency is not done; its retries start
 // again from 0, with MaxRetries as its new budget when set. By is who
@@ -158,6 +173,7 @@ func (c ProgressRun) ProjectRef() string     { return c.Project }
 func (c FinishRun) ProjectRef() string       { return c.Project }
 func (c RecordHeartbeat) ProjectRef() string { return c.Project }
 func (c MarkStale) ProjectRef() string       { return c.Project }
+func (c ExpireApprovals) ProjectRef() string { return c.Project }
 func (c RetryTask) ProjectRef() string       { return c.Project }
 func (c AskApproval) ProjectRef() string     { return c.Project }
 func (c DecideApproval) ProjectRef() string  { return c.Project }
@@ -172,6 +188,7 @@ func (ProgressRun) command()     {}
 func (FinishRun) command()       {}
 func (RecordHeartbeat) command() {}
 func (MarkStale) command()       {}
+func (ExpireApprovals) command() {}
 func (RetryTask) command()       {}
 func (AskApproval) command()     {}
 func (DecideApproval) command()  {}
@@ -204,6 +221,9 @@ func Stamp(c Command, now int64) Command {
 		c.Now = now
 		return c
 	case MarkStale:
+		c.Now = now
+		return c
+	case ExpireApprovals:
 		c.Now = now
 		return c
 	case RetryTask:

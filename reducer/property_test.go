@@ -152,6 +152,8 @@ func (g *gen) ownerDecision(p *reducer.Project, ref string) reducer.Command {
 		outcome := pick(g, []reducer.ApprovalOutcome{reducer.ApprovalYes, reducer.ApprovalYes, reducer.ApprovalNo,
 			reducer.ApprovalExpired, reducer.ApprovalFailed, reducer.ApprovalWithdrawn, reducer.ApprovalPending})
 		return reducer.DecideApproval{Project: ref, QuestionID: id, Outcome: outcome, By: by, Now: g.now}
+	case k < 90:
+		return reducer.ExpireApprovals{Project: ref, Grace: int64(g.r.IntN(500)), Now: g.now}
 	case k < 95:
 		return reducer.ReleaseProject{Project: ref, By: by, Now: g.now}
 	}
@@ -316,6 +318,8 @@ func projectRef(c reducer.Command) string {
 	case reducer.RecordHeartbeat:
 		return c.Project
 	case reducer.MarkStale:
+		return c.Project
+	case reducer.ExpireApprovals:
 		return c.Project
 	case reducer.RetryTask:
 		return c.Project

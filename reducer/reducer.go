@@ -47,6 +47,12 @@ func Decide(p *Project, c Command) ([]Event, error) {
 			evs = append(evs, Event{ProjectID: p.ID, Time: c.Now, Body: RunStaleMarked{RunID: r}})
 		}
 		return evs, nil
+	case ExpireApprovals:
+		var evs []Event
+		for _, id := range OverdueApprovals(p, c.Now, c.Grace) {
+			evs = append(evs, Event{ProjectID: p.ID, Time: c.Now, Body: ApprovalDecided{QuestionID: id, Outcome: ApprovalExpired, By: ExpiredBy}})
+		}
+		return evs, nil
 	case RetryTask:
 		return one(p, c.Now)(decideRetry(p, c))
 	case AskApproval:

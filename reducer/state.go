@@ -268,6 +268,21 @@ func StaleRuns(p *Project, now, window int64) []string {
 	return ids
 }
 
+// OverdueApprovals returns the IDs of p's pending approvals whose deadline
+// passed more than grace milliseconds before now, in the order asked.
+func OverdueApprovals(p *Project, now, grace int64) []string {
+	if p.pending == 0 {
+		return nil
+	}
+	var ids []string
+	for _, a := range p.Approvals() {
+		if a.Outcome == ApprovalPending && now-a.Deadline > grace {
+			ids = append(ids, a.ID)
+		}
+	}
+	return ids
+}
+
 // depsDone reports whether every dependency is done.
 func (p *Project) depsDone(deps []string) bool {
 	for _, d := range deps {

@@ -509,6 +509,19 @@ func transitionCases() []transitionCase {
 			cmd: decide("q1", reducer.ApprovalFailed), want: "a:blocked"},
 		{name: "approval/refused: decided twice", setup: cmds(add("a", 0), ask("q1", "a"), decide("q1", reducer.ApprovalYes)),
 			cmd: decide("q1", reducer.ApprovalNo), wantErr: reducer.ErrConflict},
+		{name: "approval/overdue: the sweeper expires it past deadline and grace",
+			setup: cmds(add("a", 0), add("b", 0), askBy("q1", "a", cmdNow-3000), askBy("q2", "b", cmdNow-1001)),
+			cmd:   reducer.ExpireApprovals{Project: projID, Grace: 1000}, want: "a:blocked b:blocked",
+			events: []reducer.Body{
+				reducer.ApprovalDecided{QuestionID: "q1", Outcome: reducer.ApprovalExpired, By: reducer.ExpiredBy},
+				reducer.ApprovalDecided{QuestionID: "q2", Outcome: reducer.ApprovalExpired, By: reducer.ExpiredBy},
+			},
+			check: phaseStatus(reducer.PhasePlanning, reducer.ProjectBlocked)},
+		{name: "approval/overdue: within the grace, nothing", setup: cmds(add("a", 0), askBy("q1", "a", cmdNow-1000)),
+			cmd: reducer.ExpireApprovals{Project: projID, Grace: 1000}, want: "a:ready", events: []reducer.Body{},
+			check: phaseStatus(reducer.PhasePlanning, reducer.ProjectWaitingApproval)},
+		{name: "approval/overdue: a decided one is left as it is", setup: cmds(add("a", 0), askBy("q1", "a", cmdNow-3000), decide("q1", reducer.ApprovalYes)),
+			cmd: reducer.ExpireApprovals{Project: projID}, want: "a:ready", events: []reducer.Body{}},
 		{name: "approval/refused: an unknown question", cmd: decide("q9", reducer.ApprovalYes), wantErr: reducer.ErrNotFound},
 		{name: "approval/refused: decided pending", setup: cmds(ask("q1", "")), cmd: decide("q1", reducer.ApprovalPending),
 			wantErr: reducer.ErrInvalidArgument},
@@ -554,6 +567,13 @@ func retry(task string, maxRetries *uint32) reducer.RetryTask {
 // the decision.
 func ask(id, task string) reducer.AskApproval {
 	return reducer.AskApproval{Project: projID, QuestionID: id, TaskID: task, Question: "ship a?", Deadline: cmdNow + 60_000, By: "agent"}
+}
+
+// askBy asks question id about task with the given deadline.
+func askBy(id, task string, deadline int64) reducer.AskApproval {
+	a := ask(id, task)
+	a.Deadline = deadline
+	return a
 }
 
 func decide(id string, outcome reducer.ApprovalOutcome) reducer.DecideApproval {

@@ -1,6 +1,7 @@
 // Package sweeper is the daemon's ledger maintenance, a service it starts
-// and stops: it marks silent runs stale and compacts projects whose live
-// tail has grown past a threshold.
+// and stops: it marks silent runs stale, expires approvals left pending
+// past their deadline, and compacts projects whose live tail has grown
+// past a threshold.
 //
 // # One sweeper for the ledger
 //
@@ -18,6 +19,13 @@
 // transaction: a heartbeat committed just before keeps the run alive. The
 // sweeper supplies only the time and the window; the decision is the
 // reducer's.
+//
+// An approval is decided by the daemon that asked it, whose question log
+// holds it, at its answer or its deadline. With daemons sharing a ledger
+// that daemon may be gone for good (its machine lost), and the project
+// would wait for ever: so the sweeper also expires, in the project, every
+// approval still pending ApprovalGrace after its deadline
+// (ledger.ExpireApprovals).
 package sweeper
 
 import (
@@ -36,10 +44,16 @@ const LeaseName = "sweeper"
 // otherwise.
 const DefaultLeaseTTL = 10 * time.Second
 
+// ApprovalGrace is how long past its deadline an approval stays pending
+// before the sweeper expires it: the daemon that asked expires its own at
+// the deadline, so the sweeper only decides those whose daemon is gone.
+const ApprovalGrace = time.Minute
+
 // Ledger is what the sweeper needs of the ledger (*ledger.Ledger).
 type Ledger interface {
 	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (ledger.Lease, bool, error)
 	MarkStale(ctx context.Context, window time.Duration, fence *ledger.Lease) (int, error)
+	ExpireApprovals(ctx context.Context, grace time.Duration, fence *ledger.Lease) (int, error)
 	CompactDue(ctx context.Context, threshold int) ([]string, error)
 	Compact(ctx context.Context, project string, opts ledger.CompactOptions) (ledger.Compaction, error)
 }
@@ -61,6 +75,9 @@ type Sweeper struct {
 	// length (0: DefaultLeaseTTL).
 	Holder   string
 	LeaseTTL time.Duration
+	// Clock is the daemon's clock, which the ledger's follows (nil: the
+	// system clock): the lease is renewed by it.
+	Clock func() time.Time
 
 	loop  startstop.Loop
 	lease *ledger.Lease // held, as of the last round
@@ -78,10 +95,13 @@ func (s *Sweeper) ttl() time.Duration {
 // than half its length: it returns the lease to fence with, or nil when
 // another daemon holds it.
 func (s *Sweeper) hold(ctx context.Context) (*ledger.Lease, error) {
-	if s.lease != nil && time.Since(s.taken) < s.ttl()/2 {
+	at := time.Now()
+	if s.Clock != nil {
+		at = s.Clock()
+	}
+	if s.lease != nil && at.Sub(s.taken) < s.ttl()/2 {
 		return s.lease, nil
 	}
-	at := time.Now()
 	lease, held, err := s.Ledger.AcquireLease(ctx, LeaseName, s.Holder, s.ttl())
 	if err != nil || !held {
 		if s.lease != nil {
@@ -133,7 +153,8 @@ func (s *Sweeper) run(ctx context.Context) {
 }
 
 // Sweep is one round: unless another daemon holds the lease, mark the
-// silent runs, then compact what is due.
+// silent runs, expire the approvals left past their deadline, then
+// compact what is due.
 func (s *Sweeper) Sweep(ctx context.Context) {
 	log := s.logger()
 	lease, err := s.hold(ctx)
@@ -151,6 +172,11 @@ func (s *Sweeper) Sweep(ctx context.Context) {
 		return
 	} else if n > 0 {
 		log.Info("marked runs stale", "runs", n)
+	}
+	if n, err := s.Ledger.ExpireApprovals(ctx, ApprovalGrace, lease); err != nil {
+		log.Error("sweep approvals", "err", err)
+	} else if n > 0 {
+		log.Info("expired approvals past their deadline", "approvals", n)
 	}
 	if s.CompactAfter <= 0 {
 		return

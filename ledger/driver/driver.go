@@ -190,6 +190,8 @@ type ProjectFilter struct {
 	LiveOver int
 	// Unsummarized: only rows not summarized yet.
 	Unsummarized bool
+	// Status: only projects of this status ("": any).
+	Status string
 }
 
 // Tx is a write transaction holding the write lock. Its reads see its own

@@ -302,6 +302,10 @@ func testDriver(t *testing.T, h Harness) {
 				{driver.ProjectFilter{LiveOver: 2}, []string{a, b}},
 				{driver.ProjectFilter{Unsummarized: true}, []string{c}},
 				{driver.ProjectFilter{Running: true, LiveOver: 3}, nil},
+				{driver.ProjectFilter{Status: "active"}, []string{a, b}},
+				{driver.ProjectFilter{Status: "waiting_approval"}, nil},
+				{driver.ProjectFilter{Status: "active", Running: true}, []string{a}},
+				{driver.ProjectFilter{Unarchived: true}, []string{a, b, c}},
 			} {
 				rows, err := r.Projects(ctx, tc.f)
 				require.NoError(t, err)

@@ -120,6 +120,7 @@ func Exercise(t *testing.T, h Harness) {
 		{"Bundle", testBundle},
 		{"Stale", testStale},
 		{"Fold", testFold},
+		{"Leases", testLeases},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()

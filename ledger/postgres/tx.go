@@ -99,6 +99,10 @@ func (r reader) Projects(ctx context.Context, f driver.ProjectFilter) ([]driver.
 	if f.Unsummarized {
 		where = append(where, "status IS NULL")
 	}
+	if f.Status != "" {
+		args = append(args, f.Status)
+		where = append(where, fmt.Sprintf("status = $%d", len(args)))
+	}
 	q := `SELECT ` + projectColumns + ` FROM projects`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")

@@ -153,6 +153,10 @@ func (r reader) Projects(ctx context.Context, f driver.ProjectFilter) ([]driver.
 	if f.Unsummarized {
 		where = append(where, "status IS NULL")
 	}
+	if f.Status != "" {
+		where = append(where, "status = ?")
+		args = append(args, f.Status)
+	}
 	q := `SELECT ` + projectColumns + ` FROM projects`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")

@@ -1,0 +1,57 @@
+package daemon
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"scv/control/sweeper"
+	"scv/reducer"
+)
+
+// TestSweepExpiresOrphanApprovals: an approval in the ledger that no
+// question log of this daemon holds (its daemon is gone) is expired by
+// the sweep once its deadline and the grace have passed.
+func TestSweepExpiresOrphanApprovals(t *testing.T) {
+	dir := shortDir(t)
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	d := New(Config{DB: filepath.Join(dir, "l.db"), Socket: filepath.Join(dir, "d.sock"), Version: version, Clock: clock})
+	require.NoError(t, d.Open(context.Background()))
+	served := make(chan error, 1)
+	go func() { served <- d.Serve() }()
+	defer func() { require.NoError(t, d.Close()); require.NoError(t, <-served) }()
+
+	ctx := context.Background()
+	l := d.Ledger()
+	_, err := l.Execute(ctx, reducer.CreateProject{ProjectID: "P1", Name: "orphan", Workspace: dir})
+	require.NoError(t, err)
+	_, err = l.Execute(ctx, reducer.AddTask{Project: "P1", TaskID: "T1", Title: "ship"})
+	require.NoError(t, err)
+	_, err = l.Execute(ctx, reducer.AskApproval{Project: "P1", TaskID: "T1", QuestionID: "Q-elsewhere", Question: "ship?",
+		Deadline: clock().Add(time.Minute).UnixMilli(), By: "a daemon on another machine"})
+	require.NoError(t, err)
+
+	advance(time.Minute + sweeper.ApprovalGrace/2)
+	d.Sweep(ctx)
+	p, err := l.Project(ctx, "orphan")
+	require.NoError(t, err)
+	assert.Equal(t, reducer.ProjectWaitingApproval, p.Status(), "inside the grace")
+
+	advance(sweeper.ApprovalGrace)
+	d.Sweep(ctx)
+	p, err = l.Project(ctx, "orphan")
+	require.NoError(t, err)
+	a, ok := p.Approval("Q-elsewhere")
+	require.True(t, ok)
+	assert.Equal(t, reducer.ApprovalExpired, a.Outcome)
+	assert.Equal(t, reducer.ExpiredBy, a.DecidedBy)
+	assert.Equal(t, reducer.ProjectBlocked, p.Status())
+}
