@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,11 +15,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"scv/cmd/internal/daemonproc"
 	"scv/control"
-	"scv/ledger"
+	"scv/ledger/driver"
+	"scv/ledger/sqlite/sqlitetest"
 	"scv/reducer"
 )
 
@@ -488,76 +486,60 @@ func (e env) crashVerify(ctx context.Context, db, sock string, run *crashRun, p 
 }
 
 // readHistory reads every event of the database at path (archive and
-// live tail) in sequence order into h and finishes h, replays them from
-// the first through the reducer, and runs PRAGMA integrity_check. It
-// returns the replayed project's project_tasks and project_status
-// replies, as the daemon would encode them (none if the replay failed),
-// and the last sequence.
+// live tail) in sequence order into h and finishes h, folds each
+// project's events from its first through the reducer (reducer.Evolve),
+// and checks SQLite's integrity_check and the sequence counter, all
+// through sqlitetest.ReadAll. It returns the replayed project's
+// project_tasks and project_status replies, as the daemon would encode
+// them (none if the replay failed), and the last sequence.
 func readHistory(ctx context.Context, path, project string, h *historyCheck, p *problems) (map[string]json.RawMessage, uint64, error) {
-	x, err := sqlx.Open("sqlite", ledger.DSN(path, true))
+	c, err := sqlitetest.ReadAll(ctx, path)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer x.Close()
-	tx, err := x.BeginTxx(ctx, nil)
-	if err != nil {
-		return nil, 0, err
+	if c.Integrity != "ok" {
+		p.addf("integrity_check: %s", c.Integrity)
 	}
-	defer tx.Rollback()
-
-	var integrity []string
-	if err := tx.SelectContext(ctx, &integrity, `PRAGMA integrity_check`); err != nil {
-		return nil, 0, err
-	}
-	if len(integrity) != 1 || integrity[0] != "ok" {
-		p.addf("PRAGMA integrity_check: %v", integrity)
-	}
-	rows, err := tx.QueryxContext(ctx, `SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash FROM events
-		UNION ALL SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash FROM events_archive
-		ORDER BY sequence`)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	st := reducer.NewState()
-	var last uint64
-	broken := false
-	for rows.Next() {
-		var r ledger.Row
-		if err := rows.StructScan(&r); err != nil {
-			return nil, 0, err
-		}
-		h.add(r.Sequence, r.ProjectID, r.Kind, r.Data)
-		last = max(last, r.Sequence)
-		if broken {
-			continue
-		}
-		ev, err := r.Event()
-		if err == nil {
-			err = evolve(st, ev)
-		}
-		if err != nil {
-			p.addf("replay: sequence %d: %v", r.Sequence, err)
-			broken = true
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, err
-	}
-	var tail uint64
-	// No row until the first event is appended.
-	err = tx.GetContext(ctx, &tail, `SELECT seq FROM sqlite_sequence WHERE name = 'events'`)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, 0, err
-	}
-	if tail < last {
-		p.addf("sqlite_sequence for events is %d, below the last sequence %d: the next event would reuse a sequence", tail, last)
+	last, folded := replayEvents(c.Events, h, p)
+	if c.LastSequence < last {
+		p.addf("the sequence counter is %d, below the last sequence %d: the next event would reuse a sequence", c.LastSequence, last)
 	}
 	h.finish()
-	if broken {
-		return nil, last, nil
+	return replies(folded, project, last, p)
+}
+
+// replayEvents feeds every event, in the order given, to h, and folds
+// each project's events through the reducer from its first. A project
+// whose events the reducer refuses is reported and left out.
+func replayEvents(events []driver.Event, h *historyCheck, p *problems) (uint64, map[string]*reducer.Project) {
+	folded := map[string]*reducer.Project{}
+	broken := map[string]bool{}
+	var last uint64
+	for _, e := range events {
+		h.add(e.Sequence, e.ProjectID, e.Kind, e.Data)
+		last = max(last, e.Sequence)
+		if broken[e.ProjectID] {
+			continue
+		}
+		b, err := reducer.DecodeBody(e.Kind, []byte(e.Data))
+		if err == nil {
+			var q *reducer.Project
+			q, err = evolve(folded[e.ProjectID], reducer.Event{Sequence: e.Sequence, ProjectID: e.ProjectID, Time: e.TimestampMs, Body: b, Hash: e.Hash})
+			folded[e.ProjectID] = q
+		}
+		if err != nil {
+			p.addf("replay: sequence %d of project %s: %v", e.Sequence, e.ProjectID, err)
+			broken[e.ProjectID] = true
+			delete(folded, e.ProjectID)
+		}
 	}
-	pr, ok := st.Project(project)
+	return last, folded
+}
+
+// replies are project's project_tasks and project_status replies as the
+// daemon encodes them, from its folded state.
+func replies(folded map[string]*reducer.Project, project string, last uint64, p *problems) (map[string]json.RawMessage, uint64, error) {
+	pr, ok := folded[project]
 	if !ok {
 		p.addf("replay: no project %s", project)
 		return nil, last, nil
@@ -576,16 +558,15 @@ func readHistory(ctx context.Context, path, project string, h *historyCheck, p *
 	return out, last, nil
 }
 
-// evolve folds e into s, turning the reducer's panic on a contradiction
+// evolve folds e into p, turning the reducer's panic on a contradiction
 // into an error.
-func evolve(s *reducer.State, e reducer.Event) (err error) {
+func evolve(p *reducer.Project, e reducer.Event) (q *reducer.Project, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("the reducer refused the event: %v", v)
 		}
 	}()
-	reducer.Evolve(s, e)
-	return nil
+	return reducer.Evolve(p, e), nil
 }
 
 // projectOf returns the project member of a DaemonStatus (a reply's
