@@ -203,6 +203,9 @@ type load struct {
 	statusParams []byte
 	// pids are the daemons whose CPU time the window is charged.
 	pids []int
+	// prof names the window's CPU profile of the daemon at profSock
+	// (with -profile).
+	prof, profSock string
 }
 
 // run runs l's clients for warm+d and returns what was measured in the
@@ -267,6 +270,13 @@ func (l load) run(ctx context.Context) (LevelResult, int64, Latency, error) {
 			status = latencyOf(lat)
 		})
 	}
+	var profErr error
+	if l.prof != "" {
+		wg.Go(func() {
+			time.Sleep(time.Until(from))
+			profErr = profileWindow(ctx, l.profSock, l.prof, l.d)
+		})
+	}
 	// The daemons' CPU time over the window.
 	var cpu0, cpu1 float64
 	var cpuErr error
@@ -282,8 +292,8 @@ func (l load) run(ctx context.Context) (LevelResult, int64, Latency, error) {
 	if statusErr != nil {
 		return LevelResult{}, 0, Latency{}, fmt.Errorf("project_status: %w", statusErr)
 	}
-	if cpuErr != nil {
-		return LevelResult{}, 0, Latency{}, cpuErr
+	if err := errors.Join(cpuErr, profErr); err != nil {
+		return LevelResult{}, 0, Latency{}, err
 	}
 	res := LevelResult{Clients: len(l.conns), Seconds: l.d.Seconds(), RequestsPerUnit: max(1, l.perUnit)}
 	var all []time.Duration
@@ -309,7 +319,7 @@ func (l load) run(ctx context.Context) (LevelResult, int64, Latency, error) {
 // progressLevel is the run-progress load: c clients on socks
 // (round-robin), each adding a task, starting a run of it, then sending
 // project_run_progress for it one request after the other.
-func progressLevel(ctx context.Context, socks []string, pids []int, project string, c int, warm, d time.Duration, withStatus bool) (LevelResult, int64, Latency, error) {
+func progressLevel(ctx context.Context, socks []string, pids []int, project string, c int, warm, d time.Duration, withStatus bool, prof string) (LevelResult, int64, Latency, error) {
 	conns, err := dialAll(ctx, socks, c)
 	if err != nil {
 		return LevelResult{}, 0, Latency{}, err
@@ -319,7 +329,7 @@ func progressLevel(ctx context.Context, socks []string, pids []int, project stri
 	if err != nil {
 		return LevelResult{}, 0, Latency{}, err
 	}
-	l := load{conns: conns, warm: warm, d: d, pids: pids, perUnit: 1,
+	l := load{conns: conns, warm: warm, d: d, pids: pids, perUnit: 1, prof: prof, profSock: socks[0],
 		unit: func(ctx context.Context, i int, cl *conn, step int) error {
 			_, err := cl.call(ctx, progressParams(project, runs[i], step))
 			return err
@@ -385,7 +395,7 @@ func endToEnd(ctx context.Context, cfg Config, bin, dir string, rep *Report, aro
 		}
 		logf("  %d client(s)", c)
 		last := i == len(cfg.Levels)-1
-		res, n, status, err := progressLevel(ctx, []string{d.Sock}, []int{pid}, project, c, cfg.Warmup, cfg.Duration, last)
+		res, n, status, err := progressLevel(ctx, []string{d.Sock}, []int{pid}, project, c, cfg.Warmup, cfg.Duration, last, fmt.Sprintf("progress-%d", c))
 		if err != nil {
 			return fmt.Errorf("%d clients: %w", c, err)
 		}

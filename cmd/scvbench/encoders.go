@@ -49,11 +49,11 @@ const (
 // buildMarshalDaemon builds the daemon with writeReply always using
 // marshal, to bin.
 func buildMarshalDaemon(ctx context.Context, dir, bin string) error {
-	out, err := exec.CommandContext(ctx, "go", "list", "-f", "{{.Dir}}", "scv/control").Output()
+	pkg, err := goListDir(ctx, "scv/control")
 	if err != nil {
-		return fmt.Errorf("go list scv/control: %w", err)
+		return err
 	}
-	src := filepath.Join(strings.TrimSpace(string(out)), "server.go")
+	src := filepath.Join(pkg, "server.go")
 	b, err := os.ReadFile(src)
 	if err != nil {
 		return err
@@ -81,6 +81,15 @@ func buildMarshalDaemon(ctx context.Context, dir, bin string) error {
 		return err
 	}
 	return daemonproc.Build(ctx, bin, "-overlay", ov)
+}
+
+// goListDir is the folder of package pkg in the working tree.
+func goListDir(ctx context.Context, pkg string) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "list", "-f", "{{.Dir}}", pkg).Output()
+	if err != nil {
+		return "", fmt.Errorf("go list %s: %w", pkg, err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // encoders runs the 256-client run-progress level on the two builds,
@@ -134,7 +143,7 @@ func encoders(ctx context.Context, cfg Config, bin, dir string, logf func(string
 	for _, i := range []int{0, 1, 1, 0} {
 		s := sides[i]
 		logf("  %d clients, %s encoder", clients, s.name)
-		lr, _, _, err := progressLevel(ctx, []string{s.d.Sock}, []int{s.d.Pid()}, s.project, clients, cfg.Warmup/2, cfg.Duration/2, false)
+		lr, _, _, err := progressLevel(ctx, []string{s.d.Sock}, []int{s.d.Pid()}, s.project, clients, cfg.Warmup/2, cfg.Duration/2, false, "")
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", s.name, err)
 		}

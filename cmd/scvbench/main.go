@@ -80,6 +80,9 @@ type Config struct {
 	PGClients int
 	// Encoders runs the reply-encoder experiment.
 	Encoders bool
+	// Profile, when set, is a folder for CPU profiles of the daemon over
+	// the load windows (a profiling build: see profile.go).
+	Profile string
 	// Keep leaves the temporary folder in place.
 	Keep bool
 	// Daemon is a prebuilt scv binary; empty builds one.
@@ -140,6 +143,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.BoolVar(&c.Keep, "keep", false, "keep the temporary folder (databases, daemon logs)")
 	fs.StringVar(&c.Daemon, "daemon", "", "use this scv `binary` instead of building ./cmd/scv")
 	fs.BoolVar(&c.PG, "pg", c.PG, "run the PostgreSQL section (skipped anyway when PostgreSQL is not installed)")
+	fs.StringVar(&c.Profile, "profile", "", "build a daemon that serves pprof and write a CPU profile of each load window into `dir` (not for the figures)")
 	fs.BoolVar(&c.Encoders, "encoders", c.Encoders, "run the reply-encoder experiment (builds a second daemon)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -218,7 +222,16 @@ func Run(ctx context.Context, cfg Config, out, logw io.Writer) (*Report, error) 
 	}
 
 	bin := cfg.Daemon
-	if bin == "" {
+	if cfg.Profile != "" {
+		if err := os.MkdirAll(cfg.Profile, 0o755); err != nil {
+			return nil, err
+		}
+		profileDir = cfg.Profile
+		bin = filepath.Join(dir, "scv")
+		if err := phase("build a profiling daemon", func() error { return buildProfilingDaemon(ctx, dir, bin) }); err != nil {
+			return nil, err
+		}
+	} else if bin == "" {
 		bin = filepath.Join(dir, "scv")
 		if err := phase("build daemon", func() error { return daemonproc.Build(ctx, bin) }); err != nil {
 			return nil, err

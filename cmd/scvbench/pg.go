@@ -2,16 +2,12 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -63,75 +59,12 @@ type PgbenchRun struct {
 	samples []time.Duration
 }
 
-// pgProgram finds a PostgreSQL program: on PATH, else in Debian's newest
-// /usr/lib/postgresql/N/bin.
-func pgProgram(name string) (string, error) {
-	if p, err := exec.LookPath(name); err == nil {
-		return p, nil
-	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	sort.Slice(dirs, func(i, j int) bool {
-		a, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[i])))
-		b, _ := strconv.Atoi(filepath.Base(filepath.Dir(dirs[j])))
-		return a > b
-	})
-	for _, d := range dirs {
-		p := filepath.Join(d, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("no %s", name)
-}
-
-// withDatabase is the URL u naming database name.
-func withDatabase(u, name string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return u
-	}
-	p.Path = "/" + name
-	return p.String()
-}
-
-// pgCluster is the private cluster of the run, managed with cmd/scvpg.
-type pgCluster struct {
-	scvpg string // the built scvpg binary
-	root  string // a folder others may traverse: the server runs as another user when we are root
-	dir   string // the cluster (data and socket)
-	url   string // its admin URL
-}
-
-func (c *pgCluster) run(ctx context.Context, name string, args ...string) ([]byte, error) {
-	p, err := pgProgram(name)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, p, args...)
-	cmd.Dir = c.root
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return out, fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(stderr.Bytes()))
-	}
-	return out, nil
-}
-
-// createdb creates database name and returns its URL.
-func (c *pgCluster) createdb(ctx context.Context, name string) (string, error) {
-	if _, err := c.run(ctx, "createdb", "-h", c.dir, "-U", "scv", name); err != nil {
-		return "", err
-	}
-	return withDatabase(c.url, name), nil
-}
-
 // pgbench runs `pgbench -N` with clients connections for secs seconds on
 // database db.
-func (c *pgCluster) pgbench(ctx context.Context, db string, clients, secs, k int) (PgbenchRun, error) {
-	prefix := filepath.Join(c.root, fmt.Sprintf("pgbench-%d", k))
-	out, err := c.run(ctx, "pgbench", "-N", "-n", "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(secs),
-		"-l", "--log-prefix="+prefix, "-h", c.dir, "-U", "scv", db)
+func pgbench(ctx context.Context, c *daemonproc.PG, db string, clients, secs, k int) (PgbenchRun, error) {
+	prefix := filepath.Join(c.Root, fmt.Sprintf("pgbench-%d", k))
+	out, err := c.Run(ctx, "pgbench", "-N", "-n", "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(secs),
+		"-l", "--log-prefix="+prefix, "-h", c.Dir, "-U", "scv", db)
 	if err != nil {
 		return PgbenchRun{}, err
 	}
@@ -170,48 +103,6 @@ func (c *pgCluster) pgbench(ctx context.Context, db string, clients, secs, k int
 	return r, nil
 }
 
-// startPG starts the private cluster in a folder of its own.
-func startPG(ctx context.Context, dir string) (*pgCluster, error) {
-	if _, err := pgProgram("initdb"); err != nil {
-		return nil, errors.New("PostgreSQL is not installed (no initdb on PATH or in /usr/lib/postgresql/*/bin)")
-	}
-	if _, err := pgProgram("pgbench"); err != nil {
-		return nil, errors.New("pgbench is not installed")
-	}
-	root, err := os.MkdirTemp("", "scvbench-pg")
-	if err != nil {
-		return nil, err
-	}
-	// As root, scvpg runs the server as the user postgres, which must be
-	// able to reach the cluster's folder.
-	if err := os.Chmod(root, 0o711); err != nil {
-		os.RemoveAll(root)
-		return nil, err
-	}
-	c := &pgCluster{scvpg: filepath.Join(dir, "scvpg"), root: root, dir: filepath.Join(root, "pg")}
-	fail := func(err error) (*pgCluster, error) {
-		os.RemoveAll(root)
-		return nil, err
-	}
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", c.scvpg, "scv/cmd/scvpg").CombinedOutput(); err != nil {
-		return fail(fmt.Errorf("go build scvpg: %v: %s", err, out))
-	}
-	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, c.scvpg, "start", c.dir)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return fail(fmt.Errorf("scvpg start: %v: %s", err, stderr.Bytes()))
-	}
-	c.url = strings.TrimSpace(string(out))
-	return c, nil
-}
-
-func (c *pgCluster) stop() {
-	exec.Command(c.scvpg, "stop", c.dir).Run()
-	os.RemoveAll(c.root)
-}
-
 // pgFleet measures the fleet section.
 func pgFleet(ctx context.Context, cfg Config, bin, dir string, logf func(string, ...any)) (PGResult, error) {
 	res := PGResult{Clients: cfg.PGClients, Daemons: cfg.PGDaemons}
@@ -220,25 +111,33 @@ func pgFleet(ctx context.Context, cfg Config, bin, dir string, logf func(string,
 		return res, nil
 	}
 	t := time.Now()
-	c, err := startPG(ctx, dir)
-	if err != nil {
+	if _, err := daemonproc.PGProgram("pgbench"); err != nil {
+		res.Skipped = "pgbench is not installed"
+		logf("  skipped: %s", res.Skipped)
+		return res, nil
+	}
+	c, err := daemonproc.StartPG(ctx, dir)
+	if errors.Is(err, daemonproc.ErrNoPostgreSQL) {
 		res.Skipped = err.Error()
 		logf("  skipped: %v", err)
 		return res, nil
 	}
-	defer c.stop()
+	if err != nil {
+		return res, err
+	}
+	defer c.Close()
 	res.SetupSeconds = time.Since(t).Seconds()
-	if out, err := c.run(ctx, "pgbench", "--version"); err == nil {
+	if out, err := c.Run(ctx, "pgbench", "--version"); err == nil {
 		res.Server = strings.TrimSpace(string(out))
 	}
 	logf("  cluster up in %.1f s: %s", res.SetupSeconds, res.Server)
-	if _, err := c.createdb(ctx, "pgbench"); err != nil {
+	if _, err := c.CreateDB(ctx, "pgbench"); err != nil {
 		return res, err
 	}
-	if _, err := c.run(ctx, "pgbench", "-i", "-s", "1", "-q", "-h", c.dir, "-U", "scv", "pgbench"); err != nil {
+	if _, err := c.Run(ctx, "pgbench", "-i", "-s", "1", "-q", "-h", c.Dir, "-U", "scv", "pgbench"); err != nil {
 		return res, err
 	}
-	fleetDB, err := c.createdb(ctx, "fleet")
+	fleetDB, err := c.CreateDB(ctx, "fleet")
 	if err != nil {
 		return res, err
 	}
@@ -247,7 +146,7 @@ func pgFleet(ctx context.Context, cfg Config, bin, dir string, logf func(string,
 
 	pgbench := func(when string, k int) error {
 		logf("  pgbench -N, %d clients, %d s, %s", cfg.PGClients, secs, when)
-		r, err := c.pgbench(ctx, "pgbench", cfg.PGClients, secs, k)
+		r, err := pgbench(ctx, c, "pgbench", cfg.PGClients, secs, k)
 		if err != nil {
 			return err
 		}
@@ -286,7 +185,7 @@ func pgFleet(ctx context.Context, cfg Config, bin, dir string, logf func(string,
 		return res, err
 	}
 	logf("  fleet: %d daemons on one database, %d clients", cfg.PGDaemons, cfg.PGClients)
-	fl, acked, _, err := progressLevel(ctx, socks, pids, project, cfg.PGClients, cfg.Warmup, window, false)
+	fl, acked, _, err := progressLevel(ctx, socks, pids, project, cfg.PGClients, cfg.Warmup, window, false, "fleet-daemon-0")
 	if err != nil {
 		return res, fmt.Errorf("fleet: %w", err)
 	}
@@ -319,7 +218,7 @@ func pgFleet(ctx context.Context, cfg Config, bin, dir string, logf func(string,
 	}
 
 	// One daemon on PostgreSQL, one on SQLite.
-	singleDB, err := c.createdb(ctx, "single")
+	singleDB, err := c.CreateDB(ctx, "single")
 	if err != nil {
 		return res, err
 	}
@@ -354,7 +253,7 @@ func pgFleet(ctx context.Context, cfg Config, bin, dir string, logf func(string,
 	for _, i := range []int{0, 1, 1, 0} {
 		s := sides[i]
 		logf("  one daemon on %s, %d clients", s.name, cfg.PGClients)
-		lr, _, _, err := progressLevel(ctx, []string{s.d.Sock}, []int{s.d.Pid()}, s.project, cfg.PGClients, cfg.Warmup/2, cfg.Duration/2, false)
+		lr, _, _, err := progressLevel(ctx, []string{s.d.Sock}, []int{s.d.Pid()}, s.project, cfg.PGClients, cfg.Warmup/2, cfg.Duration/2, false, "single-"+s.name)
 		if err != nil {
 			return res, fmt.Errorf("one daemon on %s: %w", s.name, err)
 		}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -115,6 +117,12 @@ func replay(ctx context.Context, cfg Config, bin, dir string, logf func(string, 
 	res.StartEventsPerSec = float64(res.Events) / res.FirstStatusSeconds
 	res.Ratio = res.ScanSeconds / res.FirstStatusSeconds
 
+	if profileDir != "" {
+		if err := profileStart(ctx, bin, path, sock, status, res.FirstStatusSeconds); err != nil {
+			return res, err
+		}
+	}
+
 	// Compact the project (retain 100), then start again.
 	t := time.Now()
 	live, err := compactAll(ctx, path, []string{g.project}, 100)
@@ -129,6 +137,38 @@ func replay(ctx context.Context, cfg Config, bin, dir string, logf func(string, 
 	}
 	res.SnapshotFirstStatusSeconds = snap.Seconds()
 	return res, nil
+}
+
+// profileStart takes a CPU profile of one more daemon start on the
+// history, from as soon as its pprof socket answers until a little after
+// the time a start took: where the load of the project goes.
+func profileStart(ctx context.Context, bin, path, sock string, status control.Command, secs float64) error {
+	os.Remove(sock + ".pprof") // an earlier daemon's
+	d, err := daemonproc.Start(bin, path, sock, "--stale-after", "1h")
+	if err != nil {
+		return err
+	}
+	defer d.Kill()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(sock + ".pprof"); err == nil {
+			break
+		}
+		if i > 5000 {
+			return errors.New("the profiling daemon opened no pprof socket")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	profiled := make(chan error, 1)
+	go func() {
+		profiled <- profileWindow(ctx, sock, "replay-start", time.Duration((secs+1)*float64(time.Second)))
+	}()
+	if _, err := d.ReadyWith(ctx, 5*time.Minute, status); err != nil {
+		return err
+	}
+	if err := <-profiled; err != nil {
+		return err
+	}
+	return d.Stop()
 }
 
 // compactAll compacts each of projects in the ledger file at path,

@@ -218,6 +218,7 @@ func sizes(ctx context.Context, cfg Config, bin, dir string, logf func(string, .
 		}
 		logf("  lifecycle units, %d clients, %s", cfg.SizeClients, wn.label)
 		l := load{conns: conns, warm: cfg.Warmup / 2, d: cfg.Duration / 2, pids: []int{d.Pid()}, perUnit: 3,
+			prof: "lifecycle-" + wn.label, profSock: d.Sock,
 			unit: lifecycleUnit(wn.project, fmt.Sprintf("w%d", k))}
 		lr, _, _, err := l.run(ctx)
 		if err != nil {

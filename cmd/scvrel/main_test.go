@@ -85,6 +85,29 @@ func TestReliabilityCrash(t *testing.T) {
 	t.Logf("RELIABILITY: %s", r.Line())
 }
 
+// TestReliabilityCrashPG runs the crash check on PostgreSQL (--pg): a
+// private cluster (cmd/scvpg), the daemon SIGKILLed under load and the
+// server stopped and started under load 3 times (20 with SCV_LONG=1).
+// It is skipped where PostgreSQL is not installed.
+func TestReliabilityCrashPG(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the daemon, starts PostgreSQL and kills them under load")
+	}
+	if _, err := daemonproc.PGProgram("initdb"); err != nil {
+		t.Skipf("PostgreSQL is not installed: %v", err)
+	}
+	e := testEnv(t)
+	e.cfg.PG = true
+	r := crashCheck(context.Background(), e)
+	for _, p := range r.Problems {
+		t.Errorf("problem: %s", p)
+	}
+	assert.True(t, r.Pass())
+	assert.Contains(t, r.Figure, " 0 of ", "no acknowledged write lost")
+	assert.Contains(t, r.Figure, "refused unavailable")
+	t.Logf("RELIABILITY: %s", r.Line())
+}
+
 // TestCrashCheckSeesLostWrites runs the crash check against a daemon
 // whose storage loses committed writes: a wrapper deletes the database's
 // write-ahead log before each start, as a disk that acknowledged flushes
@@ -212,6 +235,13 @@ func TestHistoryCheck(t *testing.T) {
 
 	c, probs := good().check(logs())
 	assert.Empty(t, probs, "a sound history")
+	assert.Zero(t, c.RefusedLanded)
+	l := logs()
+	l[0].Refused = []uint32{3} // refused unavailable, yet stored
+	l[1].Refused = []uint32{1, 3}
+	c, probs = good().check(l)
+	assert.Empty(t, probs, "a refused request that landed is in doubt, not a problem")
+	assert.Equal(t, 2, c.RefusedLanded, "c0-3 and c1-1")
 	assert.Equal(t, 0, c.Lost)
 	assert.Equal(t, 4, c.Acked)
 	assert.Equal(t, 2, c.Landed, "c0-3 and c1-1 landed unanswered")
@@ -335,10 +365,15 @@ func TestParseFlags(t *testing.T) {
 	assert.Equal(t, 200, c.Kills)
 	assert.Equal(t, 60*time.Second, c.ReadFor)
 
-	c, err = parseFlags([]string{"--long", "--kills", "3", "--seed", "7", "crash"}, io.Discard)
+	assert.Equal(t, 20, c.Outages)
+	assert.False(t, c.PG)
+
+	c, err = parseFlags([]string{"--long", "--kills", "3", "--seed", "7", "--pg", "--outages", "2", "crash"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, 3, c.Kills)
 	assert.Equal(t, uint64(7), c.Seed)
+	assert.True(t, c.PG)
+	assert.Equal(t, 2, c.Outages)
 
 	for _, bad := range [][]string{{}, {"nope"}, {"--kills", "0", "crash"}} {
 		_, err := parseFlags(bad, io.Discard)
