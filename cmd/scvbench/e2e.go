@@ -162,13 +162,15 @@ func closeAll(conns []*conn) {
 	}
 }
 
-// startRuns has each client add a task of its own to project and start a
-// run of it, all at once; it returns the runs.
-func startRuns(ctx context.Context, conns []*conn, project, prefix string) ([]string, error) {
+// startRuns has each client add a task of its own to its project
+// (client i: projects[i % len(projects)]) and start a run of it, all at
+// once; it returns the runs.
+func startRuns(ctx context.Context, conns []*conn, projects []string, prefix string) ([]string, error) {
 	runs := make([]string, len(conns))
 	errs := make([]error, len(conns))
 	var wg sync.WaitGroup
 	for i, c := range conns {
+		project := projects[i%len(projects)]
 		wg.Go(func() {
 			errs[i] = func() error {
 				st, err := c.c.Call(ctx, control.CmdProjectTaskAdd{Project: project, Title: fmt.Sprintf("%s-%d", prefix, i), DependsOn: []string{}})
@@ -316,22 +318,23 @@ func (l load) run(ctx context.Context) (LevelResult, int64, Latency, error) {
 	return res, acked, status, nil
 }
 
-// progressLevel is the run-progress load: c clients on socks
-// (round-robin), each adding a task, starting a run of it, then sending
-// project_run_progress for it one request after the other.
-func progressLevel(ctx context.Context, socks []string, pids []int, project string, c int, warm, d time.Duration, withStatus bool, prof string) (LevelResult, int64, Latency, error) {
+// progressLevel is the run-progress load: c clients, client i on
+// socks[i % len(socks)] writing into projects[i % len(projects)], each
+// adding a task, starting a run of it, then sending project_run_progress
+// for it one request after the other.
+func progressLevel(ctx context.Context, socks []string, pids []int, projects []string, c int, warm, d time.Duration, withStatus bool, prof string) (LevelResult, int64, Latency, error) {
 	conns, err := dialAll(ctx, socks, c)
 	if err != nil {
 		return LevelResult{}, 0, Latency{}, err
 	}
 	defer closeAll(conns)
-	runs, err := startRuns(ctx, conns, project, fmt.Sprintf("c%d-%d", c, time.Now().UnixNano()))
+	runs, err := startRuns(ctx, conns, projects, fmt.Sprintf("c%d-%d", c, time.Now().UnixNano()))
 	if err != nil {
 		return LevelResult{}, 0, Latency{}, err
 	}
 	l := load{conns: conns, warm: warm, d: d, pids: pids, perUnit: 1, prof: prof, profSock: socks[0],
 		unit: func(ctx context.Context, i int, cl *conn, step int) error {
-			_, err := cl.call(ctx, progressParams(project, runs[i], step))
+			_, err := cl.call(ctx, progressParams(projects[i%len(projects)], runs[i], step))
 			return err
 		}}
 	if withStatus {
@@ -340,7 +343,7 @@ func progressLevel(ctx context.Context, socks []string, pids []int, project stri
 			return LevelResult{}, 0, Latency{}, err
 		}
 		defer sc.Close()
-		l.status, l.statusParams = &conn{c: sc}, statusParams(project)
+		l.status, l.statusParams = &conn{c: sc}, statusParams(projects[0])
 	}
 	return l.run(ctx)
 }
@@ -395,7 +398,7 @@ func endToEnd(ctx context.Context, cfg Config, bin, dir string, rep *Report, aro
 		}
 		logf("  %d client(s)", c)
 		last := i == len(cfg.Levels)-1
-		res, n, status, err := progressLevel(ctx, []string{d.Sock}, []int{pid}, project, c, cfg.Warmup, cfg.Duration, last, fmt.Sprintf("progress-%d", c))
+		res, n, status, err := progressLevel(ctx, []string{d.Sock}, []int{pid}, []string{project}, c, cfg.Warmup, cfg.Duration, last, fmt.Sprintf("progress-%d", c))
 		if err != nil {
 			return fmt.Errorf("%d clients: %w", c, err)
 		}

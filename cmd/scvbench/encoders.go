@@ -93,7 +93,8 @@ func goListDir(ctx context.Context, pkg string) (string, error) {
 }
 
 // encoders runs the 256-client run-progress level on the two builds,
-// each on a database of its own, in windows A B B A, pooled per build.
+// each on a database of its own, in windows A B B A A B, pooled per
+// build.
 func encoders(ctx context.Context, cfg Config, bin, dir string, logf func(string, ...any)) (EncoderResult, error) {
 	clients := cfg.Levels[len(cfg.Levels)-1]
 	res := EncoderResult{Clients: clients, Patch: "control/server.go writeReply: `" + encoderBranch + "` → `" + encoderPatch + "`"}
@@ -140,10 +141,10 @@ func encoders(ctx context.Context, cfg Config, bin, dir string, logf func(string
 		}
 		s.project = st.Project.Project.ID
 	}
-	for _, i := range []int{0, 1, 1, 0} {
+	for _, i := range []int{0, 1, 1, 0, 0, 1} {
 		s := sides[i]
 		logf("  %d clients, %s encoder", clients, s.name)
-		lr, _, _, err := progressLevel(ctx, []string{s.d.Sock}, []int{s.d.Pid()}, s.project, clients, cfg.Warmup/2, cfg.Duration/2, false, "")
+		lr, _, _, err := progressLevel(ctx, []string{s.d.Sock}, []int{s.d.Pid()}, []string{s.project}, clients, cfg.Warmup/2, cfg.Duration/2, false, "")
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", s.name, err)
 		}

@@ -31,14 +31,18 @@ type PGResult struct {
 	// SetupSeconds is the cluster's start (initdb included).
 	SetupSeconds float64 `json:"setup_seconds"`
 	// Pgbench is `pgbench -N` (the built-in simple-update script) with
-	// Clients connections, before and after the fleet, pooled.
+	// Clients connections, before, between and after the fleets, pooled.
 	PgbenchRuns []PgbenchRun `json:"pgbench_runs"`
 	Pgbench     PgbenchRun   `json:"pgbench"`
-	Fleet       LevelResult  `json:"fleet"`
+	// Fleet writes into one project; FleetOwn into a project per
+	// daemon (client i into daemon i % Daemons's).
+	Fleet    LevelResult `json:"fleet"`
+	FleetOwn LevelResult `json:"fleet_own_projects"`
 	// FleetRatio is the fleet's events per second over pgbench's
 	// transactions per second.
-	FleetRatio float64          `json:"fleet_ratio"`
-	Durability DurabilityResult `json:"fleet_durability"`
+	FleetRatio    float64          `json:"fleet_ratio"`
+	FleetOwnRatio float64          `json:"fleet_own_projects_ratio"`
+	Durability    DurabilityResult `json:"fleet_durability"`
 	// One daemon on PostgreSQL and one on SQLite, same load, windows
 	// PG, SQLite, SQLite, PG, pooled.
 	SinglePG     LevelResult `json:"single_pg"`
@@ -154,12 +158,12 @@ func pgFleet(ctx context.Context, cfg Config, bin, dir string, logf func(string,
 		res.PgbenchRuns = append(res.PgbenchRuns, r)
 		return nil
 	}
-	if err := pgbench("before the fleet", 1); err != nil {
+	if err := pgbench("before the fleets", 1); err != nil {
 		return res, err
 	}
 
-	// The fleet: daemons on one database, the clients round-robin over
-	// them, all writing into one project.
+	// The fleets: daemons on one database, the clients round-robin over
+	// them, all writing into one project; then a project per daemon.
 	var daemons []*daemonproc.Daemon
 	defer func() {
 		for _, d := range daemons {
@@ -180,16 +184,38 @@ func pgFleet(ctx context.Context, cfg Config, bin, dir string, logf func(string,
 		}
 		socks, pids = append(socks, d.Sock), append(pids, d.Pid())
 	}
-	project, err := createProject(ctx, socks[0], "fleet", dir)
+	shared, err := createProject(ctx, socks[0], "fleet", dir)
 	if err != nil {
 		return res, err
 	}
-	logf("  fleet: %d daemons on one database, %d clients", cfg.PGDaemons, cfg.PGClients)
-	fl, acked, _, err := progressLevel(ctx, socks, pids, project, cfg.PGClients, cfg.Warmup, window, false, "fleet-daemon-0")
-	if err != nil {
-		return res, fmt.Errorf("fleet: %w", err)
+	var own []string
+	for i, s := range socks {
+		p, err := createProject(ctx, s, fmt.Sprintf("fleet-%d", i), dir)
+		if err != nil {
+			return res, err
+		}
+		own = append(own, p)
 	}
-	res.Fleet = fl
+	var acked int64
+	for k, f := range []struct {
+		what     string
+		projects []string
+		into     *LevelResult
+	}{
+		{"one project", []string{shared}, &res.Fleet},
+		{"a project per daemon", own, &res.FleetOwn},
+	} {
+		logf("  fleet: %d daemons on one database, %d clients, %s", cfg.PGDaemons, cfg.PGClients, f.what)
+		fl, n, _, err := progressLevel(ctx, socks, pids, f.projects, cfg.PGClients, cfg.Warmup, window, false, fmt.Sprintf("fleet-%d-daemon-0", k+1))
+		if err != nil {
+			return res, fmt.Errorf("fleet, %s: %w", f.what, err)
+		}
+		*f.into = fl
+		acked += n
+		if err := pgbench("after the fleet, "+f.what, k+2); err != nil {
+			return res, err
+		}
+	}
 	for _, d := range daemons {
 		if err := d.Stop(); err != nil {
 			return res, fmt.Errorf("fleet daemon: %w", err)
@@ -201,9 +227,6 @@ func pgFleet(ctx context.Context, cfg Config, bin, dir string, logf func(string,
 		return res, err
 	}
 	res.Durability = DurabilityResult{Acked: acked, Stored: stored, Missing: max(0, acked-stored)}
-	if err := pgbench("after the fleet", 2); err != nil {
-		return res, err
-	}
 	var pool PgbenchRun
 	for _, r := range res.PgbenchRuns {
 		pool.Transactions += r.Transactions
@@ -215,6 +238,7 @@ func pgFleet(ctx context.Context, cfg Config, bin, dir string, logf func(string,
 	res.Pgbench = pool
 	if pool.TPS > 0 {
 		res.FleetRatio = res.Fleet.RequestsPerSec / pool.TPS
+		res.FleetOwnRatio = res.FleetOwn.RequestsPerSec / pool.TPS
 	}
 
 	// One daemon on PostgreSQL, one on SQLite.
@@ -253,7 +277,7 @@ func pgFleet(ctx context.Context, cfg Config, bin, dir string, logf func(string,
 	for _, i := range []int{0, 1, 1, 0} {
 		s := sides[i]
 		logf("  one daemon on %s, %d clients", s.name, cfg.PGClients)
-		lr, _, _, err := progressLevel(ctx, []string{s.d.Sock}, []int{s.d.Pid()}, s.project, cfg.PGClients, cfg.Warmup/2, cfg.Duration/2, false, "single-"+s.name)
+		lr, _, _, err := progressLevel(ctx, []string{s.d.Sock}, []int{s.d.Pid()}, []string{s.project}, cfg.PGClients, cfg.Warmup/2, cfg.Duration/2, false, "single-"+s.name)
 		if err != nil {
 			return res, fmt.Errorf("one daemon on %s: %w", s.name, err)
 		}

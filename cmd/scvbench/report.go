@@ -200,7 +200,7 @@ const (
 	tgtSizes        = "lifecycle units/s: largest project ÷ fresh"
 	tgtManyStart    = "10,000 projects: start to first project_status (s)"
 	tgtManyRSS      = "10,000 projects: peak RSS after touching all (MiB)"
-	tgtFleet        = "fleet events/s ÷ pgbench tps"
+	tgtFleet        = "fleet (one project) events/s ÷ pgbench tps"
 	tgtFleetDurable = "fleet: acknowledged writes found in the database"
 )
 
@@ -364,9 +364,11 @@ func (r *Report) printTable(out io.Writer) {
 	} else {
 		row(fmt.Sprintf("pgbench -N, %d clients", pg.Clients), fmt.Sprintf("%.0f tps, p50 %.0f µs, p99 %.0f µs (per run: %s tps)",
 			pg.Pgbench.TPS, pg.Pgbench.Latency.P50us, pg.Pgbench.Latency.P99us, pgbenchRuns(pg.PgbenchRuns)), "", "")
-		row(fmt.Sprintf("fleet: %d daemons × %d clients, run_progress", pg.Daemons, pg.Clients), level(pg.Fleet, "events"), "", "")
+		row(fmt.Sprintf("fleet: %d daemons × %d clients, one project", pg.Daemons, pg.Clients), level(pg.Fleet, "events"), "", "")
 		tg, res = mark(tgtFleet, "×")
 		row("  fleet ÷ pgbench", fmt.Sprintf("%.3f×", pg.FleetRatio), tg, res)
+		row(fmt.Sprintf("fleet: %d daemons × %d clients, a project per daemon", pg.Daemons, pg.Clients), level(pg.FleetOwn, "events"), "", "")
+		row("  fleet ÷ pgbench", fmt.Sprintf("%.3f×", pg.FleetOwnRatio), "", "")
 		tg, res = mark(tgtFleetDurable, "")
 		row("  acknowledged writes in the database", fmt.Sprintf("%d acked, %d stored, %d missing",
 			pg.Durability.Acked, pg.Durability.Stored, pg.Durability.Missing), "missing "+tg, res)
