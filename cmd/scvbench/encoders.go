@@ -108,15 +108,20 @@ func encoders(ctx context.Context, cfg Config, bin, dir string, logf func(string
 	res.Build = time.Since(t).Seconds()
 	logf("  built the marshal-only daemon in %.1f s", res.Build)
 
+	// Each side's clients start their runs once, so that both projects
+	// hold the same tasks in every window.
 	type side struct {
 		name    string
 		d       *daemonproc.Daemon
 		project string
+		conns   []*conn
+		runs    []string
 		levels  []LevelResult
 	}
 	var sides []*side
 	defer func() {
 		for _, s := range sides {
+			closeAll(s.conns)
 			s.d.Kill()
 		}
 	}()
@@ -140,11 +145,22 @@ func encoders(ctx context.Context, cfg Config, bin, dir string, logf func(string
 			return res, fmt.Errorf("project_create: %w", err)
 		}
 		s.project = st.Project.Project.ID
+		if s.conns, err = dialAll(ctx, []string{d.Sock}, clients); err != nil {
+			return res, err
+		}
+		if s.runs, err = startRuns(ctx, s.conns, []string{s.project}, "encoders"); err != nil {
+			return res, err
+		}
 	}
-	for _, i := range []int{0, 1, 1, 0, 0, 1} {
+	for k, i := range []int{0, 1, 1, 0, 0, 1} {
 		s := sides[i]
 		logf("  %d clients, %s encoder", clients, s.name)
-		lr, _, _, err := progressLevel(ctx, []string{s.d.Sock}, []int{s.d.Pid()}, []string{s.project}, clients, cfg.Warmup/2, cfg.Duration/2, false, "")
+		l := load{conns: s.conns, warm: cfg.Warmup / 2, d: cfg.Duration / 2, pids: []int{s.d.Pid()}, perUnit: 1,
+			unit: func(ctx context.Context, i int, c *conn, step int) error {
+				_, err := c.call(ctx, progressParams(s.project, s.runs[i], k*1_000_000+step))
+				return err
+			}}
+		lr, _, _, err := l.run(ctx)
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", s.name, err)
 		}
