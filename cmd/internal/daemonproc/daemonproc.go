@@ -119,14 +119,6 @@ func (d *Daemon) ReadyWith(ctx context.Context, limit time.Duration, cmd control
 // Pid is the process's pid.
 func (d *Daemon) Pid() int { return d.Cmd.Process.Pid }
 
-// Logs is what the process wrote to stderr; only once it has exited.
-func (d *Daemon) Logs() string {
-	if d.Running() {
-		return ""
-	}
-	return d.logs.String()
-}
-
 // Kill sends SIGKILL and waits until the process is reaped. It reports
 // whether the daemon was still running when it was killed.
 func (d *Daemon) Kill() bool {
