@@ -1,55 +1,71 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"scv/cmd/internal/daemonproc"
 	"scv/control"
+	"scv/ledger/driver"
+	"scv/ledger/sqlite/sqlitetest"
 	"scv/reducer"
 )
 
-// vmHWM is process pid's peak resident set size in KiB.
-func vmHWM(pid int) (int64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
-			return strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-		}
-	}
-	return 0, errors.New("no VmHWM in /proc status")
-}
-
 // LevelResult is one load level: C clients, each with its own connection,
-// each sending project_run_progress for its own running run, one request
-// after another.
+// each doing one unit of work after another (a unit is one
+// project_run_progress for its own running run, or, for the lifecycle
+// levels, a task add, a run start and a run finish).
 type LevelResult struct {
-	Clients        int     `json:"clients"`
-	Requests       int     `json:"requests"`
-	Seconds        float64 `json:"seconds"`
-	RequestsPerSec float64 `json:"requests_per_sec"`
-	Latency        Latency `json:"latency"`
-	Errors         int     `json:"errors"`
-	FirstError     string  `json:"first_error,omitempty"`
+	Clients int `json:"clients"`
+	// Requests counts the units that started and finished inside the
+	// window; RequestsPerUnit is how many requests one unit sends.
+	Requests        int     `json:"requests"`
+	RequestsPerUnit int     `json:"requests_per_unit"`
+	Seconds         float64 `json:"seconds"`
+	RequestsPerSec  float64 `json:"requests_per_sec"`
+	Latency         Latency `json:"latency"`
+	Errors          int     `json:"errors"`
+	FirstError      string  `json:"first_error,omitempty"`
 	// RatioToRaw is RequestsPerSec over the raw group-commit ceiling's
 	// rows per second.
 	RatioToRaw float64 `json:"ratio_to_raw"`
+	// CPUus is the daemons' CPU time (utime + stime from /proc/PID/stat,
+	// every daemon serving the level) over the window, per request.
+	CPUus float64 `json:"daemon_cpu_us_per_request"`
+
+	samples []time.Duration // the latencies, for pooling
+	cpu     float64         // the daemons' CPU seconds in the window
+}
+
+// poolLevels pools windows of the same load into one result.
+func poolLevels(ls []LevelResult) LevelResult {
+	if len(ls) == 0 {
+		return LevelResult{}
+	}
+	p := LevelResult{Clients: ls[0].Clients, RequestsPerUnit: ls[0].RequestsPerUnit}
+	for _, l := range ls {
+		p.Requests += l.Requests
+		p.Seconds += l.Seconds
+		p.Errors += l.Errors
+		if p.FirstError == "" {
+			p.FirstError = l.FirstError
+		}
+		p.samples = append(p.samples, l.samples...)
+		p.cpu += l.cpu
+	}
+	p.RequestsPerSec = float64(p.Requests) / p.Seconds
+	p.Latency = latencyOf(slices.Clone(p.samples))
+	if p.Requests > 0 {
+		p.CPUus = p.cpu * 1e6 / float64(p.Requests*p.RequestsPerUnit)
+	}
+	return p
 }
 
 // DurabilityResult compares the writes the daemon acknowledged with the
@@ -71,22 +87,24 @@ type RSSResult struct {
 type conn struct {
 	c      *control.Client
 	nextID int
+	line   []byte
 }
 
-// call sends one daemon.control request with the given params and checks
-// that the reply is a result for the same id.
-func (c *conn) call(ctx context.Context, params []byte) error {
+// call sends one daemon.control request with the given params, checks
+// that the reply is a result for the same id, and returns the reply.
+func (c *conn) call(ctx context.Context, params []byte) ([]byte, error) {
 	c.nextID++
 	id := strconv.Itoa(c.nextID)
-	line := make([]byte, 0, len(params)+80)
+	line := c.line[:0]
 	line = append(line, `{"jsonrpc":"2.0","id":`...)
 	line = append(line, id...)
 	line = append(line, `,"method":"daemon.control","params":`...)
 	line = append(line, params...)
 	line = append(line, "}\n"...)
+	c.line = line
 	resp, err := c.c.Send(ctx, line)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The daemon writes jsonrpc, id, then result or error.
 	want := `{"jsonrpc":"2.0","id":` + id + `,"result":`
@@ -94,9 +112,24 @@ func (c *conn) call(ctx context.Context, params []byte) error {
 		if len(resp) > 300 {
 			resp = resp[:300]
 		}
-		return fmt.Errorf("reply is not a result: %s", resp)
+		return nil, fmt.Errorf("reply is not a result: %s", resp)
 	}
-	return nil
+	return resp, nil
+}
+
+// member returns the string value of the last `"key":"…"` in a reply.
+func member(reply []byte, key string) (string, error) {
+	k := []byte(`"` + key + `":"`)
+	i := bytes.LastIndex(reply, k)
+	if i < 0 {
+		return "", fmt.Errorf("no %s in the reply: %.300s", key, reply)
+	}
+	v := reply[i+len(k):]
+	j := bytes.IndexByte(v, '"')
+	if j < 0 {
+		return "", fmt.Errorf("unterminated %s in the reply", key)
+	}
+	return string(v[:j]), nil
 }
 
 func progressParams(project, run string, step int) []byte {
@@ -105,6 +138,214 @@ func progressParams(project, run string, step int) []byte {
 
 func statusParams(project string) []byte {
 	return fmt.Appendf(nil, `{"action":"project_status","project":%q}`, project)
+}
+
+// dialAll opens n connections, the i-th to socks[i % len(socks)].
+func dialAll(ctx context.Context, socks []string, n int) ([]*conn, error) {
+	conns := make([]*conn, n)
+	for i := range n {
+		c, err := control.Dial(ctx, socks[i%len(socks)])
+		if err != nil {
+			closeAll(conns)
+			return nil, err
+		}
+		conns[i] = &conn{c: c}
+	}
+	return conns, nil
+}
+
+func closeAll(conns []*conn) {
+	for _, c := range conns {
+		if c != nil {
+			c.c.Close()
+		}
+	}
+}
+
+// startRuns has each client add a task of its own to its project
+// (client i: projects[i % len(projects)]) and start a run of it, all at
+// once; it returns the runs.
+func startRuns(ctx context.Context, conns []*conn, projects []string, prefix string) ([]string, error) {
+	runs := make([]string, len(conns))
+	errs := make([]error, len(conns))
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		project := projects[i%len(projects)]
+		wg.Go(func() {
+			errs[i] = func() error {
+				st, err := c.c.Call(ctx, control.CmdProjectTaskAdd{Project: project, Title: fmt.Sprintf("%s-%d", prefix, i), DependsOn: []string{}})
+				if err != nil {
+					return fmt.Errorf("project_task_add: %w", err)
+				}
+				st, err = c.c.Call(ctx, control.CmdProjectRunStart{Project: project, Task: st.Project.TaskID, Agent: "scvbench"})
+				if err != nil {
+					return fmt.Errorf("project_run_start: %w", err)
+				}
+				runs[i] = st.Project.RunID
+				return nil
+			}()
+		})
+	}
+	wg.Wait()
+	return runs, errors.Join(errs...)
+}
+
+// load is one measured window over connections that are set up.
+type load struct {
+	conns []*conn
+	warm  time.Duration
+	d     time.Duration
+	// unit does client i's step-th unit of work on c.
+	unit func(ctx context.Context, i int, c *conn, step int) error
+	// perUnit is how many requests a unit sends.
+	perUnit int
+	// status, if set, is a connection that sends statusParams back to back
+	// while the clients work.
+	status       *conn
+	statusParams []byte
+	// pids are the daemons whose CPU time the window is charged.
+	pids []int
+	// prof names the window's CPU profile of the daemon at profSock
+	// (with -profile).
+	prof, profSock string
+}
+
+// run runs l's clients for warm+d and returns what was measured in the
+// window d, the number of units acknowledged in all (warm-up included),
+// and the status reader's latency.
+func (l load) run(ctx context.Context) (LevelResult, int64, Latency, error) {
+	start := time.Now()
+	from, end := start.Add(l.warm), start.Add(l.warm+l.d)
+	type outcome struct {
+		lat      []time.Duration
+		acked    int64
+		errs     int
+		firstErr error
+	}
+	outs := make([]outcome, len(l.conns))
+	var wg sync.WaitGroup
+	for i, c := range l.conns {
+		wg.Go(func() {
+			o := &outs[i]
+			for step := 1; ; step++ {
+				t := time.Now()
+				if !t.Before(end) {
+					return
+				}
+				err := l.unit(ctx, i, c, step)
+				done := time.Now()
+				if err != nil {
+					o.errs++
+					if o.firstErr == nil {
+						o.firstErr = err
+					}
+					if ctx.Err() != nil {
+						return
+					}
+					continue
+				}
+				o.acked++
+				if !t.Before(from) && !done.After(end) {
+					o.lat = append(o.lat, done.Sub(t))
+				}
+			}
+		})
+	}
+	var status Latency
+	var statusErr error
+	if l.status != nil {
+		wg.Go(func() {
+			var lat []time.Duration
+			for {
+				t := time.Now()
+				if !t.Before(end) {
+					break
+				}
+				if _, err := l.status.call(ctx, l.statusParams); err != nil {
+					statusErr = err
+					return
+				}
+				if done := time.Now(); !t.Before(from) && !done.After(end) {
+					lat = append(lat, done.Sub(t))
+				}
+			}
+			status = latencyOf(lat)
+		})
+	}
+	var profErr error
+	if l.prof != "" {
+		wg.Go(func() {
+			time.Sleep(time.Until(from))
+			profErr = profileWindow(ctx, l.profSock, l.prof, l.d)
+		})
+	}
+	// The daemons' CPU time over the window.
+	var cpu0, cpu1 float64
+	var cpuErr error
+	wg.Go(func() {
+		time.Sleep(time.Until(from))
+		cpu0, cpuErr = cpuSeconds(l.pids)
+		time.Sleep(time.Until(end))
+		if cpuErr == nil {
+			cpu1, cpuErr = cpuSeconds(l.pids)
+		}
+	})
+	wg.Wait()
+	if statusErr != nil {
+		return LevelResult{}, 0, Latency{}, fmt.Errorf("project_status: %w", statusErr)
+	}
+	if err := errors.Join(cpuErr, profErr); err != nil {
+		return LevelResult{}, 0, Latency{}, err
+	}
+	res := LevelResult{Clients: len(l.conns), Seconds: l.d.Seconds(), RequestsPerUnit: max(1, l.perUnit)}
+	var all []time.Duration
+	var acked int64
+	for _, o := range outs {
+		all = append(all, o.lat...)
+		acked += o.acked
+		res.Errors += o.errs
+		if o.firstErr != nil && res.FirstError == "" {
+			res.FirstError = o.firstErr.Error()
+		}
+	}
+	res.Requests = len(all)
+	res.RequestsPerSec = float64(len(all)) / l.d.Seconds()
+	res.samples, res.cpu = slices.Clone(all), cpu1-cpu0
+	res.Latency = latencyOf(all)
+	if len(all) > 0 {
+		res.CPUus = (cpu1 - cpu0) * 1e6 / float64(len(all)*res.RequestsPerUnit)
+	}
+	return res, acked, status, nil
+}
+
+// progressLevel is the run-progress load: c clients, client i on
+// socks[i % len(socks)] writing into projects[i % len(projects)], each
+// adding a task, starting a run of it, then sending project_run_progress
+// for it one request after the other.
+func progressLevel(ctx context.Context, socks []string, pids []int, projects []string, c int, warm, d time.Duration, withStatus bool, prof string) (LevelResult, int64, Latency, error) {
+	conns, err := dialAll(ctx, socks, c)
+	if err != nil {
+		return LevelResult{}, 0, Latency{}, err
+	}
+	defer closeAll(conns)
+	runs, err := startRuns(ctx, conns, projects, fmt.Sprintf("c%d-%d", c, time.Now().UnixNano()))
+	if err != nil {
+		return LevelResult{}, 0, Latency{}, err
+	}
+	l := load{conns: conns, warm: warm, d: d, pids: pids, perUnit: 1, prof: prof, profSock: socks[0],
+		unit: func(ctx context.Context, i int, cl *conn, step int) error {
+			_, err := cl.call(ctx, progressParams(projects[i%len(projects)], runs[i], step))
+			return err
+		}}
+	if withStatus {
+		sc, err := control.Dial(ctx, socks[0])
+		if err != nil {
+			return LevelResult{}, 0, Latency{}, err
+		}
+		defer sc.Close()
+		l.status, l.statusParams = &conn{c: sc}, statusParams(projects[0])
+	}
+	return l.run(ctx)
 }
 
 // endToEnd runs the daemon as a process and drives it over its socket.
@@ -142,7 +383,7 @@ func endToEnd(ctx context.Context, cfg Config, bin, dir string, rep *Report, aro
 	params := statusParams(project)
 	for range cfg.StatusIdle {
 		t := time.Now()
-		if err := idle.call(ctx, params); err != nil {
+		if _, err := idle.call(ctx, params); err != nil {
 			return fmt.Errorf("project_status: %w", err)
 		}
 		lat = append(lat, time.Since(t))
@@ -150,13 +391,14 @@ func endToEnd(ctx context.Context, cfg Config, bin, dir string, rep *Report, aro
 	rep.Status.Idle = latencyOf(lat)
 
 	var acked int64
+	pid := d.Cmd.Process.Pid
 	for i, c := range cfg.Levels {
 		if err := around("before", c); err != nil {
 			return err
 		}
 		logf("  %d client(s)", c)
 		last := i == len(cfg.Levels)-1
-		res, n, status, err := level(ctx, d.Sock, project, c, cfg.Warmup, cfg.Duration, last)
+		res, n, status, err := progressLevel(ctx, []string{d.Sock}, []int{pid}, []string{project}, c, cfg.Warmup, cfg.Duration, last, fmt.Sprintf("progress-%d", c))
 		if err != nil {
 			return fmt.Errorf("%d clients: %w", c, err)
 		}
@@ -169,7 +411,7 @@ func endToEnd(ctx context.Context, cfg Config, bin, dir string, rep *Report, aro
 			rep.Status.UnderLoad, rep.Status.Clients = status, c
 		}
 	}
-	if rep.RSS.VmHWMKiB, err = vmHWM(d.Cmd.Process.Pid); err != nil {
+	if rep.RSS.VmHWMKiB, err = vmHWM(pid); err != nil {
 		return err
 	}
 	running = false
@@ -184,149 +426,15 @@ func endToEnd(ctx context.Context, cfg Config, bin, dir string, rep *Report, aro
 	return nil
 }
 
-// level runs c writing clients for warm+d and returns what was measured in
-// the window d, the number of writes acknowledged in all, and, if
-// withStatus, the latency of project_status on one more connection while
-// the clients write.
-func level(ctx context.Context, sock, project string, c int, warm, d time.Duration, withStatus bool) (LevelResult, int64, Latency, error) {
-	// Set up: each client adds its task and starts its run.
-	clients := make([]*conn, c)
-	runs := make([]string, c)
-	var wg sync.WaitGroup
-	setupErrs := make([]error, c)
-	for i := range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			setupErrs[i] = func() error {
-				cl, err := control.Dial(ctx, sock)
-				if err != nil {
-					return err
-				}
-				clients[i] = &conn{c: cl}
-				st, err := cl.Call(ctx, control.CmdProjectTaskAdd{Project: project, Title: fmt.Sprintf("c%d-%d", c, i), DependsOn: []string{}})
-				if err != nil {
-					return fmt.Errorf("project_task_add: %w", err)
-				}
-				st, err = cl.Call(ctx, control.CmdProjectRunStart{Project: project, Task: st.Project.TaskID, Agent: "scvbench"})
-				if err != nil {
-					return fmt.Errorf("project_run_start: %w", err)
-				}
-				runs[i] = st.Project.RunID
-				return nil
-			}()
-		}()
-	}
-	wg.Wait()
-	defer func() {
-		for _, cl := range clients {
-			if cl != nil {
-				cl.c.Close()
-			}
-		}
-	}()
-	if err := errors.Join(setupErrs...); err != nil {
-		return LevelResult{}, 0, Latency{}, err
-	}
-
-	start := time.Now()
-	from, end := start.Add(warm), start.Add(warm+d)
-	type outcome struct {
-		lat      []time.Duration
-		acked    int64
-		errs     int
-		firstErr error
-	}
-	outs := make([]outcome, c+1)
-	for i := range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			o := &outs[i]
-			for step := 1; ; step++ {
-				t := time.Now()
-				if !t.Before(end) {
-					return
-				}
-				err := clients[i].call(ctx, progressParams(project, runs[i], step))
-				done := time.Now()
-				if err != nil {
-					o.errs++
-					if o.firstErr == nil {
-						o.firstErr = err
-					}
-					if ctx.Err() != nil {
-						return
-					}
-					continue
-				}
-				o.acked++
-				if !t.Before(from) && !done.After(end) {
-					o.lat = append(o.lat, done.Sub(t))
-				}
-			}
-		}()
-	}
-	var status Latency
-	var statusErr error
-	if withStatus {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cl, err := control.Dial(ctx, sock)
-			if err != nil {
-				statusErr = err
-				return
-			}
-			defer cl.Close()
-			sc := &conn{c: cl}
-			params := statusParams(project)
-			var lat []time.Duration
-			for {
-				t := time.Now()
-				if !t.Before(end) {
-					break
-				}
-				if err := sc.call(ctx, params); err != nil {
-					statusErr = err
-					return
-				}
-				if done := time.Now(); !t.Before(from) && !done.After(end) {
-					lat = append(lat, done.Sub(t))
-				}
-			}
-			status = latencyOf(lat)
-		}()
-	}
-	wg.Wait()
-	if statusErr != nil {
-		return LevelResult{}, 0, Latency{}, fmt.Errorf("project_status: %w", statusErr)
-	}
-	res := LevelResult{Clients: c, Seconds: d.Seconds()}
-	var all []time.Duration
-	var acked int64
-	for _, o := range outs {
-		all = append(all, o.lat...)
-		acked += o.acked
-		res.Errors += o.errs
-		if o.firstErr != nil && res.FirstError == "" {
-			res.FirstError = o.firstErr.Error()
-		}
-	}
-	res.Requests = len(all)
-	res.RequestsPerSec = float64(len(all)) / d.Seconds()
-	res.Latency = latencyOf(all)
-	return res, acked, status, nil
-}
-
-// countKind counts the events of one kind in the database at path.
+// countKind counts the events of one kind in the ledger file at path,
+// archive and live tail.
 func countKind(ctx context.Context, path, kind string) (int64, error) {
-	db, err := sqlx.Open("sqlite", dsn(path, true))
-	if err != nil {
-		return 0, err
-	}
-	defer db.Close()
 	var n int64
-	err = db.GetContext(ctx, &n, `SELECT count(*) FROM events WHERE kind = ?`, kind)
+	err := sqlitetest.Each(ctx, path, func(e driver.Event) error {
+		if e.Kind == kind {
+			n++
+		}
+		return nil
+	})
 	return n, err
 }

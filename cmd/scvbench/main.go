@@ -1,9 +1,14 @@
 // Command scvbench measures the scv daemon against baselines taken in the
 // same run on the same disk: the raw SQLite insert ceiling with the
 // ledger's driver and pragmas, the disk's fsync rate, durable writes end
-// to end over the socket, replay of a large history against a plain
-// scan-and-decode of the same rows, read latency, and the daemon's peak
-// memory. It prints one table and writes the numbers as JSON.
+// to end over the socket (and the daemon's CPU per request), read
+// latency, the two reply encoders against each other, lifecycle writes
+// into a project of 50,000 tasks against a fresh one, a ledger of 10,000
+// projects (start-up and memory), project_report on deep dependency
+// graphs, a fleet of daemons on PostgreSQL against the server's own
+// pgbench, and a daemon's start on a long history against a plain
+// scan-and-decode of the same rows. It prints one table and writes the
+// numbers as JSON.
 //
 //	go run ./cmd/scvbench -o bin/bench.json
 //
@@ -55,24 +60,58 @@ type Config struct {
 	// StatusIdle is the number of sequential project_status requests on
 	// an idle daemon.
 	StatusIdle int
+	// SizeClients write lifecycle units into projects of Sizes tasks
+	// (the last, the largest, twice) and into fresh ones.
+	SizeClients int
+	Sizes       []int
+	// ChainTasks and DiamondLayers shape the two project_report cases;
+	// ReportRounds is how many reports of each are timed.
+	ChainTasks    int
+	DiamondLayers int
+	ReportRounds  int
+	// ManyProjects of ManyTasks tasks each: the start-up and memory
+	// measure.
+	ManyProjects int
+	ManyTasks    int
+	// PG runs the PostgreSQL section (when PostgreSQL is installed):
+	// PGDaemons on one database and PGClients clients.
+	PG        bool
+	PGDaemons int
+	PGClients int
+	// Encoders runs the reply-encoder experiment.
+	Encoders bool
+	// Profile, when set, is a folder for CPU profiles of the daemon over
+	// the load windows (a profiling build: see profile.go).
+	Profile string
 	// Keep leaves the temporary folder in place.
 	Keep bool
 	// Daemon is a prebuilt scv binary; empty builds one.
 	Daemon string
 }
 
-// defaultConfig is a full run: it fits in three minutes on two cores.
+// defaultConfig is a full run: it fits in six minutes on two cores.
 func defaultConfig() Config {
 	return Config{
-		Out:          "bench.json",
-		Duration:     5 * time.Second,
-		Warmup:       time.Second,
-		FsyncFor:     2 * time.Second,
-		Levels:       []int{1, 16, 64, 256},
-		Producers:    256,
-		Events:       1_000_000,
-		ReplayRounds: 3,
-		StatusIdle:   2000,
+		Out:           "bench.json",
+		Duration:      5 * time.Second,
+		Warmup:        time.Second,
+		FsyncFor:      2 * time.Second,
+		Levels:        []int{1, 16, 64, 256},
+		Producers:     256,
+		Events:        1_000_000,
+		ReplayRounds:  3,
+		StatusIdle:    2000,
+		SizeClients:   256,
+		Sizes:         []int{1_000, 10_000, 50_000},
+		ChainTasks:    5_000,
+		DiamondLayers: 40,
+		ReportRounds:  20,
+		ManyProjects:  10_000,
+		ManyTasks:     20,
+		PG:            true,
+		PGDaemons:     3,
+		PGClients:     64,
+		Encoders:      true,
 	}
 }
 
@@ -84,6 +123,12 @@ func (c *Config) quick() {
 	c.Events = 5000
 	c.ReplayRounds = 1
 	c.StatusIdle = 200
+	c.SizeClients = 32
+	c.Sizes = []int{100, 500, 2000}
+	c.ChainTasks = 500
+	c.DiamondLayers = 10
+	c.ReportRounds = 3
+	c.ManyProjects = 300
 }
 
 // parseFlags reads the command line into a Config.
@@ -97,6 +142,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	quick := fs.Bool("quick", false, "small sizes and short windows: a smoke test of a few seconds")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the temporary folder (databases, daemon logs)")
 	fs.StringVar(&c.Daemon, "daemon", "", "use this scv `binary` instead of building ./cmd/scv")
+	fs.BoolVar(&c.PG, "pg", c.PG, "run the PostgreSQL section (skipped anyway when PostgreSQL is not installed)")
+	fs.StringVar(&c.Profile, "profile", "", "build a daemon that serves pprof and write a CPU profile of each load window into `dir` (not for the figures)")
+	fs.BoolVar(&c.Encoders, "encoders", c.Encoders, "run the reply-encoder experiment (builds a second daemon)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -174,7 +222,16 @@ func Run(ctx context.Context, cfg Config, out, logw io.Writer) (*Report, error) 
 	}
 
 	bin := cfg.Daemon
-	if bin == "" {
+	if cfg.Profile != "" {
+		if err := os.MkdirAll(cfg.Profile, 0o755); err != nil {
+			return nil, err
+		}
+		profileDir = cfg.Profile
+		bin = filepath.Join(dir, "scv")
+		if err := phase("build a profiling daemon", func() error { return buildProfilingDaemon(ctx, dir, bin) }); err != nil {
+			return nil, err
+		}
+	} else if bin == "" {
 		bin = filepath.Join(dir, "scv")
 		if err := phase("build daemon", func() error { return daemonproc.Build(ctx, bin) }); err != nil {
 			return nil, err
@@ -227,6 +284,26 @@ func Run(ctx context.Context, cfg Config, out, logw io.Writer) (*Report, error) 
 	}{
 		{"end to end, with the baselines next to the levels they are compared with", func() error {
 			return endToEnd(ctx, cfg, bin, dir, rep, around, logf)
+		}},
+		{"reply encoders", func() (err error) {
+			if !cfg.Encoders {
+				rep.Encoders.Skipped = "-encoders=false"
+				return nil
+			}
+			rep.Encoders, err = encoders(ctx, cfg, bin, dir, logf)
+			return err
+		}},
+		{"size independence and report evidence", func() (err error) {
+			rep.Sizes, err = sizes(ctx, cfg, bin, dir, logf)
+			return err
+		}},
+		{"many projects", func() (err error) {
+			rep.Many, err = manyProjects(ctx, cfg, bin, dir, logf)
+			return err
+		}},
+		{"fleet on PostgreSQL", func() (err error) {
+			rep.PG, err = pgFleet(ctx, cfg, bin, dir, logf)
+			return err
 		}},
 		{"replay", func() (err error) {
 			rep.Replay, err = replay(ctx, cfg, bin, dir, logf)

@@ -55,10 +55,16 @@ func TestQuick(t *testing.T) {
 		"durability.acked", "durability.stored",
 		"status.idle.p50_us", "status.idle.p99_us",
 		"status.under_load.p50_us", "status.under_load.p99_us", "status.under_load_clients",
-		"replay.events", "replay.tasks", "replay.runs",
-		"replay.scan_events_per_sec", "replay.open_events_per_sec", "replay.ratio",
+		"replay.events", "replay.tasks", "replay.runs", "replay.first_open_seconds",
+		"replay.scan_events_per_sec", "replay.start_events_per_sec", "replay.ratio",
 		"replay.first_status_seconds", "replay.daemon_vmhwm_kib",
 		"replay.compact_seconds", "replay.snapshot_first_status_seconds",
+		"encoders.hand.requests_per_sec", "encoders.marshal.requests_per_sec", "encoders.ratio",
+		"encoders.hand.daemon_cpu_us_per_request", "encoders.marshal.daemon_cpu_us_per_request",
+		"sizes.events", "sizes.first_open_seconds", "sizes.ratio", "sizes.big_tasks",
+		"sizes.fresh.requests_per_sec", "sizes.big.requests_per_sec", "sizes.big.latency.p99_us",
+		"many.events", "many.first_open_seconds", "many.first_project_status_seconds", "many.first_status_seconds",
+		"many.touch_per_sec", "many.vmhwm_kib",
 		"rss.vmhwm_kib",
 		"total_seconds",
 	} {
@@ -84,7 +90,32 @@ func TestQuick(t *testing.T) {
 	for _, k := range []string{"project_created", "task_added", "run_started", "run_progress", "heartbeat", "run_finished"} {
 		assert.Greater(t, kinds[k], 0.0, "replay history has %s events", k)
 	}
+	sz := rep["sizes"].(map[string]any)
+	assert.Len(t, sz["points"], 1+len(cfg.Sizes), "fresh and every size")
+	reports := sz["reports"].([]any)
+	require.Len(t, reports, 2)
+	for _, r := range reports {
+		m := r.(map[string]any)
+		for _, k := range []string{"reply_bytes", "bytes_per_task", "evidence_notes"} {
+			assert.Greater(t, m[k].(float64), 0.0, "%s: %s", m["name"], k)
+		}
+	}
+	for _, l := range append(rep["e2e"].([]any), sz["fresh"], sz["big"]) {
+		assert.Greater(t, l.(map[string]any)["daemon_cpu_us_per_request"].(float64), 0.0, "CPU per request")
+	}
 	targets, ok := rep["targets"].([]any)
 	require.True(t, ok)
-	assert.Len(t, targets, 9)
+	pg := rep["pg"].(map[string]any)
+	if pg["skipped"] != nil {
+		t.Logf("PostgreSQL section skipped: %v", pg["skipped"])
+		assert.Len(t, targets, 12)
+		return
+	}
+	assert.Len(t, targets, 14)
+	positive("pg.pgbench.tps")
+	positive("pg.fleet.requests_per_sec")
+	positive("pg.fleet_ratio")
+	positive("pg.single_pg.requests_per_sec")
+	positive("pg.single_sqlite.requests_per_sec")
+	assert.Equal(t, 0.0, pg["fleet_durability"].(map[string]any)["missing"])
 }

@@ -11,39 +11,24 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/oklog/ulid/v2"
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
 	"scv/ledger"
+	"scv/ledger/driver"
+	"scv/ledger/sqlite/sqlitetest"
 	"scv/reducer"
 )
-
-// dsn and insertSQL are the ledger's own, so that the baselines run with
-// exactly the daemon's driver settings and statement.
-var dsn = ledger.DSN
-
-const insertSQL = ledger.InsertSQL
 
 // rawHash stands in for the chain hash in the raw rows: the same bytes
 // stored, without the SHA-256 (well under a microsecond) the ledger
 // computes.
 var rawHash = make([]byte, ledger.HashSize)
 
-// openWriter opens path as the ledger's writer pool does (one connection,
-// IMMEDIATE transactions) and creates the ledger's schema with
-// ledger.Migrate.
-func openWriter(ctx context.Context, path string) (*sqlx.DB, error) {
-	db, err := sqlx.Open("sqlite", dsn(path, false))
-	if err != nil {
-		return nil, err
-	}
-	db.SetMaxOpenConns(1)
-	if err := ledger.Migrate(ctx, db); err != nil {
-		db.Close()
-		return nil, err
-	}
-	return db, nil
+// openWriter opens path for raw appends (sqlitetest.Raw): one connection
+// with the driver's DSN (WAL, synchronous=FULL, IMMEDIATE transactions),
+// the driver's INSERT, prepared once, and the newest schema.
+func openWriter(ctx context.Context, path string) (*sqlitetest.Raw, error) {
+	return sqlitetest.OpenRaw(ctx, path, 0)
 }
 
 // progressData is the stored data of a run_progress event, byte for byte
@@ -243,33 +228,17 @@ func rawGroup(ctx context.Context, path string, producers int, warm, d time.Dura
 	return RawGroupWindow{Rows: r1 - r0, Commits: c1 - c0, Seconds: secs, RowsPerSec: float64(r1-r0) / secs}, nil
 }
 
-// commitRows inserts a batch in one transaction, as ledger.appendBatch
-// does: BEGIN IMMEDIATE, the tail read from sqlite_sequence, the ledger's
-// INSERT with the next sequences, one clock reading, COMMIT. (The ledger
-// prepares its statements once per connection, this once per transaction:
-// about 0.1 µs a row at the batch sizes seen.)
-func commitRows(ctx context.Context, db *sqlx.DB, project string, batch []*rawRow) error {
-	tx, err := db.BeginTxx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	var tail uint64
-	if err := tx.GetContext(ctx, &tail, `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)`); err != nil {
-		return err
-	}
-	ins, err := tx.PreparexContext(ctx, insertSQL)
-	if err != nil {
-		return err
-	}
-	defer ins.Close()
-	now := time.Now().UnixMilli()
+// commitRows inserts a batch in one transaction, as the ledger's writer
+// does: the driver's BEGIN IMMEDIATE, the tail read inside the
+// transaction, the driver's INSERT with the next sequences, one clock
+// reading, COMMIT (sqlitetest.Raw.Append).
+func commitRows(ctx context.Context, db *sqlitetest.Raw, project string, batch []*rawRow) error {
+	evs := make([]driver.Event, len(batch))
 	for i, r := range batch {
-		if _, err := ins.ExecContext(ctx, tail+uint64(i)+1, project, reducer.KindRunProgress, now/1000, now, r.data, rawHash); err != nil {
-			return err
-		}
+		evs[i] = driver.Event{ProjectID: project, Kind: reducer.KindRunProgress, Data: r.data, Hash: rawHash}
 	}
-	return tx.Commit()
+	_, err := db.Append(ctx, evs)
+	return err
 }
 
 // RawSingleResult is one producer committing one row per transaction.

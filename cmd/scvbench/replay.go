@@ -2,44 +2,53 @@ package main
 
 import (
 	"context"
-	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-	"github.com/oklog/ulid/v2"
-
 	"scv/cmd/internal/daemonproc"
+	"scv/control"
 	"scv/ledger"
+	"scv/ledger/driver"
+	"scv/ledger/sqlite"
+	"scv/ledger/sqlite/sqlitetest"
 	"scv/reducer"
 )
 
-// ReplayResult compares folding a long history into state (ledger.Open)
-// with only reading and decoding the same rows.
+// ReplayResult compares the daemon's start on a long history, up to its
+// first answered project_status (which loads the project: it folds every
+// event of it), with only reading and decoding the same rows.
 type ReplayResult struct {
-	Events           int            `json:"events"`
-	Kinds            map[string]int `json:"kinds"`
-	Projects         int            `json:"projects"`
-	Tasks            int            `json:"tasks"`
-	Runs             int            `json:"runs"`
-	GenerateSeconds  float64        `json:"generate_seconds"`
-	ScanRuns         []float64      `json:"scan_seconds_each"`
-	OpenRuns         []float64      `json:"open_seconds_each"`
-	ScanSeconds      float64        `json:"scan_seconds"` // median
-	OpenSeconds      float64        `json:"open_seconds"` // median
-	ScanEventsPerSec float64        `json:"scan_events_per_sec"`
-	OpenEventsPerSec float64        `json:"open_events_per_sec"`
-	Ratio            float64        `json:"ratio"`
-	// FirstStatusSeconds is the time from starting the daemon process on
-	// this history to its first `status` reply.
+	Events          int            `json:"events"`
+	Kinds           map[string]int `json:"kinds"`
+	Projects        int            `json:"projects"`
+	Tasks           int            `json:"tasks"`
+	Runs            int            `json:"runs"`
+	GenerateSeconds float64        `json:"generate_seconds"`
+	// FirstOpenSeconds is the first daemon start on the file as it was
+	// generated (schema 5) to its first project_status: the migration
+	// that derives the projects rows, the summary the ledger derives of
+	// them once (a fold of the whole history), and the load.
+	FirstOpenSeconds float64   `json:"first_open_seconds"`
+	ScanRuns         []float64 `json:"scan_seconds_each"`
+	StartRuns        []float64 `json:"first_status_seconds_each"`
+	ScanSeconds      float64   `json:"scan_seconds"` // median
+	// FirstStatusSeconds is the median time from starting the daemon
+	// process on this history to its first project_status reply.
 	FirstStatusSeconds float64 `json:"first_status_seconds"`
-	DaemonVmHWMKiB     int64   `json:"daemon_vmhwm_kib"`
-	// Then every project is compacted, keeping its 100 newest events live,
-	// and the daemon started again: start-up from snapshots plus the tail.
+	ScanEventsPerSec   float64 `json:"scan_events_per_sec"`
+	StartEventsPerSec  float64 `json:"start_events_per_sec"`
+	// Ratio is ScanSeconds over FirstStatusSeconds.
+	Ratio          float64 `json:"ratio"`
+	DaemonVmHWMKiB int64   `json:"daemon_vmhwm_kib"`
+	// Then the project is compacted, keeping its 100 newest events live,
+	// and the daemon started again: start-up from a snapshot plus the
+	// tail.
 	CompactSeconds             float64 `json:"compact_seconds"`
 	LiveAfterCompaction        int     `json:"live_after_compaction"`
 	SnapshotFirstStatusSeconds float64 `json:"snapshot_first_status_seconds"`
@@ -47,129 +56,163 @@ type ReplayResult struct {
 
 func replay(ctx context.Context, cfg Config, bin, dir string, logf func(string, ...any)) (ReplayResult, error) {
 	path := filepath.Join(dir, "replay.db")
+	sock := filepath.Join(dir, "replay.sock")
 	res := ReplayResult{Events: cfg.Events}
-	t := time.Now()
 	g, err := generate(ctx, path, cfg.Events)
 	if err != nil {
 		return res, fmt.Errorf("generate: %w", err)
 	}
-	res.GenerateSeconds = time.Since(t).Seconds()
-	res.Kinds, res.Projects, res.Tasks, res.Runs = g.kinds, len(g.projects), g.tasks, g.runs
-	logf("  generated %d events in %.1f s", cfg.Events, res.GenerateSeconds)
+	res.Events = int(g.w.seq) // a last command may have caused more than one
+	res.GenerateSeconds = g.took.Seconds()
+	res.Kinds, res.Projects, res.Tasks, res.Runs = g.w.kinds, 1, g.tasks, g.runs
+	logf("  generated %d events in %.1f s", res.Events, res.GenerateSeconds)
 
-	// Warm the page cache and the allocator for both equally: one
-	// unmeasured baseline first, then the two alternate.
-	if _, err := scanDecode(ctx, path, cfg.Events); err != nil {
+	status := control.CmdProjectStatus{Project: g.project}
+	start := func() (time.Duration, int64, error) {
+		runtime.GC()
+		d, err := daemonproc.Start(bin, path, sock, "--stale-after", "1h")
+		if err != nil {
+			return 0, 0, err
+		}
+		took, err := d.ReadyWith(ctx, 5*time.Minute, status)
+		if err != nil {
+			d.Kill()
+			return 0, 0, err
+		}
+		hwm, err := vmHWM(d.Pid())
+		if stopErr := d.Stop(); err == nil {
+			err = stopErr
+		}
+		return took, hwm, err
+	}
+	first, _, err := start()
+	if err != nil {
+		return res, fmt.Errorf("first open: %w", err)
+	}
+	res.FirstOpenSeconds = first.Seconds()
+	logf("  first open (migration, summary, load) %.2f s", res.FirstOpenSeconds)
+
+	// Warm the page cache for both equally: one unmeasured baseline
+	// first, then the two alternate.
+	if _, err := scanDecode(ctx, path, res.Events); err != nil {
 		return res, err
 	}
 	for range cfg.ReplayRounds {
 		runtime.GC()
-		s, err := scanDecode(ctx, path, cfg.Events)
+		s, err := scanDecode(ctx, path, res.Events)
 		if err != nil {
 			return res, err
 		}
-		runtime.GC()
-		o, err := openLedger(ctx, path)
+		o, hwm, err := start()
 		if err != nil {
 			return res, err
 		}
+		res.DaemonVmHWMKiB = max(res.DaemonVmHWMKiB, hwm)
 		res.ScanRuns = append(res.ScanRuns, s.Seconds())
-		res.OpenRuns = append(res.OpenRuns, o.Seconds())
-		logf("  scan+decode %.2f s, ledger.Open %.2f s", s.Seconds(), o.Seconds())
+		res.StartRuns = append(res.StartRuns, o.Seconds())
+		logf("  scan+decode %.2f s, daemon start to first project_status %.2f s", s.Seconds(), o.Seconds())
 	}
-	res.ScanSeconds, res.OpenSeconds = median(res.ScanRuns), median(res.OpenRuns)
-	res.ScanEventsPerSec = float64(cfg.Events) / res.ScanSeconds
-	res.OpenEventsPerSec = float64(cfg.Events) / res.OpenSeconds
-	res.Ratio = res.OpenEventsPerSec / res.ScanEventsPerSec
+	res.ScanSeconds, res.FirstStatusSeconds = median(res.ScanRuns), median(res.StartRuns)
+	res.ScanEventsPerSec = float64(res.Events) / res.ScanSeconds
+	res.StartEventsPerSec = float64(res.Events) / res.FirstStatusSeconds
+	res.Ratio = res.ScanSeconds / res.FirstStatusSeconds
 
-	runtime.GC()
-	d, err := daemonproc.Start(bin, path, filepath.Join(dir, "replay.sock"), "--stale-after", "1h")
-	if err != nil {
-		return res, err
-	}
-	first, err := d.Ready(ctx, 2*time.Minute)
-	if err != nil {
-		d.Stop()
-		return res, err
-	}
-	res.FirstStatusSeconds = first.Seconds()
-	res.DaemonVmHWMKiB, err = vmHWM(d.Cmd.Process.Pid)
-	if stopErr := d.Stop(); err == nil {
-		err = stopErr
-	}
-	if err != nil {
-		return res, err
-	}
-
-	// Compact every project (retain 100), then start again.
-	t = time.Now()
-	l, err := ledger.Open(ctx, path, ledger.Options{})
-	if err != nil {
-		return res, err
-	}
-	for _, p := range g.projects {
-		c, err := l.Compact(ctx, p, 100)
-		if err != nil {
-			l.Close()
-			return res, fmt.Errorf("compact: %w", err)
+	if profileDir != "" {
+		if err := profileStart(ctx, bin, path, sock, status, res.FirstStatusSeconds); err != nil {
+			return res, err
 		}
-		res.LiveAfterCompaction += c.Live
 	}
-	if err := l.Close(); err != nil {
-		return res, err
+
+	// Compact the project (retain 100), then start again.
+	t := time.Now()
+	live, err := compactAll(ctx, path, []string{g.project}, 100)
+	if err != nil {
+		return res, fmt.Errorf("compact: %w", err)
 	}
-	res.CompactSeconds = time.Since(t).Seconds()
-	logf("  compacted %d projects in %.1f s, %d events left live", len(g.projects), res.CompactSeconds, res.LiveAfterCompaction)
-	runtime.GC()
-	d, err = daemonproc.Start(bin, path, filepath.Join(dir, "replay.sock"), "--stale-after", "1h")
+	res.CompactSeconds, res.LiveAfterCompaction = time.Since(t).Seconds(), live
+	logf("  compacted in %.1f s, %d events left live", res.CompactSeconds, res.LiveAfterCompaction)
+	snap, _, err := start()
 	if err != nil {
 		return res, err
 	}
-	first, err = d.Ready(ctx, 2*time.Minute)
-	if err != nil {
-		d.Stop()
-		return res, err
-	}
-	res.SnapshotFirstStatusSeconds = first.Seconds()
-	return res, d.Stop()
+	res.SnapshotFirstStatusSeconds = snap.Seconds()
+	return res, nil
 }
 
-// scanDecode is the baseline: read every event in order as ledger.Open
-// does (reader pool DSN, read-only transaction, the same SELECT, sqlx
-// StructScan into ledger.Row) and decode each (Row.Event, which calls
-// reducer.DecodeBody), without folding anything into state.
-func scanDecode(ctx context.Context, path string, want int) (time.Duration, error) {
-	start := time.Now()
-	db, err := sqlx.Open("sqlite", dsn(path, true))
+// profileStart takes a CPU profile of one more daemon start on the
+// history, from as soon as its pprof socket answers until a little after
+// the time a start took: where the load of the project goes.
+func profileStart(ctx context.Context, bin, path, sock string, status control.Command, secs float64) error {
+	os.Remove(sock + ".pprof") // an earlier daemon's
+	d, err := daemonproc.Start(bin, path, sock, "--stale-after", "1h")
+	if err != nil {
+		return err
+	}
+	defer d.Kill()
+	for i := 0; ; i++ {
+		if _, err := os.Stat(sock + ".pprof"); err == nil {
+			break
+		}
+		if i > 5000 {
+			return errors.New("the profiling daemon opened no pprof socket")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	profiled := make(chan error, 1)
+	go func() {
+		profiled <- profileWindow(ctx, sock, "replay-start", time.Duration((secs+1)*float64(time.Second)))
+	}()
+	if _, err := d.ReadyWith(ctx, 5*time.Minute, status); err != nil {
+		return err
+	}
+	if err := <-profiled; err != nil {
+		return err
+	}
+	return d.Stop()
+}
+
+// compactAll compacts each of projects in the ledger file at path,
+// in-process, keeping retain events of each live, and returns how many
+// are left live in all.
+func compactAll(ctx context.Context, path string, projects []string, retain int) (int, error) {
+	db, err := sqlite.Open(ctx, path, sqlite.Options{})
 	if err != nil {
 		return 0, err
 	}
-	defer db.Close()
-	tx, err := db.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
+	l, err := ledger.Open(ctx, db, ledger.Options{})
 	if err != nil {
+		db.Close()
 		return 0, err
 	}
-	defer tx.Rollback()
-	rows, err := tx.QueryxContext(ctx, `SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash FROM events ORDER BY sequence`)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	n := 0
-	var last uint64
-	for rows.Next() {
-		var r ledger.Row
-		if err := rows.StructScan(&r); err != nil {
+	live := 0
+	for _, p := range projects {
+		c, err := l.Compact(ctx, p, ledger.CompactOptions{Retain: retain})
+		if err != nil {
+			l.Close()
 			return 0, err
 		}
-		e, err := r.Event()
-		if err != nil {
-			return 0, err
+		live += c.Live
+	}
+	return live, l.Close()
+}
+
+// scanDecode is the baseline: read every event of the file in order
+// through the driver's read-only History, as the ledger's load does
+// (sqlitetest.Each), and decode each (reducer.DecodeBody), without
+// folding anything into state.
+func scanDecode(ctx context.Context, path string, want int) (time.Duration, error) {
+	start := time.Now()
+	n := 0
+	var last uint64
+	err := sqlitetest.Each(ctx, path, func(e driver.Event) error {
+		if _, err := reducer.DecodeBody(e.Kind, []byte(e.Data)); err != nil {
+			return fmt.Errorf("event %d: %w", e.Sequence, err)
 		}
 		last = e.Sequence
 		n++
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return 0, err
 	}
 	if n != want || last != uint64(want) {
@@ -178,83 +221,37 @@ func scanDecode(ctx context.Context, path string, want int) (time.Duration, erro
 	return time.Since(start), nil
 }
 
-// openLedger times ledger.Open, which migrates (a no-op here), replays
-// every event into state, publishes it and starts the writer.
-func openLedger(ctx context.Context, path string) (time.Duration, error) {
-	start := time.Now()
-	l, err := ledger.Open(ctx, path, ledger.Options{})
-	if err != nil {
-		return 0, err
-	}
-	took := time.Since(start)
-	return took, l.Close()
-}
-
-// history generates a realistic, valid history by deciding commands with
-// the reducer itself, so every event is one the daemon could have
-// appended: a few projects, a few hundred tasks (some depending on
-// earlier ones) and runs, most events run_progress and heartbeat of
-// running runs, some runs started and finished.
+// history generates a realistic, valid history of one project: a few
+// hundred tasks (some depending on earlier ones) and runs, most events
+// run_progress and heartbeat of running runs, some runs started and
+// finished.
 type history struct {
-	rng      *rand.Rand
-	ids      *rand.ChaCha8
-	s        *reducer.State
-	now      int64 // Unix ms of the next event
-	emitted  int
-	emit     func(reducer.Event) error
-	projects []string
-	running  map[string][]string // project -> its running runs
-	kinds    map[string]int
-	tasks    int
-	runs     int
+	w       *histWriter
+	took    time.Duration
+	rng     *rand.Rand
+	project string
+	running []string // the running runs
+	tasks   int
+	runs    int
 	// pFinish is the chance that an event of a running run finishes it.
 	pFinish float64
 }
 
 const (
-	histProjects     = 4
-	histTasksPerProj = 100 // at 1M events; fewer for small histories
-	histMaxRunning   = 6   // concurrent runs per project
-	histRunsPerTask  = 1.25
+	histTasks       = 400 // at 1M events; fewer for small histories
+	histMaxRunning  = 24  // concurrent runs
+	histRunsPerTask = 1.25
 )
 
-func (h *history) id() string {
-	return ulid.MustNew(uint64(h.now), h.ids).String()
-}
-
-// do decides cmd at the history's clock and appends what it causes.
-func (h *history) do(cmd reducer.Command) []reducer.Event {
-	evs, err := reducer.Decide(h.s, reducer.Stamp(cmd, h.now))
-	if err != nil {
-		panic(fmt.Sprintf("scvbench: generated command %T refused: %v", cmd, err))
-	}
-	for i := range evs {
-		h.emitted++
-		evs[i].Sequence = uint64(h.emitted)
-		reducer.Evolve(h.s, evs[i])
-		h.kinds[evs[i].Body.Kind()]++
-		if err := h.emit(evs[i]); err != nil {
-			panic(err) // recovered by generate
-		}
-	}
-	h.now++
-	return evs
-}
-
-func (h *history) addTask(p string, deps []string) string {
-	id := h.id()
-	h.do(reducer.AddTask{Project: p, TaskID: id, Title: fmt.Sprintf("task %d", h.tasks+1),
-		DependsOn: deps, MaxRetries: uint32(h.rng.IntN(3))})
+func (h *history) addTask(deps []string) string {
 	h.tasks++
-	return id
+	return h.w.task(h.project, fmt.Sprintf("task %d", h.tasks), uint32(h.rng.IntN(3)), deps...)
 }
 
 // step appends one event.
 func (h *history) step() {
-	pid := h.projects[h.rng.IntN(len(h.projects))]
-	p, _ := h.s.Project(pid)
-	running := h.running[pid]
-	if len(running) < histMaxRunning && h.rng.IntN(4) == 0 {
+	p := h.w.projects[h.project]
+	if len(h.running) < histMaxRunning && h.rng.IntN(4) == 0 {
 		var ready []string
 		for _, t := range p.Tasks() {
 			if t.Status == reducer.TaskReady || t.Status == reducer.TaskStale {
@@ -262,21 +259,21 @@ func (h *history) step() {
 			}
 		}
 		if len(ready) > 0 {
-			run := h.id()
-			h.do(reducer.StartRun{Project: pid, TaskID: ready[h.rng.IntN(len(ready))], RunID: run, Agent: "codex"})
-			h.running[pid] = append(running, run)
+			run := h.w.id()
+			h.w.do(reducer.StartRun{Project: h.project, TaskID: ready[h.rng.IntN(len(ready))], RunID: run, Agent: "codex"})
+			h.running = append(h.running, run)
 			h.runs++
 			return
 		}
 	}
-	if len(running) == 0 {
-		// Nothing to run here (tasks done, failed or waiting on failed
-		// ones): the orchestrator plans more work.
-		h.addTask(pid, nil)
+	if len(h.running) == 0 {
+		// Nothing to run (tasks done, failed or waiting on failed ones):
+		// the orchestrator plans more work.
+		h.addTask(nil)
 		return
 	}
-	i := h.rng.IntN(len(running))
-	run := running[i]
+	i := h.rng.IntN(len(h.running))
+	run := h.running[i]
 	switch x := h.rng.Float64(); {
 	case x < h.pFinish:
 		st := reducer.RunSucceeded
@@ -286,128 +283,38 @@ func (h *history) step() {
 		case y < 4:
 			st = reducer.RunCancelled
 		}
-		h.do(reducer.FinishRun{Project: pid, RunID: run, Status: st})
-		h.running[pid] = slices.Delete(running, i, i+1)
+		h.w.do(reducer.FinishRun{Project: h.project, RunID: run, Status: st})
+		h.running = slices.Delete(h.running, i, i+1)
 	case x < 0.6:
-		h.do(reducer.ProgressRun{Project: pid, RunID: run, Progress: fmt.Sprintf("step %d", h.emitted)})
+		h.w.do(reducer.ProgressRun{Project: h.project, RunID: run, Progress: fmt.Sprintf("step %d", h.w.seq)})
 	default:
-		h.do(reducer.RecordHeartbeat{Project: pid, RunID: run})
+		h.w.do(reducer.RecordHeartbeat{Project: h.project, RunID: run})
 	}
 }
 
-// generate writes a history of n events to a new database at path, with
-// the ledger's schema (ledger.Migrate) and rows exactly as the ledger
-// writes them. The history ends about now, so no run in it is stale to a
-// daemon started with a long stale window.
-func generate(ctx context.Context, path string, n int) (h *history, err error) {
-	db, err := openWriter(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-
-	type row struct {
-		project, kind string
-		ms            int64
-		data          string
-	}
-	batches := make(chan []row, 4)
-	inserted := make(chan error, 1)
-	go func() {
-		var err error
-		var seq uint64
-		heads := map[string][]byte{} // each project's chain head
-		for b := range batches {
-			if err == nil {
-				err = insertRows(ctx, db, func(ins *sqlx.Stmt) error {
-					for _, r := range b {
-						seq++
-						hash := ledger.ChainHash(heads[r.project], seq, r.project, r.kind, r.ms/1000, r.ms, r.data)
-						heads[r.project] = hash
-						if _, err := ins.ExecContext(ctx, seq, r.project, r.kind, r.ms/1000, r.ms, r.data, hash); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
+// generate writes a history of n events of one project to a new ledger
+// file at path (histWriter). The history ends about now, so no run in it
+// is stale to a daemon started with a long stale window.
+func generate(ctx context.Context, path string, n int) (*history, error) {
+	h := &history{rng: rand.New(rand.NewPCG(1, 2))}
+	w, took, err := generateWith(ctx, path, time.Now().UnixMilli()-int64(n)-1000, 1, func(w *histWriter) {
+		h.w = w
+		h.project = w.project("replay", "/srv/work")
+		var added []string
+		for range max(5, min(histTasks, n/2500)) {
+			var deps []string
+			if len(added) > 0 && h.rng.IntN(4) == 0 {
+				deps = []string{added[h.rng.IntN(len(added))]}
 			}
-		}
-		inserted <- err
-	}()
-
-	const batchSize = 50_000
-	batch := make([]row, 0, batchSize)
-	h = &history{
-		rng:     rand.New(rand.NewPCG(1, 2)),
-		ids:     rand.NewChaCha8([32]byte{'s', 'c', 'v'}),
-		s:       reducer.NewState(),
-		now:     time.Now().UnixMilli() - int64(n) - 1000,
-		running: map[string][]string{},
-		kinds:   map[string]int{},
-	}
-	h.emit = func(e reducer.Event) error {
-		data, err := reducer.EncodeBody(e.Body)
-		if err != nil {
-			return err
-		}
-		batch = append(batch, row{e.ProjectID, e.Body.Kind(), e.Time, string(data)})
-		if len(batch) == batchSize {
-			batches <- batch
-			batch = make([]row, 0, batchSize)
-		}
-		return nil
-	}
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("%v", r)
-			}
-		}()
-		tasksPer := max(5, min(histTasksPerProj, n/10_000))
-		for i := range histProjects {
-			evs := h.do(reducer.CreateProject{ProjectID: h.id(), Name: fmt.Sprintf("project-%d", i+1), Workspace: "/srv/work"})
-			pid := evs[0].ProjectID
-			h.projects = append(h.projects, pid)
-			var added []string
-			for range tasksPer {
-				var deps []string
-				if len(added) > 0 && h.rng.IntN(4) == 0 {
-					deps = []string{added[h.rng.IntN(len(added))]}
-				}
-				added = append(added, h.addTask(pid, deps))
-			}
+			added = append(added, h.addTask(deps))
 		}
 		// Runs finish at a rate that gives each task about
 		// histRunsPerTask runs over the history.
 		h.pFinish = histRunsPerTask * float64(h.tasks) / float64(n)
-		for h.emitted < n {
+		for int(w.seq) < n {
 			h.step()
 		}
-	}()
-	if len(batch) > 0 {
-		batches <- batch
-	}
-	close(batches)
-	if ierr := <-inserted; err == nil {
-		err = ierr
-	}
+	})
+	h.w, h.took = w, took
 	return h, err
-}
-
-// insertRows runs one transaction with the ledger's prepared INSERT.
-func insertRows(ctx context.Context, db *sqlx.DB, f func(*sqlx.Stmt) error) error {
-	tx, err := db.BeginTxx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	ins, err := tx.PreparexContext(ctx, insertSQL)
-	if err != nil {
-		return err
-	}
-	defer ins.Close()
-	if err := f(ins); err != nil {
-		return err
-	}
-	return tx.Commit()
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,11 +15,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"scv/cmd/internal/daemonproc"
 	"scv/control"
-	"scv/ledger"
+	"scv/ledger/driver"
+	"scv/ledger/postgres"
+	"scv/ledger/sqlite/sqlitetest"
 	"scv/reducer"
 )
 
@@ -51,6 +50,14 @@ type crashClient struct {
 	failure string       // what stopped it early; "" if nothing did
 	drops   int          // requests that got no reply (the connection broke)
 	stopped atomic.Bool  // loop returned
+	// outages: the ledger's database may be away for a while (the
+	// PostgreSQL server stopped): a refusal `unavailable` is then not a
+	// failure, only a request not acknowledged.
+	outages     bool
+	unavailable atomic.Int64 // such refusals
+	// sending is the progress request step is sending (its n), 0 for
+	// another request.
+	sending uint32
 }
 
 // loop runs until stop is closed; a request in flight then is finished.
@@ -80,6 +87,13 @@ func (c *crashClient) loop(sock string, stop <-chan struct{}) {
 		err := c.step(cl, unsure)
 		switch {
 		case err == nil:
+		case c.outages && isUnavailable(err):
+			c.unavailable.Add(1)
+			if c.sending != 0 {
+				c.log.Refused = append(c.log.Refused, c.sending)
+			}
+			unsure = c.log.Run == ""
+			time.Sleep(5 * time.Millisecond)
 		case replied(err):
 			c.failure = err.Error() // no refusal is expected
 			return
@@ -99,6 +113,7 @@ func (c *crashClient) loop(sock string, stop <-chan struct{}) {
 // run, then the next progress. When unsure, it first asks project_tasks
 // whether an earlier run start landed.
 func (c *crashClient) step(cl *control.Client, unsure bool) error {
+	c.sending = 0
 	if c.log.Run == "" && unsure {
 		run, err := runOf(cl, c.project, c.log.Task)
 		if err != nil || run != "" {
@@ -121,6 +136,7 @@ func (c *crashClient) step(cl *control.Client, unsure bool) error {
 		return nil
 	}
 	c.log.Sent++
+	c.sending = c.log.Sent
 	_, err := call(cl, control.CmdProjectRunProgress{Project: c.project, Run: c.log.Run, Progress: progressText(c.i, c.log.Sent)})
 	if err != nil {
 		return err
@@ -138,6 +154,30 @@ type crashRun struct {
 	compactions  int
 	live         map[string]json.RawMessage // action → the last daemon's reply, before its clean stop
 	clients      []*crashClient
+	// PostgreSQL outages under load: how many, the requests refused
+	// `unavailable`, and from each server start to every client answered
+	// again by the same daemon.
+	outages     int
+	unavailable int64
+	recoveries  []time.Duration
+}
+
+// target is the ledger the crash check runs against: a SQLite file, or
+// a database on a private PostgreSQL cluster (--pg).
+type target struct {
+	db string // the daemon's --db
+	// local is the SQLite file the daemon keeps on this machine: the
+	// ledger itself, or, on PostgreSQL, its --local-db.
+	local string
+	args  []string // the daemon's flags after --db and --socket
+	pg    *daemonproc.PG
+}
+
+func (t target) name() string {
+	if t.pg != nil {
+		return "PostgreSQL"
+	}
+	return "SQLite"
 }
 
 // crashCheck is the crash check: see the package documentation and
@@ -145,8 +185,28 @@ type crashRun struct {
 func crashCheck(ctx context.Context, e env) Result {
 	r := Result{Name: "crash"}
 	var p problems
-	db, sock := filepath.Join(e.dir, "ledger.db"), filepath.Join(e.dir, "d.sock")
-	run, err := e.crashLoad(ctx, db, sock, &p)
+	sock := filepath.Join(e.dir, "d.sock")
+	t := target{db: filepath.Join(e.dir, "ledger.db"), args: daemonArgs}
+	t.local = t.db
+	if e.cfg.PG {
+		r.Name = "crash (PostgreSQL)"
+		pg, err := daemonproc.StartPG(ctx, e.dir)
+		if errors.Is(err, daemonproc.ErrNoPostgreSQL) {
+			r.Figure, r.Summary, r.Skipped = "skipped: "+err.Error(), "skipped", err.Error()
+			return r
+		}
+		if err == nil {
+			defer pg.Close()
+			t.db, err = pg.CreateDB(ctx, "crash")
+		}
+		if err != nil {
+			r.Figure, r.Summary, r.Problems = "could not run: "+err.Error(), "could not run", []string{err.Error()}
+			return r
+		}
+		t.pg, t.local = pg, filepath.Join(e.dir, "local.db")
+		t.args = append(slices.Clone(daemonArgs), "--local-db", t.local)
+	}
+	run, err := e.crashLoad(ctx, t, sock, &p)
 	if err != nil {
 		p.addf("%v", err)
 		r.Figure = "could not run: " + err.Error()
@@ -155,7 +215,7 @@ func crashCheck(ctx context.Context, e env) Result {
 		return r
 	}
 	e.logf("checking the database")
-	h, states := e.crashVerify(ctx, db, sock, run, &p)
+	h, states := e.crashVerify(ctx, t, sock, run, &p)
 
 	lat := slices.Clone(run.restarts)
 	slices.Sort(lat)
@@ -163,16 +223,33 @@ func crashCheck(ctx context.Context, e env) Result {
 	if len(lat) > 0 {
 		restart = fmt.Sprintf("restart to first reply p50 %d ms, max %d ms", lat[len(lat)/2].Milliseconds(), lat[len(lat)-1].Milliseconds())
 	}
-	r.Figure = fmt.Sprintf("%d SIGKILLs (%d within %d ms of a restart) under %d clients, %s of %s acknowledged progress events lost "+
+	outages := ""
+	if t.pg != nil {
+		rec := slices.Clone(run.recoveries)
+		slices.Sort(rec)
+		outages = fmt.Sprintf("%d PostgreSQL stops and starts under load (%s requests refused unavailable, of which %s progress events landed all the same",
+			run.outages, commas(run.unavailable), commas(h.RefusedLanded))
+		if len(rec) > 0 {
+			outages += fmt.Sprintf("; server start to every client answered by the same daemon p50 %d ms, max %d ms",
+				rec[len(rec)/2].Milliseconds(), rec[len(rec)-1].Milliseconds())
+		}
+		outages += "); "
+	}
+	r.Figure = fmt.Sprintf("on %s: %d SIGKILLs (%d within %d ms of a restart) under %d clients, %s%s of %s acknowledged progress events lost "+
 		"(%s unacknowledged ones landed, %s did not); %d compactions; %s events; %s; ",
-		run.kills, run.early, earlyMax.Milliseconds(), len(run.clients), commas(h.Lost), commas(h.Acked),
+		t.name(), run.kills, run.early, earlyMax.Milliseconds(), len(run.clients), outages, commas(h.Lost), commas(h.Acked),
 		commas(h.Landed), commas(h.Doubt), run.compactions, commas(h.Events), restart)
-	if len(p.list) == 0 {
+	if len(p.list) == 0 && t.pg != nil {
+		r.Figure += "sequences strictly increasing, none twice or out of order; state equals a fresh replay (" + states + "); verify ok"
+	} else if len(p.list) == 0 {
 		r.Figure += "sequences strictly increasing, none twice or out of order; state equals a fresh replay (" + states + "); verify and integrity_check ok"
 	} else {
 		r.Figure += "the history, the state or the file is not as promised (see the problems)"
 	}
 	r.Summary = fmt.Sprintf("%d kills, %d clients: %s of %s acknowledged lost", run.kills, len(run.clients), commas(h.Lost), commas(h.Acked))
+	if t.pg != nil {
+		r.Summary = fmt.Sprintf("%d kills, %d outages, %d clients: %s of %s acknowledged lost", run.kills, run.outages, len(run.clients), commas(h.Lost), commas(h.Acked))
+	}
 	r.Problems = p.all()
 	return r
 }
@@ -183,9 +260,9 @@ func crashCheck(ctx context.Context, e env) Result {
 // error only when it could not get as far as starting the clients; what
 // goes wrong after that is a problem, and the database is checked all
 // the same.
-func (e env) crashLoad(ctx context.Context, db, sock string, p *problems) (*crashRun, error) {
+func (e env) crashLoad(ctx context.Context, t target, sock string, p *problems) (*crashRun, error) {
 	run := &crashRun{live: map[string]json.RawMessage{}}
-	d, err := daemonproc.Start(e.bin, db, sock, daemonArgs...)
+	d, err := daemonproc.Start(e.bin, t.db, sock, t.args...)
 	if err != nil {
 		return nil, err
 	}
@@ -201,20 +278,20 @@ func (e env) crashLoad(ctx context.Context, db, sock string, p *problems) (*cras
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for i, t := range tasks {
-		c := &crashClient{i: i, project: project, log: clientLog{Task: t}}
+	for i, task := range tasks {
+		c := &crashClient{i: i, project: project, log: clientLog{Task: task}, outages: t.pg != nil}
 		run.clients = append(run.clients, c)
 		wg.Go(func() { c.loop(sock, stop) })
 	}
 	var compactions int
 	var compactRefused string
 	if e.cfg.CompactEvery > 0 {
-		wg.Go(func() { compactions, compactRefused = compactor(sock, project, e.cfg.CompactEvery, stop) })
+		wg.Go(func() { compactions, compactRefused = compactor(sock, project, e.cfg.CompactEvery, t.pg != nil, stop) })
 	}
 	e.logf("%d clients writing; %d kills to go", len(tasks), e.cfg.Kills)
 
 	ready := false // the last daemon answered after the kills
-	if err := e.kill(ctx, db, sock, &d, run, p); err != nil {
+	if err := e.kill(ctx, t, sock, &d, run, p); err != nil {
 		p.addf("%v", err)
 	} else if took, err := d.Ready(ctx, time.Minute); err != nil {
 		p.addf("last restart: %v", err)
@@ -222,9 +299,15 @@ func (e env) crashLoad(ctx context.Context, db, sock string, p *problems) (*cras
 		ready = true
 		run.restarts = append(run.restarts, took)
 		e.settle(ctx, run, p)
+		if t.pg != nil {
+			ready = e.outages(ctx, t, d, run, p)
+		}
 	}
 	close(stop)
 	wg.Wait()
+	for _, c := range run.clients {
+		run.unavailable += c.unavailable.Load()
+	}
 	run.compactions = compactions
 	if compactRefused != "" {
 		p.addf("ledger_compact refused: %s", compactRefused)
@@ -252,7 +335,7 @@ func (e env) crashLoad(ctx context.Context, db, sock string, p *problems) (*cras
 	if err := d.Stop(); err != nil {
 		p.addf("clean stop after the last restart: %v", err)
 	}
-	for _, f := range []string{db + "-wal", db + "-shm"} {
+	for _, f := range []string{t.local + "-wal", t.local + "-shm"} {
 		if _, err := os.Stat(f); err == nil {
 			p.addf("the clean stop left %s behind", filepath.Base(f))
 		}
@@ -277,7 +360,7 @@ func clientFailures(clients []*crashClient, p *problems) {
 
 // kill kills the daemon *d e.cfg.Kills times and starts a new one on the
 // same files after each kill, leaving the last one in *d, started.
-func (e env) kill(ctx context.Context, db, sock string, d **daemonproc.Daemon, run *crashRun, p *problems) error {
+func (e env) kill(ctx context.Context, t target, sock string, d **daemonproc.Daemon, run *crashRun, p *problems) error {
 	rng := rand.New(rand.NewPCG(e.cfg.Seed, 1))
 	sleep := func(dur time.Duration) error {
 		select {
@@ -317,13 +400,72 @@ func (e env) kill(ctx context.Context, db, sock string, d **daemonproc.Daemon, r
 			}
 			e.logf("%d kills, %s acknowledged", k, commas(acks))
 		}
-		next, err := daemonproc.Start(e.bin, db, sock, daemonArgs...)
+		next, err := daemonproc.Start(e.bin, t.db, sock, t.args...)
 		if err != nil {
 			return err
 		}
 		*d, fresh = next, true
 	}
 	return nil
+}
+
+// Outages: each stop of the PostgreSQL server comes a time drawn from
+// killMin to killMax after the daemon answered everyone, and lasts from
+// outageMin to outageMax.
+const (
+	outageMin = 200 * time.Millisecond
+	outageMax = 800 * time.Millisecond
+)
+
+// outages stops and starts the PostgreSQL server e.cfg.Outages times
+// under the clients' load: while it is down the daemon refuses requests
+// `unavailable`; once it is up again the same daemon, not restarted, must
+// answer every client again by itself. It reports whether the daemon is
+// still serving.
+func (e env) outages(ctx context.Context, t target, d *daemonproc.Daemon, run *crashRun, p *problems) bool {
+	rng := rand.New(rand.NewPCG(e.cfg.Seed, 2))
+	sleep := func(dur time.Duration) bool {
+		select {
+		case <-time.After(dur):
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	var refused int64
+	for k := 1; k <= e.cfg.Outages; k++ {
+		if !sleep(killMin + time.Duration(rng.Int64N(int64(killMax-killMin)))) {
+			return false
+		}
+		if err := t.pg.Stop(ctx); err != nil {
+			p.addf("outage %d: stopping PostgreSQL: %v", k, err)
+			return false
+		}
+		run.outages++
+		if !sleep(outageMin + time.Duration(rng.Int64N(int64(outageMax-outageMin)))) {
+			return false
+		}
+		if err := t.pg.Start(ctx); err != nil {
+			p.addf("outage %d: starting PostgreSQL again: %v", k, err)
+			return false
+		}
+		up := time.Now()
+		e.settle(ctx, run, p)
+		run.recoveries = append(run.recoveries, time.Since(up))
+		if !d.Running() {
+			p.addf("outage %d: the daemon exited: %v", k, d.Err())
+			return false
+		}
+		refused = 0
+		for _, c := range run.clients {
+			refused += c.unavailable.Load()
+		}
+		e.logf("%d PostgreSQL outages, %s requests refused unavailable", k, commas(refused))
+	}
+	if e.cfg.Outages > 0 && refused == 0 {
+		p.addf("no request was refused unavailable in %d PostgreSQL outages: the harness did not stop the server", e.cfg.Outages)
+	}
+	return true
 }
 
 // settle waits until every client has been answered once more since the
@@ -352,7 +494,7 @@ func (e env) settle(ctx context.Context, run *crashRun, p *problems) {
 // compactor asks the daemon to compact the project every so often, so
 // that kills also land in compactions, until stop is closed. It returns
 // how many were answered, and the last refusal, if any.
-func compactor(sock, project string, every time.Duration, stop <-chan struct{}) (int, string) {
+func compactor(sock, project string, every time.Duration, outages bool, stop <-chan struct{}) (int, string) {
 	var cl *control.Client
 	defer func() {
 		if cl != nil {
@@ -380,6 +522,7 @@ func compactor(sock, project string, every time.Duration, stop <-chan struct{}) 
 		switch {
 		case err == nil:
 			done++
+		case outages && isUnavailable(err):
 		case replied(err):
 			refused = err.Error()
 		default:
@@ -391,14 +534,14 @@ func compactor(sock, project string, every time.Duration, stop <-chan struct{}) 
 
 // crashVerify checks the database after the crash load; it returns the
 // history check's figures and which views of the state agreed.
-func (e env) crashVerify(ctx context.Context, db, sock string, run *crashRun, p *problems) (*historyCheck, string) {
+func (e env) crashVerify(ctx context.Context, t target, sock string, run *crashRun, p *problems) (*historyCheck, string) {
 	logs := make([]clientLog, len(run.clients))
 	for i, c := range run.clients {
 		logs[i] = c.log
 	}
 	project := run.project
 	h := newHistoryCheck(project, logs, p)
-	replay, last, err := readHistory(ctx, db, project, h, p)
+	replay, last, err := readHistory(ctx, t, project, h, p)
 	if err != nil {
 		// What cannot be read is lost: finish counts it.
 		p.addf("reading the database: %v", err)
@@ -429,14 +572,14 @@ func (e env) crashVerify(ctx context.Context, db, sock string, run *crashRun, p 
 		add(action, "replay", raw)
 	}
 	for _, c := range []struct{ action, verb string }{{"project_tasks", "tasks"}, {"project_status", "status"}} {
-		out, err := scv(ctx, e.bin, "project", c.verb, project, "--at", fmt.Sprint(last), "--db", db, "--json")
+		out, err := scv(ctx, e.bin, "project", c.verb, project, "--at", fmt.Sprint(last), "--db", t.db, "--json")
 		if err != nil {
 			p.addf("scv project %s --at %d: %v", c.verb, last, err)
 			continue
 		}
 		add(c.action, "--at", out)
 	}
-	d, err := daemonproc.Start(e.bin, db, sock, daemonArgs...)
+	d, err := daemonproc.Start(e.bin, t.db, sock, t.args...)
 	if err == nil {
 		_, err = d.Ready(ctx, time.Minute)
 	}
@@ -479,85 +622,105 @@ func (e env) crashVerify(ctx context.Context, db, sock string, run *crashRun, p 
 		}
 	}
 
-	if out, err := scv(ctx, e.bin, "ledger", "verify", "--db", db); err != nil {
+	if out, err := scv(ctx, e.bin, "ledger", "verify", "--db", t.db); err != nil {
 		p.addf("scv ledger verify: %v", err)
-	} else if !bytes.Contains(out, []byte("integrity_check: ok")) {
+	} else if !bytes.Contains(out, []byte(": intact")) {
+		p.addf("scv ledger verify exited 0 without saying intact: %s", out)
+	} else if t.pg == nil && !bytes.Contains(out, []byte("integrity_check: ok")) {
 		p.addf("scv ledger verify exited 0 without integrity_check ok: %s", out)
 	}
 	return h, "the last daemon, a restarted daemon, --at and an in-process replay agree on project_tasks and project_status"
 }
 
 // readHistory reads every event of the database at path (archive and
-// live tail) in sequence order into h and finishes h, replays them from
-// the first through the reducer, and runs PRAGMA integrity_check. It
-// returns the replayed project's project_tasks and project_status
-// replies, as the daemon would encode them (none if the replay failed),
-// and the last sequence.
-func readHistory(ctx context.Context, path, project string, h *historyCheck, p *problems) (map[string]json.RawMessage, uint64, error) {
-	x, err := sqlx.Open("sqlite", ledger.DSN(path, true))
+// live tail) in sequence order into h and finishes h, folds each
+// project's events from its first through the reducer (reducer.Evolve),
+// and checks SQLite's integrity_check and the sequence counter, all
+// through sqlitetest.ReadAll. It returns the replayed project's
+// project_tasks and project_status replies, as the daemon would encode
+// them (none if the replay failed), and the last sequence.
+func readHistory(ctx context.Context, t target, project string, h *historyCheck, p *problems) (map[string]json.RawMessage, uint64, error) {
+	if t.pg != nil {
+		return readHistoryPG(ctx, t.db, project, h, p)
+	}
+	c, err := sqlitetest.ReadAll(ctx, t.db)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer x.Close()
-	tx, err := x.BeginTxx(ctx, nil)
-	if err != nil {
-		return nil, 0, err
+	if c.Integrity != "ok" {
+		p.addf("integrity_check: %s", c.Integrity)
 	}
-	defer tx.Rollback()
-
-	var integrity []string
-	if err := tx.SelectContext(ctx, &integrity, `PRAGMA integrity_check`); err != nil {
-		return nil, 0, err
-	}
-	if len(integrity) != 1 || integrity[0] != "ok" {
-		p.addf("PRAGMA integrity_check: %v", integrity)
-	}
-	rows, err := tx.QueryxContext(ctx, `SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash FROM events
-		UNION ALL SELECT sequence, project_id, kind, timestamp, timestamp_ms, data, hash FROM events_archive
-		ORDER BY sequence`)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	st := reducer.NewState()
-	var last uint64
-	broken := false
-	for rows.Next() {
-		var r ledger.Row
-		if err := rows.StructScan(&r); err != nil {
-			return nil, 0, err
-		}
-		h.add(r.Sequence, r.ProjectID, r.Kind, r.Data)
-		last = max(last, r.Sequence)
-		if broken {
-			continue
-		}
-		ev, err := r.Event()
-		if err == nil {
-			err = evolve(st, ev)
-		}
-		if err != nil {
-			p.addf("replay: sequence %d: %v", r.Sequence, err)
-			broken = true
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, err
-	}
-	var tail uint64
-	// No row until the first event is appended.
-	err = tx.GetContext(ctx, &tail, `SELECT seq FROM sqlite_sequence WHERE name = 'events'`)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, 0, err
-	}
-	if tail < last {
-		p.addf("sqlite_sequence for events is %d, below the last sequence %d: the next event would reuse a sequence", tail, last)
+	last, folded := replayEvents(c.Events, h, p)
+	if c.LastSequence < last {
+		p.addf("the sequence counter is %d, below the last sequence %d: the next event would reuse a sequence", c.LastSequence, last)
 	}
 	h.finish()
-	if broken {
-		return nil, last, nil
+	return replies(folded, project, last, p)
+}
+
+// readHistoryPG is readHistory on PostgreSQL: every event and the
+// sequence counter, read in one read-only transaction through the
+// driver (PostgreSQL has no integrity_check of its own to run).
+func readHistoryPG(ctx context.Context, u, project string, h *historyCheck, p *problems) (map[string]json.RawMessage, uint64, error) {
+	db, err := postgres.Open(ctx, u, postgres.Options{ReadOnly: true})
+	if err != nil {
+		return nil, 0, err
 	}
-	pr, ok := st.Project(project)
+	defer db.Close()
+	var events []driver.Event
+	var counter uint64
+	if err := db.Read(ctx, func(r driver.Reader) error {
+		var err error
+		if counter, _, err = r.LastSequence(ctx); err != nil {
+			return err
+		}
+		return r.History(ctx, "", 0, 1<<63-1, func(e driver.Event) error {
+			events = append(events, e)
+			return nil
+		})
+	}); err != nil {
+		return nil, 0, err
+	}
+	last, folded := replayEvents(events, h, p)
+	if counter < last {
+		p.addf("the sequence counter is %d, below the last sequence %d: the next event would reuse a sequence", counter, last)
+	}
+	h.finish()
+	return replies(folded, project, last, p)
+}
+
+// replayEvents feeds every event, in the order given, to h, and folds
+// each project's events through the reducer from its first. A project
+// whose events the reducer refuses is reported and left out.
+func replayEvents(events []driver.Event, h *historyCheck, p *problems) (uint64, map[string]*reducer.Project) {
+	folded := map[string]*reducer.Project{}
+	broken := map[string]bool{}
+	var last uint64
+	for _, e := range events {
+		h.add(e.Sequence, e.ProjectID, e.Kind, e.Data)
+		last = max(last, e.Sequence)
+		if broken[e.ProjectID] {
+			continue
+		}
+		b, err := reducer.DecodeBody(e.Kind, []byte(e.Data))
+		if err == nil {
+			var q *reducer.Project
+			q, err = evolve(folded[e.ProjectID], reducer.Event{Sequence: e.Sequence, ProjectID: e.ProjectID, Time: e.TimestampMs, Body: b, Hash: e.Hash})
+			folded[e.ProjectID] = q
+		}
+		if err != nil {
+			p.addf("replay: sequence %d of project %s: %v", e.Sequence, e.ProjectID, err)
+			broken[e.ProjectID] = true
+			delete(folded, e.ProjectID)
+		}
+	}
+	return last, folded
+}
+
+// replies are project's project_tasks and project_status replies as the
+// daemon encodes them, from its folded state.
+func replies(folded map[string]*reducer.Project, project string, last uint64, p *problems) (map[string]json.RawMessage, uint64, error) {
+	pr, ok := folded[project]
 	if !ok {
 		p.addf("replay: no project %s", project)
 		return nil, last, nil
@@ -576,16 +739,15 @@ func readHistory(ctx context.Context, path, project string, h *historyCheck, p *
 	return out, last, nil
 }
 
-// evolve folds e into s, turning the reducer's panic on a contradiction
+// evolve folds e into p, turning the reducer's panic on a contradiction
 // into an error.
-func evolve(s *reducer.State, e reducer.Event) (err error) {
+func evolve(p *reducer.Project, e reducer.Event) (q *reducer.Project, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("the reducer refused the event: %v", v)
 		}
 	}()
-	reducer.Evolve(s, e)
-	return nil
+	return reducer.Evolve(p, e), nil
 }
 
 // projectOf returns the project member of a DaemonStatus (a reply's

@@ -34,6 +34,14 @@ func replied(err error) bool {
 	return errors.As(err, &e)
 }
 
+// isUnavailable reports whether err is the daemon's refusal
+// `unavailable`: its ledger's database could not be reached, and nothing
+// of the request was kept.
+func isUnavailable(err error) bool {
+	var e *control.Error
+	return errors.As(err, &e) && e.Data.Reason == control.ReasonUnavailable
+}
+
 // timedOut reports whether err is a request that ran out of callTimeout.
 func timedOut(err error) bool {
 	var ne net.Error

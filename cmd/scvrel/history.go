@@ -28,6 +28,9 @@ type clientLog struct {
 	// Acked are the numbers n of the progress requests that were answered
 	// with a result, in the order they were sent (increasing).
 	Acked []uint32
+	// Refused are those answered `unavailable` (the ledger's database was
+	// away), in the order they were sent.
+	Refused []uint32
 }
 
 // progressText is the text of client i's n-th progress request.
@@ -80,6 +83,10 @@ type historyCheck struct {
 	Lost   int // acknowledged progress requests not in the database
 	Landed int // unacknowledged progress requests that are in the database
 	Doubt  int // unacknowledged progress requests that are not
+	// RefusedLanded counts the progress requests refused `unavailable`
+	// that are in the database all the same (a commit whose outcome the
+	// daemon could not learn).
+	RefusedLanded int
 }
 
 func newHistoryCheck(project string, clients []clientLog, p *problems) *historyCheck {
@@ -214,6 +221,15 @@ func (h *historyCheck) finish() {
 			}
 			lost++
 			h.p.addf("client %d: acknowledged progress %q of run %s is not in the ledger", i, progressText(i, n), c.Run)
+		}
+		j = 0
+		for _, n := range c.Refused {
+			for j < len(s) && s[j].n < n {
+				j++
+			}
+			if j < len(s) && s[j].n == n {
+				h.RefusedLanded++
+			}
 		}
 		landed := len(s) - (len(c.Acked) - lost)
 		h.Acked += len(c.Acked)

@@ -63,6 +63,11 @@ type Config struct {
 	// After is how long the writers go on alone once the readers stopped,
 	// before the write-ahead log is measured.
 	After time.Duration
+	// PG runs the crash check on a database of a private PostgreSQL
+	// cluster (cmd/scvpg) instead of a SQLite file, and then stops and
+	// starts the server Outages times under load.
+	PG      bool
+	Outages int
 	// Seed seeds the kill times; 0 picks one (printed, to repeat a run).
 	Seed uint64
 	// Keep leaves the temporary folder in place.
@@ -81,6 +86,7 @@ func shortConfig() Config {
 		Readers:      8,
 		ReadFor:      5 * time.Second,
 		After:        2 * time.Second,
+		Outages:      3,
 	}
 }
 
@@ -89,6 +95,7 @@ func (c *Config) long() {
 	c.Kills = 200
 	c.ReadFor = 60 * time.Second
 	c.After = 5 * time.Second
+	c.Outages = 20
 }
 
 // checks are the known checks, in the order they run.
@@ -110,6 +117,8 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&c.Writers, "writers", c.Writers, "readers: concurrent writing clients")
 	fs.IntVar(&c.Readers, "readers", c.Readers, "readers: reader processes")
 	readFor := fs.Duration("read-for", c.ReadFor, "readers: how long the readers run")
+	fs.BoolVar(&c.PG, "pg", false, "crash: run against a private PostgreSQL cluster (cmd/scvpg), and stop and start the server under load")
+	outages := fs.Int("outages", c.Outages, "crash --pg: PostgreSQL stops and starts under load")
 	fs.Uint64Var(&c.Seed, "seed", 0, "seed of the kill times (0: random, printed)")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the temporary folder (databases, daemon logs)")
 	fs.StringVar(&c.Daemon, "daemon", "", "use this scv `binary` instead of building ./cmd/scv")
@@ -126,6 +135,8 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 			c.Kills = *kills
 		case "read-for":
 			c.ReadFor = *readFor
+		case "outages":
+			c.Outages = *outages
 		}
 	})
 	c.Checks = fs.Args()
@@ -137,8 +148,8 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 			return c, fmt.Errorf("unknown check %q (known: %s)", name, strings.Join(checks, ", "))
 		}
 	}
-	if c.Kills < 1 || c.Clients < 1 || c.Writers < 1 || c.Readers < 1 || c.ReadFor <= 0 {
-		return c, errors.New("--kills, --clients, --writers, --readers and --read-for must be positive")
+	if c.Kills < 1 || c.Clients < 1 || c.Writers < 1 || c.Readers < 1 || c.ReadFor <= 0 || c.Outages < 0 {
+		return c, errors.New("--kills, --clients, --writers, --readers and --read-for must be positive, --outages not negative")
 	}
 	if c.Seed == 0 {
 		c.Seed = rand.Uint64()
@@ -178,7 +189,10 @@ type Result struct {
 	Summary string
 	// Problems are what failed; none when the check passed.
 	Problems []string
-	Elapsed  time.Duration
+	// Skipped says why the check did not run (PostgreSQL not installed);
+	// a skipped check has no problems.
+	Skipped string
+	Elapsed time.Duration
 }
 
 // Pass reports whether the check found nothing wrong.
@@ -187,6 +201,9 @@ func (r Result) Pass() bool { return len(r.Problems) == 0 }
 // Line is the check's line of output: its name, its figure, and its
 // first problem if it failed.
 func (r Result) Line() string {
+	if r.Skipped != "" {
+		return r.Name + ": skipped: " + r.Skipped
+	}
 	if r.Pass() {
 		return r.Name + ": " + r.Figure
 	}
@@ -288,17 +305,25 @@ func printTable(out io.Writer, results []Result, total time.Duration, seed uint6
 	fmt.Fprintln(out)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "CHECK\tRESULT\tTIME\tFIGURE")
-	failed := 0
+	failed, skipped := 0, 0
 	for _, r := range results {
-		res := "PASS"
-		if !r.Pass() {
+		res, sum := "PASS", r.Summary
+		switch {
+		case r.Skipped != "":
+			res, sum = "SKIP", r.Skipped
+			skipped++
+		case !r.Pass():
 			res = fmt.Sprintf("FAIL (%d)", len(r.Problems))
 			failed++
 		}
-		fmt.Fprintf(w, "%s\t%s\t%.1f s\t%s\n", r.Name, res, r.Elapsed.Seconds(), r.Summary)
+		fmt.Fprintf(w, "%s\t%s\t%.1f s\t%s\n", r.Name, res, r.Elapsed.Seconds(), sum)
 	}
 	w.Flush()
-	fmt.Fprintf(out, "\n%d of %d checks passed in %.1f s (seed %d)\n", len(results)-failed, len(results), total.Seconds(), seed)
+	fmt.Fprintf(out, "\n%d of %d checks passed in %.1f s (seed %d)", len(results)-failed-skipped, len(results), total.Seconds(), seed)
+	if skipped > 0 {
+		fmt.Fprintf(out, "; %d skipped", skipped)
+	}
+	fmt.Fprintln(out)
 	fmt.Fprintf(out, "%d CPUs, %s, kernel %s; daemon built from the working tree at %s\n",
 		runtime.NumCPU(), runtime.Version(), daemonproc.Kernel(), daemonproc.BuiltFrom())
 }

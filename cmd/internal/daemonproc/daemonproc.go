@@ -17,9 +17,12 @@ import (
 )
 
 // Build compiles the scv binary (the main package `make build` compiles)
-// to bin, without the race detector whatever the harness runs under.
-func Build(ctx context.Context, bin string) error {
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "scv/cmd/scv").CombinedOutput()
+// to bin, without the race detector whatever the harness runs under;
+// flags go to `go build` (such as -overlay, for a variant of the daemon
+// built for one experiment).
+func Build(ctx context.Context, bin string, flags ...string) error {
+	args := append(append([]string{"build"}, flags...), "-o", bin, "scv/cmd/scv")
+	out, err := exec.CommandContext(ctx, "go", args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("go build: %v: %s", err, out)
 	}
@@ -74,31 +77,47 @@ func (d *Daemon) Running() bool {
 // Ready polls `status` until the daemon answers and returns the time since
 // the process was started. limit only guards against a hang.
 func (d *Daemon) Ready(ctx context.Context, limit time.Duration) (time.Duration, error) {
+	return d.ReadyWith(ctx, limit, control.CmdStatus{})
+}
+
+// ReadyWith polls cmd until the daemon answers it with a result (not an
+// error) and returns the time since the process was started: with
+// project_status, the time until a project is loaded and answered. limit
+// only guards against a hang.
+func (d *Daemon) ReadyWith(ctx context.Context, limit time.Duration, cmd control.Command) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
+	var last error
 	for {
 		select {
 		case <-d.exited:
 			return 0, fmt.Errorf("daemon exited: %v: %s", d.waitErr, d.logs.String())
 		case <-ctx.Done():
-			return 0, fmt.Errorf("no status reply within %s", limit)
+			if last != nil {
+				return 0, fmt.Errorf("no %s reply within %s (last: %v)", cmd.Action(), limit, last)
+			}
+			return 0, fmt.Errorf("no %s reply within %s", cmd.Action(), limit)
 		default:
 		}
-		// The socket listens before the ledger replays: a connection made
+		// The socket listens before the ledger opens: a connection made
 		// early waits in the backlog and is answered once serving starts.
 		c, err := control.Dial(ctx, d.Sock)
 		if err != nil {
 			time.Sleep(2 * time.Millisecond)
 			continue
 		}
-		_, err = c.Call(ctx, control.CmdStatus{})
+		_, err = c.Call(ctx, cmd)
 		c.Close()
 		if err == nil {
 			return time.Since(d.Started), nil
 		}
+		last = err
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// Pid is the process's pid.
+func (d *Daemon) Pid() int { return d.Cmd.Process.Pid }
 
 // Kill sends SIGKILL and waits until the process is reaped. It reports
 // whether the daemon was still running when it was killed.
