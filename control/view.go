@@ -19,7 +19,7 @@ func ProjectSummaryOf(p *reducer.Project) *ProjectSummary {
 		Status:                   p.Status(),
 		CreatedUnixSeconds:       seconds(p.Created),
 		UpdatedUnixSeconds:       seconds(p.Updated),
-		TaskCount:                uint64(len(p.Tasks())),
+		TaskCount:                uint64(p.TaskCount()),
 		CompletedTasks:           uint64(p.DoneCount()),
 		LastHeartbeatUnixSeconds: unixOrNil(p.LastHeartbeat),
 	}
@@ -27,7 +27,7 @@ func ProjectSummaryOf(p *reducer.Project) *ProjectSummary {
 
 // ProjectTasksOf lists a project's tasks as the wire shows them, never nil.
 func ProjectTasksOf(p *reducer.Project) []ProjectTask {
-	out := make([]ProjectTask, 0, len(p.Tasks()))
+	out := make([]ProjectTask, 0, p.TaskCount())
 	for _, t := range p.Tasks() {
 		var run *string
 		if t.RunID != "" {
@@ -49,7 +49,7 @@ func ProjectTasksOf(p *reducer.Project) []ProjectTask {
 // ProjectReportOf is the report of a project's state, generated at now
 // (Unix milliseconds).
 func ProjectReportOf(p *reducer.Project, now int64) *ProjectReport {
-	runs := make([]ProjectRun, 0, len(p.Runs()))
+	runs := make([]ProjectRun, 0, p.RunCount())
 	for _, r := range p.Runs() {
 		runs = append(runs, ProjectRun{
 			ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Status: r.Status, Attempt: r.Attempt,

@@ -347,7 +347,7 @@ func (l *Ledger) appendBatch(reqs []*request, out []response) (*batch, error) {
 	if err := l.fail.Hit(FailAfterBegin); err != nil {
 		return nil, err
 	}
-	last, _, err := tx.LastSequence(ctx)
+	last, err := tx.Head(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -198,6 +198,10 @@ type ProjectFilter struct {
 // writes.
 type Tx interface {
 	Reader
+	// Head is the highest sequence ever appended, as the transaction
+	// sees it: the same as LastSequence's, without the newest time, and
+	// cheap, since the writer reads it in every transaction.
+	Head(ctx context.Context) (uint64, error)
 	// InsertProject adds a project's row; false, with nothing changed,
 	// when its ID or name is taken.
 	InsertProject(ctx context.Context, p Project) (bool, error)

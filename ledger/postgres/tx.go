@@ -254,6 +254,10 @@ type writeTx struct {
 	done   bool
 }
 
+// Head is the last sequence handed out, read under the lock at Begin
+// (and moved by Append).
+func (t *writeTx) Head(context.Context) (uint64, error) { return uint64(t.head), nil }
+
 func (t *writeTx) LastSequence(ctx context.Context) (uint64, int64, error) {
 	var ms int64
 	err := t.tx.QueryRow(ctx, `SELECT `+newestSQL).Scan(&ms)

@@ -24,7 +24,7 @@ type DB struct {
 	// clock stamps channel accounts written with no time.
 	clock func() time.Time
 	// Prepared once, on the one writer connection.
-	insert, update, lookup *sqlx.Stmt
+	insert, update, lookup, head *sqlx.Stmt
 }
 
 // Options configure Open.
@@ -48,7 +48,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	for _, st := range []struct {
 		dst **sqlx.Stmt
 		sql string
-	}{{&d.insert, insertEventSQL}, {&d.update, updateProjectSQL}, {&d.lookup, projectSQL}} {
+	}{{&d.insert, insertEventSQL}, {&d.update, updateProjectSQL}, {&d.lookup, projectSQL}, {&d.head, headSQL}} {
 		if *st.dst, err = w.PreparexContext(ctx, st.sql); err != nil {
 			d.Close()
 			return nil, fmt.Errorf("open ledger %s: %w", path, err)
@@ -97,7 +97,7 @@ func (d *DB) Now(context.Context) (time.Time, error) { return time.Time{}, nil }
 // Close closes both pools.
 func (d *DB) Close() error {
 	var errs []error
-	for _, st := range []*sqlx.Stmt{d.insert, d.update, d.lookup} {
+	for _, st := range []*sqlx.Stmt{d.insert, d.update, d.lookup, d.head} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -157,6 +157,18 @@ func (t *writeTx) Rollback() error {
 		return t.d.fail(err)
 	}
 	return nil
+}
+
+// headSQL is the last sequence: AUTOINCREMENT's counter, which never goes
+// back, also when compaction empties the live tail.
+const headSQL = `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)`
+
+func (t *writeTx) Head(ctx context.Context) (uint64, error) {
+	st := t.tx.StmtxContext(ctx, t.d.head)
+	defer st.Close()
+	var seq uint64
+	err := st.GetContext(ctx, &seq)
+	return seq, t.d.fail(err)
 }
 
 // insertEventSQL appends an event. The sequence is given, not left to
