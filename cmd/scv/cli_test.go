@@ -418,7 +418,7 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"confirm", "answer", "Q", "maybe"}, []string{`ANSWER "maybe": want yes or no`}},
 		{[]string{"confirm", "ask", "q?", "--timeout", "0s"}, []string{"--timeout must be positive"}},
 		{[]string{"channel", "set", "local:owner"}, []string{"give one of --enable and --disable"}},
-		{[]string{"ledger"}, []string{"scv ledger: missing the command; one of: compact, copy, export, verify"}},
+		{[]string{"ledger"}, []string{"scv ledger: missing the command; one of: compact, copy, export, lease, verify"}},
 		{[]string{"ledger", "verify", "extra"}, []string{`unexpected argument "extra"`}},
 		{[]string{"ledger", "verify", "--head", "nothex"}, []string{"want PROJECT_ID=32-byte hex hash"}},
 		{[]string{"ledger", "copy", "--from", "x"}, []string{"give both --from and --to"}},

@@ -158,6 +158,7 @@ func TestCommandTreeJSON(t *testing.T) {
 		{[]string{"ledger", "export", "acme", "--db", db}, 0}, // the bundle, JSON Lines, on stdout
 		{[]string{"ledger", "verify", "--bundle", filepath.Join(ws, "acme.jsonl")}, 0},
 		{[]string{"ledger", "copy", "--from", db, "--to", filepath.Join(ws, "copy.db")}, 0},
+		{[]string{"ledger", "lease", "--db", db}, 0},          // a SQLite ledger has no leases: []
 		{[]string{"restart-when-idle", "--max-wait", "0"}, 3}, // unavailable: an in-process daemon has no binary to restart into
 	}
 	noJSON := map[string]string{
@@ -199,6 +200,9 @@ func TestCommandTreeJSON(t *testing.T) {
 			covered[strings.TrimPrefix(cmd.CommandPath(), "scv ")] = true
 		}
 	}
+	// No sweeper has taken a lease on this SQLite ledger: an empty list
+	// is still a JSON value.
+	assert.Equal(t, "[]\n", cliOK(t, sock, "--json", "ledger", "lease", "--db", db))
 	_, leaves := commandPaths(t)
 	for _, path := range leaves {
 		name := strings.Join(path, " ")
