@@ -21,6 +21,7 @@ import (
 func newProjectCmd(c *client) *cobra.Command {
 	cmd := group("project", "Projects, their tasks and their runs",
 		newProjectCreateCmd(c),
+		newProjectListCmd(c),
 		newProjectViewCmd(c, "status", "A project's phase, status and progress",
 			func(p string) control.Command { return control.CmdProjectStatus{Project: p} },
 			func(pr *printer, st *control.DaemonStatus) error { return printProjectBlock(pr, st, "") }),
@@ -32,15 +33,19 @@ func newProjectCmd(c *client) *cobra.Command {
 		newProjectHeartbeatCmd(c),
 		newTaskCmd(c),
 		newRunCmd(c),
+		newProjectReleaseCmd(c),
+		newProjectArchiveCmd(c),
 		// Being added elsewhere, each in a file of its own, registered
-		// here: project list, project release, project archive, project
-		// graph, project timeline (and report --html -o FILE).
+		// here: project graph, project timeline (and report --html -o
+		// FILE).
 	)
 	cmd.Example = `  scv project create acme
+  scv project list
   scv project tasks acme
   scv project events acme --follow`
 	cmd.Long = `Projects, their tasks and their runs. PROJECT is a project's ID or its name;
-TASK and RUN are IDs (scv project tasks and scv project report list them).`
+TASK is a task's ID or its title when no other task of the project has it;
+RUN is a run's ID (scv project tasks and scv project report list them).`
 	return cmd
 }
 
@@ -233,7 +238,7 @@ func newTaskCmd(c *client) *cobra.Command {
   scv project task update acme $T blocked --progress "waiting on CI"`, group("task", "Add tasks and record what was observed of them",
 		newTaskAddCmd(c),
 		newTaskUpdateCmd(c),
-		// Being added elsewhere: project task retry.
+		newTaskRetryCmd(c),
 	))
 }
 
@@ -252,7 +257,8 @@ func newTaskAddCmd(c *client) *cobra.Command {
 		Use:   "add PROJECT TITLE",
 		Short: "Add a task",
 		Long: `Add a task titled TITLE to PROJECT. It is ready at once, or pending until every
-task it depends on (--depends-on, IDs of the same project) is done.
+task it depends on (--depends-on: IDs, or unique titles, of tasks of the
+same project) is done.
 --max-retries is how many failed runs are retried: 0 means the first
 failure is final, 2 allows three attempts in all.
 
@@ -260,6 +266,7 @@ The first line printed is "task ID added": its second word is the ID.`,
 		Example: `  scv project task add acme build --max-retries 1
   B=$(scv project task add acme build | awk 'NR==1{print $2}')
   scv project task add acme test --depends-on $B --max-retries 2
+  scv project task add acme package --depends-on build,test   # by unique title
   scv project task add acme -- -odd-title    # a title that starts with a dash`,
 		Args:              exactArgs("PROJECT", "TITLE"),
 		ValidArgsFunction: c.completeProjects,
@@ -268,7 +275,7 @@ The first line printed is "task ID added": its second word is the ID.`,
 			return o.run()
 		},
 	}
-	cmd.Flags().Var(&o.DependsOn, "depends-on", "a task `ID` this task waits for; repeat it, or separate IDs with commas")
+	cmd.Flags().Var(&o.DependsOn, "depends-on", "a task this task waits for, its `ID` or unique title; repeat it, or separate them with commas")
 	cmd.Flags().Uint64Var(&o.MaxRetries, "max-retries", 0, "how many failed runs are retried, `N` (default 0: the first failure is final)")
 	cmd.RegisterFlagCompletionFunc("depends-on", c.completeTaskFlag)
 	return cmd

@@ -140,6 +140,17 @@ func TestCommandTreeJSON(t *testing.T) {
 		{[]string{"project", "run", "progress", "acme", run, "half way"}, 0},
 		{[]string{"project", "run", "finish", "acme", run, "succeeded"}, 0},
 		{[]string{"project", "run", "start", "acme", build, "--agent", "codex"}, 1}, // done: refused
+		{[]string{"project", "list"}, 0},
+		{[]string{"project", "list", "--all", "--status", "active"}, 0},
+		{[]string{"project", "task", "update", "acme", "lint", "failed"}, 0},
+		{[]string{"project", "task", "retry", "acme", "lint", "--max-retries", "1"}, 0},
+		{[]string{"project", "task", "retry", "acme", "lint"}, 1}, // ready: refused
+		{[]string{"project", "release", "acme"}, 1},               // not every task done: refused
+		{[]string{"project", "task", "add", "other", "only"}, 0},
+		{[]string{"project", "task", "update", "other", "only", "done"}, 0},
+		{[]string{"project", "release", "other"}, 0},
+		{[]string{"project", "archive", "other"}, 0},
+		{[]string{"confirm", "ask", "lint it all?", "--project", "acme", "--task", "lint"}, 0},
 		{[]string{"project", "status", "nope"}, 1},
 		{[]string{"project", "tasks", "acme", "--at", "999999", "--db", db}, 1}, // past the head
 		{[]string{"delegations"}, 0},
