@@ -388,7 +388,7 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"-json", "status"}, []string{"unknown shorthand flag: 'j' in -json"}},
 		{[]string{"daemon", "extra"}, []string{`scv daemon: unexpected argument "extra"`}},
 		{[]string{"status", "extra"}, []string{`scv status: unexpected argument "extra"`}},
-		{[]string{"project"}, []string{"scv project: missing the command; one of: archive, create, events, heartbeat, list, release, report, run, status, task, tasks"}},
+		{[]string{"project"}, []string{"scv project: missing the command; one of: archive, create, events, graph, heartbeat, list, release, report, run, status, task, tasks, timeline"}},
 		{[]string{"project", "task"}, []string{"scv project task: missing the command; one of: add, retry, update"}},
 		{[]string{"project", "run", "bogus"}, []string{`unknown command "bogus" for "scv project run"`, "exec, finish, progress, start"}},
 		{[]string{"project", "run", "strat"}, []string{"Did you mean this?\n\tstart"}},
