@@ -115,9 +115,7 @@ Exit codes:
 	add(groupAgents, newDelegateCmd(c), newDelegationsCmd(c))
 	add(groupOwner, newChatCmd(c), newConfirmCmd(c), newChannelsCmd(c), newChannelCmd(c))
 	add(groupLedger, newLedgerCmd(c))
-	add(groupDaemon, newDaemonCmd(c), newStatusCmd(c), newReloadCmd(c), newRestartWhenIdleCmd(c), newVersionCmd(c))
-	// Being added elsewhere, each in a file of its own, registered here:
-	// `scv ui` (groupDaemon).
+	add(groupDaemon, newDaemonCmd(c), newStatusCmd(c), newUICmd(c), newReloadCmd(c), newRestartWhenIdleCmd(c), newVersionCmd(c))
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{err.Error()}
 	})

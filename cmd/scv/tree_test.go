@@ -86,7 +86,7 @@ func TestCommandTreeHelp(t *testing.T) {
 // leaf of the tree is either run here or listed with the reason it
 // prints no JSON, so that a new command cannot skip --json unnoticed.
 func TestCommandTreeJSON(t *testing.T) {
-	d := inDaemon(t, daemon.Config{})
+	d := inDaemon(t, daemon.Config{HTTP: "127.0.0.1:0"})
 	sock, db := d.Config().Socket, d.Config().DB
 	ws := t.TempDir()
 	t.Chdir(ws)
@@ -123,6 +123,7 @@ func TestCommandTreeJSON(t *testing.T) {
 	}
 	runs := []invocation{
 		{[]string{"status"}, 0},
+		{[]string{"ui"}, 0},
 		{[]string{"version"}, 0},
 		{[]string{"reload"}, 0},
 		{[]string{"channels"}, 0},
