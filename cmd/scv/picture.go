@@ -221,8 +221,7 @@ func (c *client) writePicture(pic *ledger.Picture, what, format, out string, doc
 		j.File = out
 		return c.printJSON(j)
 	}
-	_, err := fmt.Fprintf(c.stdout, "%s: %s (%s) as of sequence %d written to %s, %d bytes\n",
-		clean(p.Name, 0), what, format, pic.Seq, out, len(doc))
+	_, err := fmt.Fprintf(c.stdout, "%s: %s (%s) as of sequence %d written to %s\n", clean(p.Name, 0), what, format, pic.Seq, out)
 	return err
 }
 
