@@ -188,9 +188,9 @@ func (o *ProjectViewOptions) run() error {
 		}
 		return o.html()
 	}
-	for _, f := range []string{"output", "stale-after"} {
+	for f, name := range map[string]string{"output": "-o", "stale-after": "--stale-after"} {
 		if o.set(f) {
-			return usagef("--%s goes with --html", f)
+			return usagef("%s goes with --html", name)
 		}
 	}
 	if !o.atSet {
