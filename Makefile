@@ -12,9 +12,9 @@ all: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/scv
 
-## run: start the daemon on the embedded default (SQLite under the user's state directory)
+## run: start the daemon on the embedded default (SQLite under the user's state directory) with the web UI on a free loopback port (its address with the token is logged; scv ui prints it)
 run: build
-	./$(BIN) daemon
+	./$(BIN) daemon --http 127.0.0.1:0
 
 ## test: vet, run every test with the race detector, then fuzz each target for FUZZTIME_SHORT
 test:

@@ -165,7 +165,7 @@ func TestCLILifecycleHuman(t *testing.T) {
 	out = cliOK(t, sock, "project", "tasks", "acme")
 	assert.Regexp(t, `(?m)^ID\s+TITLE\s+STATUS\s+RETRIES\s+DEPENDS ON\s+RUN\s+PROGRESS\s+HEARTBEAT$`, out)
 	assert.Equal(t, []string{a, "design", "ready", "0/0", "-", "-", "-", "-"}, cliRow(t, out, a))
-	assert.Equal(t, []string{b, "build it", "pending", "0/2", a, "-", "-", "-"}, cliRow(t, out, b))
+	assert.Equal(t, []string{b, "build it", "pending", "0/2", "design", "-", "-", "-"}, cliRow(t, out, b), "a dependency by its title")
 	assert.True(t, strings.HasSuffix(out, "\n0/2 tasks done\n"), out)
 
 	out = cliOK(t, sock, "project", "run", "start", "acme", a, "--agent", "codex")
@@ -207,15 +207,15 @@ func TestCLILifecycleHuman(t *testing.T) {
 	assert.Contains(t, tasks, "workspace")
 	tasks, rest, found = strings.Cut(rest, "\nRuns:\n")
 	require.True(t, found, out)
-	assert.Equal(t, []string{b, "build it", "blocked", "1/2", a, "-", "waiting on legal", "-"}, cliRow(t, tasks, b))
+	assert.Equal(t, []string{b, "build it", "blocked", "1/2", "design", "-", "waiting on legal", "-"}, cliRow(t, tasks, b))
 	runs, rest, found := strings.Cut(rest, "\nEvidence:\n")
 	require.True(t, found, out)
 	assert.Regexp(t, `(?m)^ID\s+TASK\s+AGENT\s+STATUS\s+ATTEMPT\s+STARTED\s+UPDATED\s+PROGRESS$`, runs)
 	row = cliRow(t, runs, r1)
-	assert.Equal(t, []string{r1, a, "codex", "succeeded", "1"}, row[:5])
+	assert.Equal(t, []string{r1, "design", "codex", "succeeded", "1"}, row[:5], "a run's task by its title")
 	assert.Equal(t, "schema drafted", row[7])
 	row = cliRow(t, runs, r2)
-	assert.Equal(t, []string{r2, b, "claude", "failed", "1"}, row[:5])
+	assert.Equal(t, []string{r2, "build it", "claude", "failed", "1"}, row[:5])
 	assert.Equal(t, "-", row[7])
 	assert.Contains(t, rest, "  1/2 tasks done\n")
 	assert.Contains(t, rest, "  2 runs: 0 running, 1 succeeded, 1 failed, 0 cancelled, 0 stale\n")
@@ -367,7 +367,7 @@ func TestCLIDependsOnForms(t *testing.T) {
 	assert.Equal(t, []string{}, deps[none])
 
 	human := cliOK(t, sock, "project", "tasks", "p")
-	assert.Equal(t, strings.Join(all, ","), cliRow(t, human, repeated)[4])
+	assert.Equal(t, "a, b, c", cliRow(t, human, repeated)[4], "by title")
 	assert.Equal(t, "pending", cliRow(t, human, comma)[2])
 }
 
@@ -388,8 +388,8 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"-json", "status"}, []string{"unknown shorthand flag: 'j' in -json"}},
 		{[]string{"daemon", "extra"}, []string{`scv daemon: unexpected argument "extra"`}},
 		{[]string{"status", "extra"}, []string{`scv status: unexpected argument "extra"`}},
-		{[]string{"project"}, []string{"scv project: missing the command; one of: create, events, heartbeat, report, run, status, task, tasks"}},
-		{[]string{"project", "task"}, []string{"scv project task: missing the command; one of: add, update"}},
+		{[]string{"project"}, []string{"scv project: missing the command; one of: archive, create, events, graph, heartbeat, list, release, report, run, status, task, tasks, timeline"}},
+		{[]string{"project", "task"}, []string{"scv project task: missing the command; one of: add, retry, update"}},
 		{[]string{"project", "run", "bogus"}, []string{`unknown command "bogus" for "scv project run"`, "exec, finish, progress, start"}},
 		{[]string{"project", "run", "strat"}, []string{"Did you mean this?\n\tstart"}},
 		{[]string{"project", "create"}, []string{"scv project create: missing NAME", "Run 'scv project create --help' for usage."}},
@@ -418,7 +418,22 @@ func TestCLIUsageErrors(t *testing.T) {
 		{[]string{"confirm", "answer", "Q", "maybe"}, []string{`ANSWER "maybe": want yes or no`}},
 		{[]string{"confirm", "ask", "q?", "--timeout", "0s"}, []string{"--timeout must be positive"}},
 		{[]string{"channel", "set", "local:owner"}, []string{"give one of --enable and --disable"}},
-		{[]string{"ledger"}, []string{"scv ledger: missing the command; one of: compact, copy, export, verify"}},
+		{[]string{"project", "list", "--status", "finished"}, []string{"--status: unknown variant `finished`, expected one of `active`, `blocked`, `waiting_approval`, `completed`, `failed`, `archived`"}},
+		{[]string{"project", "list", "extra"}, []string{`unexpected argument "extra"`}},
+		{[]string{"project", "task", "retry", "p"}, []string{"missing TASK"}},
+		{[]string{"project", "task", "retry", "p", "t", "--max-retries", "4294967296"}, []string{"--max-retries 4294967296 is too large"}},
+		{[]string{"project", "release"}, []string{"missing PROJECT"}},
+		{[]string{"project", "archive", "p", "q"}, []string{`unexpected argument "q"`}},
+		{[]string{"project", "graph", "p", "--format", "png"}, []string{`--format "png": want one of text, svg, dot`}},
+		{[]string{"project", "timeline", "p", "--format", "dot"}, []string{`--format "dot": want one of text, svg`}},
+		{[]string{"project", "timeline", "p", "--stale-after", "0s"}, []string{"--stale-after must be positive"}},
+		{[]string{"project", "report", "p", "--html"}, []string{"--html writes a file: give -o FILE (or -o - for stdout)"}},
+		{[]string{"project", "report", "p", "-o", "x.html"}, []string{"-o goes with --html"}},
+		{[]string{"project", "report", "p", "--db", "x.db"}, []string{"--db goes with --at SEQ or --html"}},
+		{[]string{"confirm", "ask", "q?", "--task", "t"}, []string{"--task goes with --project P"}},
+		{[]string{"daemon", "--http", "0.0.0.0:8080"}, []string{"the web UI listens on a loopback address only"}},
+		{[]string{"ui", "extra"}, []string{`unexpected argument "extra"`}},
+		{[]string{"ledger"}, []string{"scv ledger: missing the command; one of: compact, copy, export, lease, verify"}},
 		{[]string{"ledger", "verify", "extra"}, []string{`unexpected argument "extra"`}},
 		{[]string{"ledger", "verify", "--head", "nothex"}, []string{"want PROJECT_ID=32-byte hex hash"}},
 		{[]string{"ledger", "copy", "--from", "x"}, []string{"give both --from and --to"}},
@@ -660,8 +675,8 @@ func TestPrintReport(t *testing.T) {
 		"ID        TITLE  STATUS   RETRIES  DEPENDS ON  RUN      PROGRESS  HEARTBEAT\n" +
 		"01J0TASK  build  running  0/2      -           01J0RUN  -         1m ago\n" +
 		"\nRuns:\n" +
-		"ID       TASK      AGENT  STATUS   ATTEMPT  STARTED  UPDATED  PROGRESS\n" +
-		"01J0RUN  01J0TASK  codex  running  1        2m ago   1m ago   tests pass\n" +
+		"ID       TASK   AGENT  STATUS   ATTEMPT  STARTED  UPDATED  PROGRESS\n" +
+		"01J0RUN  build  codex  running  1        2m ago   1m ago   tests pass\n" +
 		"\nEvidence:\n" +
 		"  1/2 tasks done\n" +
 		"\nreport generated " + at(1764400200) + "\n"

@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
 	"scv/control/daemon"
+	"scv/ledger/drivertest"
+	"scv/ledger/sqlite/sqlitetest"
 )
 
 // TestCompactThroughTheDaemon: a project with 600+ events compacted with
@@ -70,14 +71,8 @@ func TestCompactThroughTheDaemon(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "intact")
 
-	db, err := sqlx.Open("sqlite", cfg.DB)
-	require.NoError(t, err)
-	defer db.Close()
 	edited := ev.Project.Events[50].Sequence
-	for _, s := range []string{`DROP TRIGGER events_no_update`, `UPDATE events SET data = '{"run_id":"x","progress":"forged"}' WHERE sequence = ` + strconv.FormatUint(edited, 10)} {
-		_, err := db.Exec(s)
-		require.NoError(t, err)
-	}
+	require.NoError(t, sqlitetest.Harness{}.Tamper(t, cfg.DB, drivertest.EditEvent{Sequence: edited, Data: `{"run_id":"x","progress":"forged"}`}))
 	r = cliRun(t, sock, "ledger", "verify", "--db", cfg.DB)
 	assert.Equal(t, 4, r.code, "verify found a problem")
 	assert.Contains(t, r.stderr, "sequence "+strconv.FormatUint(edited, 10)+": the hash does not match")

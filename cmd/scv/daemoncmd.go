@@ -95,8 +95,15 @@ missing, or a postgres:// URL that a fleet shares) and the control socket
 --socket, until SIGINT or SIGTERM (Ctrl-C): it then answers or closes
 every connection, a connected scv chat included, and exits 0. It logs to
 stderr in slog's text format (JSON with --json). Another daemon on the
-same socket or database is refused (exit 1).`,
+same socket or database is refused (exit 1).
+
+With --http ADDR it also serves the web UI and /metrics on ADDR, a
+loopback address only (127.0.0.1, ::1 or localhost; anything else is
+refused, exit 2); port 0 picks a free one. A new token is made at each
+start: the log line "web UI" at start has the address with it (url=),
+and scv ui prints it.`,
 		Example: `  scv daemon
+  scv daemon --http 127.0.0.1:0          # and the web UI: scv ui prints its address
   scv daemon --db /srv/scv/ledger.db --socket /run/scv/daemon.sock --stale-after 10m
   scv daemon --json 2>>daemon.log`,
 		Args: exactArgs(),
@@ -125,6 +132,7 @@ same socket or database is refused (exit 1).`,
 	f.StringVar(&cfg.ConfigPath, "config", configPath, "the channel settings `FILE` that reload rereads")
 	f.StringVar(&cfg.Notify, "notify", "", "the chat (`CHANNEL:ACCOUNT`) that questions go to when their work names none")
 	f.DurationVar(&cfg.KillGrace, "kill-grace", daemon.DefaultKillGrace, "time a stopped delegation's processes get between SIGTERM and SIGKILL")
+	f.StringVar(&cfg.HTTP, "http", "", "serve the web UI and /metrics on `ADDR`, a loopback HOST:PORT (port 0: a free one; default: none)")
 	return cmd
 }
 
@@ -194,6 +202,11 @@ func (o *DaemonOptions) run() error {
 	log.Info("daemon started", "version", version, "db", db, "socket", cfg.Socket,
 		"stale_after", cfg.StaleAfter, "heartbeat_every", cfg.HeartbeatEvery, "cache_projects", cfg.CacheSize,
 		"pid", os.Getpid(), "inherited_socket", d.Inherited())
+	if w := d.Web(); w != nil {
+		// The address to open, with the token: only the owner reads
+		// this log (and the 0600 file beside the socket, scv ui).
+		log.Info("web UI", "url", w.TokenURL())
+	}
 	served := make(chan error, 1)
 	go func() { served <- d.Serve() }()
 	select {

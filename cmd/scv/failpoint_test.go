@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -14,12 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
 	"scv/ledger"
+	"scv/ledger/sqlite/sqlitetest"
 )
 
 // TestReliabilityFailpoints runs the real binary with SCV_FAILPOINTS set
@@ -315,30 +314,7 @@ func fpVerify(t *testing.T, bin, db string) string {
 // daemon may have the file open.
 func fpDump(t *testing.T, db string) string {
 	t.Helper()
-	conn, err := sqlx.Open("sqlite", db)
+	dump, err := sqlitetest.Dump(context.Background(), db)
 	require.NoError(t, err)
-	defer conn.Close()
-	var tables []string
-	require.NoError(t, conn.Select(&tables, `SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`))
-	var b strings.Builder
-	for _, table := range tables {
-		rows, err := conn.Queryx(`SELECT * FROM "` + table + `" ORDER BY rowid`)
-		require.NoError(t, err, table)
-		for rows.Next() {
-			vals, err := rows.SliceScan()
-			require.NoError(t, err)
-			fmt.Fprintf(&b, "%s:", table)
-			for _, v := range vals {
-				if bs, ok := v.([]byte); ok {
-					fmt.Fprintf(&b, " %x", bs)
-				} else {
-					fmt.Fprintf(&b, " %v", v)
-				}
-			}
-			b.WriteByte('\n')
-		}
-		require.NoError(t, rows.Err())
-		rows.Close()
-	}
-	return b.String()
+	return dump
 }

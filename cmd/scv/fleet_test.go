@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -566,6 +567,16 @@ func TestLedgerCopyToPostgres(t *testing.T) {
 	assert.Contains(t, v.stdout, "intact")
 	w := cliRun(t, sock, "ledger", "verify", "--db", cfg.DB)
 	assert.Equal(t, chainLines(w.stdout), chainLines(v.stdout), "the same chains and heads on both")
+	assert.Contains(t, w.stdout, "\nintegrity_check: ok\n")
+	assert.Contains(t, v.stdout, "\nintegrity_check: none: this database has no file check of its own", "PostgreSQL has no integrity_check")
+	var vj map[string]any
+	require.NoError(t, json.Unmarshal([]byte(cliOK(t, sock, "--json", "ledger", "verify", "--db", url)), &vj))
+	assert.NotContains(t, vj, "integrity")
+	assert.Equal(t, true, vj["intact"])
+	// The pictures read PostgreSQL as they read SQLite.
+	for _, args := range [][]string{{"project", "graph", "kept", "--format", "dot"}, {"project", "timeline", "kept", "--format", "svg", "--at", "40"}} {
+		assert.Equal(t, cliOK(t, sock, append(args, "--db", cfg.DB)...), cliOK(t, sock, append(args, "--db", url)...), "%v", args)
+	}
 
 	last := 0
 	for _, line := range strings.Split(w.stdout, "\n") {

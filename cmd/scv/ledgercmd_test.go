@@ -8,12 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"scv/ledger"
+	"scv/ledger/drivertest"
 	"scv/ledger/sqlite"
+	"scv/ledger/sqlite/sqlitetest"
 	"scv/reducer"
 )
 
@@ -69,16 +70,7 @@ func TestLedgerVerifyCommand(t *testing.T) {
 	code, _, _ = verify("--project", "acme", "--head", ids[0]+"="+head)
 	assert.Equal(t, 0, code)
 
-	db, err := sqlx.Open("sqlite", path)
-	require.NoError(t, err)
-	defer db.Close()
-	for _, s := range []string{
-		`DROP TRIGGER events_no_update`,
-		`UPDATE events SET data = '{"run_id":"01RUN","progress":"forged"}' WHERE sequence = 5`,
-	} {
-		_, err := db.Exec(s)
-		require.NoError(t, err)
-	}
+	require.NoError(t, sqlitetest.Harness{}.Tamper(t, path, drivertest.EditEvent{Sequence: 5, Data: `{"run_id":"01RUN","progress":"forged"}`}))
 	code, _, errOut := verify()
 	assert.Equal(t, 4, code, "verify found a problem")
 	assert.Contains(t, errOut, "project 01PROJECTA, sequence 5: the hash does not match")

@@ -330,11 +330,16 @@ func printTasks(p *printer, tasks []control.ProjectTask) error {
 		_, err := fmt.Fprintln(p.w, "no tasks")
 		return err
 	}
+	names := taskNames(tasks)
 	t := newTable("ID", "~TITLE", "!STATUS", "RETRIES", "~DEPENDS ON", "~RUN", "~PROGRESS", "HEARTBEAT")
 	for _, x := range tasks {
 		deps := "-"
 		if len(x.DependsOn) > 0 {
-			deps = strings.Join(x.DependsOn, ",")
+			named := make([]string, len(x.DependsOn))
+			for i, d := range x.DependsOn {
+				named[i] = names.of(d)
+			}
+			deps = strings.Join(named, ", ")
 		}
 		t.add(x.ID, x.Title, string(x.Status), fmt.Sprintf("%d/%d", x.Retries, x.MaxRetries),
 			deps, orDash(x.RunID), orDash(x.Progress), p.agoPtr(x.LastHeartbeatUnixSeconds))
@@ -342,15 +347,44 @@ func printTasks(p *printer, tasks []control.ProjectTask) error {
 	return p.table(t)
 }
 
-// printRuns writes the runs table.
-func printRuns(p *printer, runs []control.ProjectRun) error {
+// taskName is how the tables name a project's tasks: by title, where
+// the title names the task on a command line too (no other task has it,
+// and it is no task's ID), else by ID.
+type taskName map[string]string
+
+func taskNames(tasks []control.ProjectTask) taskName {
+	uses := map[string]int{}
+	for _, t := range tasks {
+		uses[t.Title]++
+		uses[t.ID] += 2 // an ID is never a usable title
+	}
+	names := taskName{}
+	for _, t := range tasks {
+		if uses[t.Title] == 1 && strings.TrimSpace(t.Title) != "" {
+			names[t.ID] = t.Title
+		}
+	}
+	return names
+}
+
+// of is the task id's name: its title, or the ID itself.
+func (n taskName) of(id string) string {
+	if title, ok := n[id]; ok {
+		return title
+	}
+	return id
+}
+
+// printRuns writes the runs table; tasks name the runs' tasks.
+func printRuns(p *printer, runs []control.ProjectRun, tasks []control.ProjectTask) error {
 	if len(runs) == 0 {
 		_, err := fmt.Fprintln(p.w, "no runs")
 		return err
 	}
-	t := newTable("ID", "TASK", "~AGENT", "!STATUS", "ATTEMPT", "STARTED", "UPDATED", "~PROGRESS")
+	names := taskNames(tasks)
+	t := newTable("ID", "~TASK", "~AGENT", "!STATUS", "ATTEMPT", "STARTED", "UPDATED", "~PROGRESS")
 	for _, r := range runs {
-		t.add(r.ID, r.TaskID, r.Agent, string(r.Status), fmt.Sprint(r.Attempt),
+		t.add(r.ID, names.of(r.TaskID), r.Agent, string(r.Status), fmt.Sprint(r.Attempt),
 			p.ago(r.StartedUnixSeconds), p.ago(r.UpdatedUnixSeconds), orDash(r.Progress))
 	}
 	return p.table(t)
@@ -374,7 +408,7 @@ func printReportReply(p *printer, st *control.DaemonStatus) error {
 		return err
 	}
 	fmt.Fprintln(p.w, "\nRuns:")
-	if err := printRuns(p, rep.Runs); err != nil {
+	if err := printRuns(p, rep.Runs, rep.Tasks); err != nil {
 		return err
 	}
 	fmt.Fprintln(p.w, "\nEvidence:")

@@ -163,7 +163,8 @@ func newConfirmCmd(c *client) *cobra.Command {
 	cmd.Long = `Questions to the owner: an agent asks (confirm ask), the owner answers in
 scv chat or with confirm answer, and the agent follows (confirm status, or
 confirm ask --wait). No answer by the deadline counts as no (expired); a
-question nobody follows for a minute is withdrawn.
+question nobody follows for a minute is withdrawn (an approval, asked with
+--project, is not).
 
 confirm status, and confirm ask --wait, exit by the question's state:
 0 yes, 1 no, 5 expired, 6 failed, 7 withdrawn, 8 still pending.`
@@ -204,6 +205,8 @@ type ConfirmAskOptions struct {
 	Question string
 	Timeout  time.Duration
 	Wait     bool
+	Project  string
+	Task     string
 	set      func(string) bool
 }
 
@@ -214,32 +217,66 @@ const confirmPoll = time.Second
 func newConfirmAskCmd(c *client) *cobra.Command {
 	o := &ConfirmAskOptions{c: c}
 	cmd := &cobra.Command{
-		Use:   "ask QUESTION",
-		Short: "Ask the owner a yes/no question",
+		Use:   "ask QUESTION [--project P [--task T]]",
+		Short: "Ask the owner a yes/no question, or for an approval of a project or task",
 		Long: `Hand QUESTION to the owner's chat: the chat that started this delegation's
 work ($SCV_PARENT), else the daemon's --notify chat, else the only
 connected one. Without --wait it prints the question's ID and state and
 exits 0 (6 when no chat could take it); with --wait it follows the
 question until it is decided and exits by its outcome: 0 yes, 1 no,
-5 expired, 6 failed, 7 withdrawn.`,
+5 expired, 6 failed, 7 withdrawn.
+
+With --project the question is an approval, recorded in that project's
+history with its outcome: while it is pending the project is
+waiting_approval, and with --task (the task's ID or unique title) that
+task cannot start a run. yes lets it run; any other outcome leaves it
+blocked, the refusal as its progress. An approval is never withdrawn:
+it waits for its answer or its deadline. A project that refuses it (an
+unknown task, one done or running, one already waiting) makes the
+command fail (exit 1).`,
 		Example: `  scv confirm ask "deploy acme to staging?" --timeout 10m
-  scv confirm ask "deploy acme to staging?" --wait && make deploy`,
+  scv confirm ask "deploy acme to staging?" --wait && make deploy
+  scv confirm ask "run the full test suite?" --project acme --task test --timeout 1h`,
 		Args: exactArgs("QUESTION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Question, o.set = args[0], cmd.Flags().Changed
 			if o.set("timeout") && o.Timeout <= 0 {
 				return usagef("--timeout must be positive")
 			}
+			if o.set("task") && !o.set("project") {
+				return usagef("--task goes with --project P, the project whose task it is")
+			}
+			if o.set("project") && o.Project == "" {
+				return usagef("--project needs a project")
+			}
+			if o.set("task") && o.Task == "" {
+				return usagef("--task needs a task")
+			}
 			return o.run()
 		},
 	}
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 0, "how long no answer waits before it counts as no (default: the daemon's, 30m)")
 	cmd.Flags().BoolVar(&o.Wait, "wait", false, "wait until the question is decided, and exit by its outcome")
+	cmd.Flags().StringVar(&o.Project, "project", "", "make it an approval of the project `P` (ID or name)")
+	cmd.Flags().StringVar(&o.Task, "task", "", "with --project: of the task `T`'s next run (ID or unique title)")
+	cmd.RegisterFlagCompletionFunc("project", c.completeProjects)
+	cmd.RegisterFlagCompletionFunc("task", func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if o.Project == "" {
+			return nil, noFiles
+		}
+		return c.taskIDs(o.Project), noFiles
+	})
 	return cmd
 }
 
 func (o *ConfirmAskOptions) run() error {
 	c := control.CmdConfirmAsk{Question: o.Question}
+	if o.set("project") {
+		c.Project = &o.Project
+	}
+	if o.set("task") {
+		c.Task = &o.Task
+	}
 	// Inside a delegation, the chat that started its work is asked.
 	if parent := os.Getenv(proc.ParentEnv); parent != "" {
 		c.Parent = &parent

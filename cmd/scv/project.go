@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"scv/control"
+	"scv/control/daemon"
 	"scv/ledger"
 	"scv/reducer"
 )
@@ -21,26 +23,30 @@ import (
 func newProjectCmd(c *client) *cobra.Command {
 	cmd := group("project", "Projects, their tasks and their runs",
 		newProjectCreateCmd(c),
+		newProjectListCmd(c),
 		newProjectViewCmd(c, "status", "A project's phase, status and progress",
 			func(p string) control.Command { return control.CmdProjectStatus{Project: p} },
 			func(pr *printer, st *control.DaemonStatus) error { return printProjectBlock(pr, st, "") }),
 		newProjectViewCmd(c, "tasks", "A project's tasks: status, retries, dependencies, run, progress",
 			func(p string) control.Command { return control.CmdProjectTasks{Project: p} }, printTasksReply),
-		newProjectViewCmd(c, "report", "A project's report: summary, tasks, runs with attempts, evidence",
-			func(p string) control.Command { return control.CmdProjectReport{Project: p} }, printReportReply),
+		newProjectReportCmd(c),
 		newProjectEventsCmd(c),
+		newProjectGraphCmd(c),
+		newProjectTimelineCmd(c),
 		newProjectHeartbeatCmd(c),
 		newTaskCmd(c),
 		newRunCmd(c),
-		// Being added elsewhere, each in a file of its own, registered
-		// here: project list, project release, project archive, project
-		// graph, project timeline (and report --html -o FILE).
+		newProjectReleaseCmd(c),
+		newProjectArchiveCmd(c),
 	)
 	cmd.Example = `  scv project create acme
+  scv project list
   scv project tasks acme
-  scv project events acme --follow`
+  scv project events acme --follow
+  scv project graph acme`
 	cmd.Long = `Projects, their tasks and their runs. PROJECT is a project's ID or its name;
-TASK and RUN are IDs (scv project tasks and scv project report list them).`
+TASK is a task's ID or its title when no other task of the project has it;
+RUN is a run's ID (scv project tasks and scv project report list them).`
 	return cmd
 }
 
@@ -96,20 +102,30 @@ func (o *ProjectCreateOptions) run() error {
 }
 
 // ProjectViewOptions is `scv project status|tasks|report`: from the
-// daemon, or with --at from the database file as of a sequence.
+// daemon, or with --at from the database file as of a sequence; and
+// `report --html`, the HTML report, from the database file.
 type ProjectViewOptions struct {
-	c       *client
-	Project string
-	At      uint64
-	DB      string
-	cmd     func(string) control.Command
-	print   func(*printer, *control.DaemonStatus) error
-	atSet   bool
-	dbSet   bool
+	c          *client
+	Project    string
+	At         uint64
+	DB         string
+	HTML       bool
+	Output     string
+	StaleAfter time.Duration
+	cmd        func(string) control.Command
+	print      func(*printer, *control.DaemonStatus) error
+	atSet      bool
+	dbSet      bool
+	set        func(string) bool
 }
 
 func newProjectViewCmd(c *client, name, short string, cmdOf func(string) control.Command, print func(*printer, *control.DaemonStatus) error) *cobra.Command {
-	o := &ProjectViewOptions{c: c, cmd: cmdOf, print: print}
+	cmd, _ := projectViewCmd(c, name, short, cmdOf, print)
+	return cmd
+}
+
+func projectViewCmd(c *client, name, short string, cmdOf func(string) control.Command, print func(*printer, *control.DaemonStatus) error) (*cobra.Command, *ProjectViewOptions) {
+	o := &ProjectViewOptions{c: c, cmd: cmdOf, print: print, StaleAfter: daemon.DefaultStaleAfter}
 	cmd := &cobra.Command{
 		Use:   name + " PROJECT",
 		Short: short,
@@ -125,19 +141,63 @@ refused, naming the newest.`,
 		Args:              exactArgs("PROJECT"),
 		ValidArgsFunction: c.completeProjects,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Project = args[0]
-			o.atSet, o.dbSet = cmd.Flags().Changed("at"), cmd.Flags().Changed("db")
+			o.Project, o.set = args[0], cmd.Flags().Changed
+			o.atSet, o.dbSet = o.set("at"), o.set("db")
 			return o.run()
 		},
 	}
 	cmd.Flags().Uint64Var(&o.At, "at", 0, "answer as the ledger stood after sequence `SEQ`, from the database file (no daemon needed)")
 	cmd.Flags().StringVar(&o.DB, "db", defaultDBPath(), "with --at: the ledger database `PATH` or URL (env SCV_DB)")
+	return cmd, o
+}
+
+// newProjectReportCmd is `scv project report`: the daemon's report, or
+// with --html the HTML report, drawn from the database file.
+func newProjectReportCmd(c *client) *cobra.Command {
+	cmd, o := projectViewCmd(c, "report", "A project's report: summary, tasks, runs with attempts, evidence",
+		func(p string) control.Command { return control.CmdProjectReport{Project: p} }, printReportReply)
+	cmd.Long += `
+
+With --html -o FILE it writes the report as one HTML file that needs
+nothing else (its style and drawings inline, no script, nothing from the
+network): the summary, the task graph, the timeline, the tasks, the runs,
+the evidence, and the chain head with the scv ledger verify command that
+checks the ledger against it. It is drawn from the database file (--db),
+read-only, with or without a daemon, now or --at SEQ. -o - writes it to
+stdout; without -o it is refused, so that HTML never floods a terminal.
+Under --json it prints {"project_id","name","sequence","format","bytes",
+"file"} (with -o -: "content", the document, instead of "file").`
+	cmd.Example += `
+  scv project report acme --html -o acme.html
+  scv project report acme --html --at 5 -o - | gzip > acme-5.html.gz`
+	f := cmd.Flags()
+	f.BoolVar(&o.HTML, "html", false, "write the HTML report, from the database file (with -o FILE)")
+	f.StringVarP(&o.Output, "output", "o", "", "with --html: the `FILE` to write (-: stdout)")
+	f.DurationVar(&o.StaleAfter, "stale-after", daemon.DefaultStaleAfter, "with --html: the daemon's --stale-after: a run silent for over half of it shows a gap")
+	f.Lookup("db").Usage = "with --at or --html: the ledger database `PATH` or URL (env SCV_DB)"
 	return cmd
 }
 
 func (o *ProjectViewOptions) run() error {
+	if o.HTML {
+		if o.Output == "" {
+			return usagef("--html writes a file: give -o FILE (or -o - for stdout)")
+		}
+		if o.StaleAfter <= 0 {
+			return usagef("--stale-after must be positive")
+		}
+		return o.html()
+	}
+	for f, name := range map[string]string{"output": "-o", "stale-after": "--stale-after"} {
+		if o.set(f) {
+			return usagef("%s goes with --html", name)
+		}
+	}
 	if !o.atSet {
 		if o.dbSet {
+			if o.cmd(o.Project).Action() == "project_report" {
+				return usagef("--db goes with --at SEQ or --html")
+			}
 			return usagef("--db goes with --at SEQ")
 		}
 		_, err := o.c.call(o.cmd(o.Project), o.print)
@@ -154,16 +214,8 @@ func (o *ProjectViewOptions) run() error {
 	}
 	defer drv.Close()
 	p, err := ledger.ProjectAt(ctx, drv, o.Project, o.At)
-	if errors.Is(err, ledger.ErrBeyondHead) {
-		// Said once: "sequence N is past the ledger's head, H".
-		msg := err.Error()
-		if i := strings.LastIndex(msg, ": sequence "); i >= 0 {
-			msg = msg[i+2:]
-		}
-		return saidError{fmt.Sprintf("--at %d: %s", o.At, msg), err}
-	}
 	if err != nil {
-		return fmt.Errorf("--at %d: %w", o.At, err)
+		return atError(o.At, err)
 	}
 	r := &control.ProjectResponse{}
 	switch o.cmd(o.Project).(type) {
@@ -233,7 +285,7 @@ func newTaskCmd(c *client) *cobra.Command {
   scv project task update acme $T blocked --progress "waiting on CI"`, group("task", "Add tasks and record what was observed of them",
 		newTaskAddCmd(c),
 		newTaskUpdateCmd(c),
-		// Being added elsewhere: project task retry.
+		newTaskRetryCmd(c),
 	))
 }
 
@@ -252,7 +304,8 @@ func newTaskAddCmd(c *client) *cobra.Command {
 		Use:   "add PROJECT TITLE",
 		Short: "Add a task",
 		Long: `Add a task titled TITLE to PROJECT. It is ready at once, or pending until every
-task it depends on (--depends-on, IDs of the same project) is done.
+task it depends on (--depends-on: IDs, or unique titles, of tasks of the
+same project) is done.
 --max-retries is how many failed runs are retried: 0 means the first
 failure is final, 2 allows three attempts in all.
 
@@ -260,6 +313,7 @@ The first line printed is "task ID added": its second word is the ID.`,
 		Example: `  scv project task add acme build --max-retries 1
   B=$(scv project task add acme build | awk 'NR==1{print $2}')
   scv project task add acme test --depends-on $B --max-retries 2
+  scv project task add acme package --depends-on build,test   # by unique title
   scv project task add acme -- -odd-title    # a title that starts with a dash`,
 		Args:              exactArgs("PROJECT", "TITLE"),
 		ValidArgsFunction: c.completeProjects,
@@ -268,7 +322,7 @@ The first line printed is "task ID added": its second word is the ID.`,
 			return o.run()
 		},
 	}
-	cmd.Flags().Var(&o.DependsOn, "depends-on", "a task `ID` this task waits for; repeat it, or separate IDs with commas")
+	cmd.Flags().Var(&o.DependsOn, "depends-on", "a task this task waits for, its `ID` or unique title; repeat it, or separate them with commas")
 	cmd.Flags().Uint64Var(&o.MaxRetries, "max-retries", 0, "how many failed runs are retried, `N` (default 0: the first failure is final)")
 	cmd.RegisterFlagCompletionFunc("depends-on", c.completeTaskFlag)
 	return cmd

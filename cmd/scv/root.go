@@ -115,9 +115,7 @@ Exit codes:
 	add(groupAgents, newDelegateCmd(c), newDelegationsCmd(c))
 	add(groupOwner, newChatCmd(c), newConfirmCmd(c), newChannelsCmd(c), newChannelCmd(c))
 	add(groupLedger, newLedgerCmd(c))
-	add(groupDaemon, newDaemonCmd(c), newStatusCmd(c), newReloadCmd(c), newRestartWhenIdleCmd(c), newVersionCmd(c))
-	// Being added elsewhere, each in a file of its own, registered here:
-	// `scv ui` (groupDaemon).
+	add(groupDaemon, newDaemonCmd(c), newStatusCmd(c), newUICmd(c), newReloadCmd(c), newRestartWhenIdleCmd(c), newVersionCmd(c))
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{err.Error()}
 	})
@@ -255,16 +253,9 @@ func (c *client) dial(ctx context.Context) (*control.Client, error) {
 // call sends cmd on a connection of its own and prints the reply: the
 // daemon's bytes under --json, else print's form. It returns the reply.
 func (c *client) call(cmd control.Command, print func(*printer, *control.DaemonStatus) error) (*control.DaemonStatus, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	cl, err := c.dial(ctx)
+	raw, err := c.raw(cmd)
 	if err != nil {
 		return nil, err
-	}
-	defer cl.Close()
-	raw, err := cl.CallRaw(ctx, cmd)
-	if err != nil {
-		return nil, callError(err)
 	}
 	var st control.DaemonStatus
 	if err := json.Unmarshal(raw, &st); err != nil {
@@ -278,6 +269,23 @@ func (c *client) call(cmd control.Command, print func(*printer, *control.DaemonS
 		return &st, nil
 	}
 	return &st, print(c.printer(), &st)
+}
+
+// raw sends cmd on a connection of its own and returns the daemon's
+// reply as it came, printing nothing.
+func (c *client) raw(cmd control.Command) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	cl, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	raw, err := cl.CallRaw(ctx, cmd)
+	if err != nil {
+		return nil, callError(err)
+	}
+	return raw, nil
 }
 
 // do sends one command on a connection of its own and returns the reply,

@@ -18,12 +18,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
 	"scv/control"
+	"scv/ledger/sqlite/sqlitetest"
 )
 
 // TestReliabilityStorageFull runs the real daemon into a full disk: its
@@ -505,18 +505,14 @@ func snapshotFolder(t *testing.T, dir string) map[string]string {
 // middle of the database file at db, the page size and the page count.
 func middleEventsLeaf(t *testing.T, db string) (page, size, pages int) {
 	t.Helper()
-	conn, err := sqlx.Open("sqlite", db)
+	p, err := sqlitetest.TablePages(context.Background(), db, "events")
 	require.NoError(t, err)
-	defer conn.Close()
-	var leaves []int
-	require.NoError(t, conn.Select(&leaves, `SELECT pageno FROM dbstat WHERE name = 'events' AND pagetype = 'leaf' ORDER BY pageno`))
-	require.GreaterOrEqual(t, len(leaves), 3, "the events table spans pages")
-	require.NoError(t, conn.Get(&size, `PRAGMA page_size`))
-	require.NoError(t, conn.Get(&pages, `PRAGMA page_count`))
-	page = leaves[0]
-	for _, p := range leaves {
-		if max(p-pages/2, pages/2-p) < max(page-pages/2, pages/2-page) {
-			page = p
+	require.GreaterOrEqual(t, len(p.Leaves), 3, "the events table spans pages")
+	size, pages = p.Size, p.Count
+	page = p.Leaves[0]
+	for _, l := range p.Leaves {
+		if max(l-pages/2, pages/2-l) < max(page-pages/2, pages/2-page) {
+			page = l
 		}
 	}
 	return page, size, pages

@@ -86,7 +86,7 @@ func TestCommandTreeHelp(t *testing.T) {
 // leaf of the tree is either run here or listed with the reason it
 // prints no JSON, so that a new command cannot skip --json unnoticed.
 func TestCommandTreeJSON(t *testing.T) {
-	d := inDaemon(t, daemon.Config{})
+	d := inDaemon(t, daemon.Config{HTTP: "127.0.0.1:0"})
 	sock, db := d.Config().Socket, d.Config().DB
 	ws := t.TempDir()
 	t.Chdir(ws)
@@ -123,6 +123,7 @@ func TestCommandTreeJSON(t *testing.T) {
 	}
 	runs := []invocation{
 		{[]string{"status"}, 0},
+		{[]string{"ui"}, 0},
 		{[]string{"version"}, 0},
 		{[]string{"reload"}, 0},
 		{[]string{"channels"}, 0},
@@ -140,6 +141,25 @@ func TestCommandTreeJSON(t *testing.T) {
 		{[]string{"project", "run", "progress", "acme", run, "half way"}, 0},
 		{[]string{"project", "run", "finish", "acme", run, "succeeded"}, 0},
 		{[]string{"project", "run", "start", "acme", build, "--agent", "codex"}, 1}, // done: refused
+		{[]string{"project", "list"}, 0},
+		{[]string{"project", "list", "--all", "--status", "active"}, 0},
+		{[]string{"project", "task", "update", "acme", "lint", "failed"}, 0},
+		{[]string{"project", "task", "retry", "acme", "lint", "--max-retries", "1"}, 0},
+		{[]string{"project", "task", "retry", "acme", "lint"}, 1}, // ready: refused
+		{[]string{"project", "release", "acme"}, 1},               // not every task done: refused
+		{[]string{"project", "task", "add", "other", "only"}, 0},
+		{[]string{"project", "task", "update", "other", "only", "done"}, 0},
+		{[]string{"project", "release", "other"}, 0},
+		{[]string{"project", "archive", "other"}, 0},
+		{[]string{"project", "graph", "acme", "--db", db}, 0},
+		{[]string{"project", "graph", "acme", "--format", "svg", "--at", "3", "--db", db}, 0},
+		{[]string{"project", "graph", "acme", "--format", "dot", "--db", db, "-o", filepath.Join(ws, "acme.dot")}, 0},
+		{[]string{"project", "graph", "nope", "--db", db}, 1},
+		{[]string{"project", "timeline", "acme", "--db", db}, 0},
+		{[]string{"project", "timeline", "acme", "--format", "svg", "--db", db, "-o", filepath.Join(ws, "acme.svg")}, 0},
+		{[]string{"project", "report", "acme", "--html", "-o", filepath.Join(ws, "acme.html"), "--db", db}, 0},
+		{[]string{"project", "report", "acme", "--html", "-o", "-", "--at", "3", "--db", db}, 0},
+		{[]string{"confirm", "ask", "lint it all?", "--project", "acme", "--task", "lint"}, 0},
 		{[]string{"project", "status", "nope"}, 1},
 		{[]string{"project", "tasks", "acme", "--at", "999999", "--db", db}, 1}, // past the head
 		{[]string{"delegations"}, 0},
@@ -158,6 +178,7 @@ func TestCommandTreeJSON(t *testing.T) {
 		{[]string{"ledger", "export", "acme", "--db", db}, 0}, // the bundle, JSON Lines, on stdout
 		{[]string{"ledger", "verify", "--bundle", filepath.Join(ws, "acme.jsonl")}, 0},
 		{[]string{"ledger", "copy", "--from", db, "--to", filepath.Join(ws, "copy.db")}, 0},
+		{[]string{"ledger", "lease", "--db", db}, 0},          // a SQLite ledger has no leases: []
 		{[]string{"restart-when-idle", "--max-wait", "0"}, 3}, // unavailable: an in-process daemon has no binary to restart into
 	}
 	noJSON := map[string]string{
@@ -199,6 +220,9 @@ func TestCommandTreeJSON(t *testing.T) {
 			covered[strings.TrimPrefix(cmd.CommandPath(), "scv ")] = true
 		}
 	}
+	// No sweeper has taken a lease on this SQLite ledger: an empty list
+	// is still a JSON value.
+	assert.Equal(t, "[]\n", cliOK(t, sock, "--json", "ledger", "lease", "--db", db))
 	_, leaves := commandPaths(t)
 	for _, path := range leaves {
 		name := strings.Join(path, " ")
