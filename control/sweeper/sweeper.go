@@ -10,7 +10,9 @@
 // the holder marks and compacts, every write fenced by the lease's term
 // (checked inside the write transaction: a daemon that lost the lease
 // marks nothing). A holder that dies is replaced once its lease has run
-// out, within LeaseTTL. On SQLite the one daemon always holds it.
+// out, within LeaseTTL; a holder renews its lease at a third of its
+// length, whatever the pace of its sweeps. On SQLite the one daemon
+// always holds it.
 //
 // Staleness is the daemon's own observation. Every twentieth of the stale
 // window the sweeper asks the ledger which projects have running runs
@@ -117,6 +119,13 @@ func (s *Sweeper) hold(ctx context.Context) (*ledger.Lease, error) {
 	return s.lease, nil
 }
 
+// keep takes or renews the lease between sweeps.
+func (s *Sweeper) keep(ctx context.Context) {
+	if _, err := s.hold(context.WithoutCancel(ctx)); err != nil {
+		s.logger().Error("sweeper lease", "err", err)
+	}
+}
+
 // Every is how often the sweeper looks for silent runs: a twentieth of
 // the stale window, so that a run is marked at most that long (plus the
 // time of one transaction) after its window ran out, well inside the tenth
@@ -139,13 +148,22 @@ func (s *Sweeper) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
+// run sweeps every Every, and in between keeps the lease: it is renewed
+// at a third of its length, whatever the sweep's pace, so that a holder
+// that is alive never lets it run out (a stale window of 5 minutes sweeps
+// every 15 s, longer than the lease's default 10 s).
 func (s *Sweeper) run(ctx context.Context) {
 	t := time.NewTicker(s.Every())
 	defer t.Stop()
+	renew := time.NewTicker(max(s.ttl()/3, time.Millisecond))
+	defer renew.Stop()
+	s.keep(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-renew.C:
+			s.keep(ctx)
 		case <-t.C:
 			s.Sweep(context.WithoutCancel(ctx))
 		}

@@ -127,6 +127,26 @@ func (c *Cluster) own() error {
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
+	// The user must be able to reach the folder: every folder above it
+	// must let others (or that user) through.
+	abs, err := filepath.Abs(c.Dir)
+	if err != nil {
+		return err
+	}
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		if fi.Mode().Perm()&0o001 == 0 && (st == nil || int(st.Uid) != uid) {
+			return fmt.Errorf("the cluster runs as %s, who cannot reach %s: %s is mode %04o; choose a folder others may pass through",
+				u.Username, c.Dir, p, fi.Mode().Perm())
+		}
+		if p == filepath.Dir(p) {
+			break
+		}
+	}
 	return filepath.Walk(c.Dir, func(p string, _ os.FileInfo, err error) error {
 		if err != nil {
 			return err
@@ -138,6 +158,11 @@ func (c *Cluster) own() error {
 // Start creates the cluster (initdb, once) and starts its server, unless
 // it answers already.
 func (c *Cluster) Start() error {
+	// The folders above it as any folder (others may pass through); the
+	// cluster's own is private.
+	if err := os.MkdirAll(filepath.Dir(c.Dir), 0o755); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
 		return err
 	}
