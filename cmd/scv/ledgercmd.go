@@ -528,7 +528,11 @@ func (o *LeaseOptions) run() error {
 		return o.c.printJSON(out)
 	}
 	if len(leases) == 0 {
-		o.c.note("no leases in %s: no sweeper has run on it", drv.Name())
+		if drv.Shared() {
+			o.c.note("no leases in %s: no daemon has swept it yet", drv.Name())
+		} else {
+			o.c.note("no leases in %s: a daemon alone on its file sweeps without one", drv.Name())
+		}
 		return nil
 	}
 	p := o.c.printer()

@@ -278,7 +278,7 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	svc.Restarter = d.restarter
 	d.sweeper = &sweeper.Sweeper{StaleAfter: d.cfg.StaleAfter, CompactAfter: d.cfg.CompactAfter, Retain: d.cfg.Retain,
 		Drop: d.cfg.CompactDrop, Logger: d.log.With("component", "sweeper"), Holder: holder(), LeaseTTL: d.cfg.LeaseTTL,
-		Clock: d.cfg.Clock}
+		Clock: d.cfg.Clock, Shared: d.Shared()}
 	d.wire()
 	d.services = append(startstop.Group{d.sweeper, d.registry, d.questions}, d.httpServices()...)
 	if err := d.services.Start(ctx); err != nil {

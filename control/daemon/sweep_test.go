@@ -12,6 +12,7 @@ import (
 
 	"scv/control/sweeper"
 	"scv/ledger/driver"
+	"scv/ledger/postgres/pgtest"
 	"scv/reducer"
 )
 
@@ -57,33 +58,47 @@ func TestSweepExpiresOrphanApprovals(t *testing.T) {
 	assert.Equal(t, reducer.ProjectBlocked, p.Status())
 }
 
-// TestSweeperKeepsItsLease: with a lease shorter than the sweep's pace
-// (here a 300 ms lease, a sweep every 3 s), the holder renews it in time:
-// it holds it from the start, in one term, never expired.
+// TestSweeperKeepsItsLease: on a shared ledger, with a lease shorter than
+// the sweep's pace (here a 300 ms lease, a sweep every 3 s), the holder
+// renews it in time: it holds it from the start, in one term, never
+// expired. Alone on a SQLite file, a daemon takes no lease at all.
 func TestSweeperKeepsItsLease(t *testing.T) {
-	dir := shortDir(t)
-	d := New(Config{DB: filepath.Join(dir, "l.db"), Socket: filepath.Join(dir, "d.sock"), Version: version,
-		StaleAfter: time.Minute, LeaseTTL: 300 * time.Millisecond})
-	require.NoError(t, d.Open(context.Background()))
-	served := make(chan error, 1)
-	go func() { served <- d.Serve() }()
-	defer func() { require.NoError(t, d.Close()); require.NoError(t, <-served) }()
+	for _, shared := range []bool{true, false} {
+		t.Run(map[bool]string{true: "PostgreSQL", false: "SQLite"}[shared], func(t *testing.T) {
+			dir := shortDir(t)
+			cfg := Config{DB: filepath.Join(dir, "l.db"), Socket: filepath.Join(dir, "d.sock"), Version: version,
+				StaleAfter: time.Minute, LeaseTTL: 300 * time.Millisecond}
+			if shared {
+				cfg.DB, cfg.LocalDB = pgtest.Database(t), filepath.Join(dir, "local.db")
+			}
+			d := New(cfg)
+			require.NoError(t, d.Open(context.Background()))
+			served := make(chan error, 1)
+			go func() { served <- d.Serve() }()
+			defer func() { require.NoError(t, d.Close()); require.NoError(t, <-served) }()
 
-	ctx := context.Background()
-	leases := func() []driver.Lease {
-		var ls []driver.Lease
-		require.NoError(t, d.Ledger().Driver().Read(ctx, func(r driver.Reader) (err error) {
-			ls, err = r.Leases(ctx)
-			return err
-		}))
-		return ls
-	}
-	require.Eventually(t, func() bool { return len(leases()) == 1 }, 2*time.Second, 10*time.Millisecond, "the lease is taken at start")
-	for range 15 {
-		time.Sleep(100 * time.Millisecond)
-		ls := leases()
-		require.Len(t, ls, 1)
-		assert.Equal(t, uint64(1), ls[0].Term, "one term: never run out and taken again")
-		assert.Greater(t, ls[0].ExpiresMs, time.Now().UnixMilli(), "held, unexpired")
+			ctx := context.Background()
+			leases := func() []driver.Lease {
+				var ls []driver.Lease
+				require.NoError(t, d.Ledger().Driver().Read(ctx, func(r driver.Reader) (err error) {
+					ls, err = r.Leases(ctx)
+					return err
+				}))
+				return ls
+			}
+			if !shared {
+				time.Sleep(500 * time.Millisecond)
+				assert.Empty(t, leases(), "a daemon alone on its file writes no lease")
+				return
+			}
+			require.Eventually(t, func() bool { return len(leases()) == 1 }, 2*time.Second, 10*time.Millisecond, "the lease is taken at start")
+			for range 15 {
+				time.Sleep(100 * time.Millisecond)
+				ls := leases()
+				require.Len(t, ls, 1)
+				assert.Equal(t, uint64(1), ls[0].Term, "one term: never run out and taken again")
+				assert.Greater(t, ls[0].ExpiresMs, time.Now().UnixMilli(), "held, unexpired")
+			}
+		})
 	}
 }

@@ -11,8 +11,8 @@
 // (checked inside the write transaction: a daemon that lost the lease
 // marks nothing). A holder that dies is replaced once its lease has run
 // out, within LeaseTTL; a holder renews its lease at a third of its
-// length, whatever the pace of its sweeps. On SQLite the one daemon
-// always holds it.
+// length, whatever the pace of its sweeps. A daemon alone on its ledger
+// (SQLite, which one daemon locks) holds no lease and writes none.
 //
 // Staleness is the daemon's own observation. Every twentieth of the stale
 // window the sweeper asks the ledger which projects have running runs
@@ -33,6 +33,7 @@ package sweeper
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"scv/control/startstop"
@@ -80,8 +81,15 @@ type Sweeper struct {
 	// Clock is the daemon's clock, which the ledger's follows (nil: the
 	// system clock): the lease is renewed by it.
 	Clock func() time.Time
+	// Shared says other daemons may write the ledger too: only then is
+	// there a lease to hold. A daemon alone on its database (SQLite, which
+	// one daemon locks) sweeps without one.
+	Shared bool
 
-	loop  startstop.Loop
+	loop startstop.Loop
+	// mu is held by a round and by a renewal: Sweep may also be called
+	// from outside the loop (Daemon.Sweep).
+	mu    sync.Mutex
 	lease *ledger.Lease // held, as of the last round
 	taken time.Time     // when it was last taken or renewed, by this clock
 }
@@ -93,16 +101,20 @@ func (s *Sweeper) ttl() time.Duration {
 	return DefaultLeaseTTL
 }
 
-// hold takes or renews the lease when it is not held, or held for less
-// than half its length: it returns the lease to fence with, or nil when
-// another daemon holds it.
-func (s *Sweeper) hold(ctx context.Context) (*ledger.Lease, error) {
+// hold says whether this daemon sweeps, and with which lease to fence its
+// writes: on a shared ledger it takes or renews the lease when it is not
+// held, or held for more than half its length (mine is false when another
+// daemon holds it); alone, it sweeps unfenced.
+func (s *Sweeper) hold(ctx context.Context) (fence *ledger.Lease, mine bool, err error) {
+	if !s.Shared {
+		return nil, true, nil
+	}
 	at := time.Now()
 	if s.Clock != nil {
 		at = s.Clock()
 	}
 	if s.lease != nil && at.Sub(s.taken) < s.ttl()/2 {
-		return s.lease, nil
+		return s.lease, true, nil
 	}
 	lease, held, err := s.Ledger.AcquireLease(ctx, LeaseName, s.Holder, s.ttl())
 	if err != nil || !held {
@@ -110,18 +122,20 @@ func (s *Sweeper) hold(ctx context.Context) (*ledger.Lease, error) {
 			s.logger().Info("sweeper lease lost", "term", s.lease.Term)
 		}
 		s.lease = nil
-		return nil, err
+		return nil, false, err
 	}
 	if s.lease == nil || s.lease.Term != lease.Term {
 		s.logger().Info("sweeper lease taken", "holder", s.Holder, "term", lease.Term)
 	}
 	s.lease, s.taken = &lease, at
-	return s.lease, nil
+	return s.lease, true, nil
 }
 
 // keep takes or renews the lease between sweeps.
 func (s *Sweeper) keep(ctx context.Context) {
-	if _, err := s.hold(context.WithoutCancel(ctx)); err != nil {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, _, err := s.hold(context.WithoutCancel(ctx)); err != nil {
 		s.logger().Error("sweeper lease", "err", err)
 	}
 }
@@ -157,6 +171,9 @@ func (s *Sweeper) run(ctx context.Context) {
 	defer t.Stop()
 	renew := time.NewTicker(max(s.ttl()/3, time.Millisecond))
 	defer renew.Stop()
+	if !s.Shared {
+		renew.Stop() // nothing to renew
+	}
 	s.keep(ctx)
 	for {
 		select {
@@ -174,13 +191,15 @@ func (s *Sweeper) run(ctx context.Context) {
 // silent runs, expire the approvals left past their deadline, then
 // compact what is due.
 func (s *Sweeper) Sweep(ctx context.Context) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	log := s.logger()
-	lease, err := s.hold(ctx)
+	lease, mine, err := s.hold(ctx)
 	if err != nil {
 		log.Error("sweeper lease", "err", err)
 		return
 	}
-	if lease == nil {
+	if !mine {
 		return // another daemon sweeps
 	}
 	n, err := s.Ledger.MarkStale(ctx, s.StaleAfter, lease)
