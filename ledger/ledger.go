@@ -254,7 +254,13 @@ func (l *Ledger) enqueue(ctx context.Context, req *request) (Result, error) {
 // command, up to MaxBatch, into one transaction and answers them. Then it
 // hands the part to the goroutine whose request heads the queue, or, with
 // the queue empty, ends it. A caller that finds a leader only waits.
+//
+// The transaction begins, and so holds the write lock, before the batch
+// is taken: on a database daemons share, what queues while this daemon
+// waits for another's turn rides in this one.
 func (l *Ledger) lead() {
+	start := time.Now()
+	tx, err := l.drv.Begin(context.Background())
 	l.qmu.Lock()
 	n := min(len(l.queue), MaxBatch)
 	// A maintenance op runs alone: cut the batch before it.
@@ -268,7 +274,7 @@ func (l *Ledger) lead() {
 	l.queue = slices.Delete(l.queue, 0, n)
 	l.qmu.Unlock()
 
-	l.commit(batch)
+	l.commit(tx, err, batch, start)
 
 	l.qmu.Lock()
 	defer l.qmu.Unlock()
@@ -295,19 +301,22 @@ type batch struct {
 	added   map[string]int // project ID -> events appended
 }
 
-// commit decides and appends a batch in one transaction and answers every
-// request in it.
-func (l *Ledger) commit(reqs []*request) {
+// commit decides and appends a batch in tx, begun at start (or fails it
+// with the error that began tx), and answers every request in it.
+func (l *Ledger) commit(tx driver.Tx, began error, reqs []*request, start time.Time) {
 	out := make([]response, len(reqs))
-	begin := time.Now()
-	b, err := l.appendBatch(reqs, out)
+	var b *batch
+	err := began
+	if err == nil {
+		b, err = l.appendBatch(tx, reqs, out)
+	}
 	if err != nil {
 		err = storageError(err)
 		for i := range out {
 			out[i] = response{err: err}
 		}
 	} else if b != nil {
-		l.metrics.ObserveBatch(len(reqs), time.Since(begin))
+		l.metrics.ObserveBatch(len(reqs), time.Since(start))
 		for _, e := range b.events {
 			l.metrics.EventAppended(e.Kind)
 		}
@@ -335,14 +344,10 @@ func (l *Ledger) commit(reqs []*request) {
 	}
 }
 
-// appendBatch runs one write transaction for reqs and fills in each
-// request's answer; an error is the whole batch's.
-func (l *Ledger) appendBatch(reqs []*request, out []response) (*batch, error) {
+// appendBatch runs reqs in the write transaction tx, ending it, and fills
+// in each request's answer; an error is the whole batch's.
+func (l *Ledger) appendBatch(tx driver.Tx, reqs []*request, out []response) (*batch, error) {
 	ctx := context.Background()
-	tx, err := l.drv.Begin(ctx)
-	if err != nil {
-		return nil, err
-	}
 	defer tx.Rollback()
 	if err := l.fail.Hit(FailAfterBegin); err != nil {
 		return nil, err
