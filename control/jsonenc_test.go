@@ -51,6 +51,15 @@ func TestAppendStatusMatchesMarshal(t *testing.T) {
 		if r.IntN(6) == 0 {
 			st.Restart = &RestartInfo{ToVersion: str(), DeadlineUnixSeconds: 5}
 		}
+		if r.IntN(6) == 0 {
+			st.Questions = []Question{{Seq: 3, ID: str(), Chat: str(), Question: str(), State: ConfirmPending}}
+		}
+		switch r.IntN(6) {
+		case 0:
+			st.Projects = &[]ProjectListItem{}
+		case 1:
+			st.Projects = &[]ProjectListItem{{ProjectSummary: *summary(), RunningRuns: uint64(r.IntN(9))}, {ProjectSummary: *summary()}}
+		}
 		if r.IntN(5) != 0 {
 			k := kinds[r.IntN(len(kinds))]
 			p := &ProjectResponse{Kind: k, Project: summary(), TaskID: str(), RunID: str(), ProjectID: str()}
