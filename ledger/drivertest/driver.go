@@ -199,6 +199,29 @@ func testDriver(t *testing.T, h Harness) {
 		assert.Equal(t, []driver.Project{{ID: p, Name: "alpha", CreatedSeq: 1, Head: 1}}, rows, "a new row is not summarized")
 	})
 
+	t.Run("AppendMany", func(t *testing.T) {
+		t.Parallel()
+		// One Append of many events, live and archived mixed, as a
+		// batch of the writer or a copy carries: every one stored as
+		// given, in sequence order.
+		drv := h.Open(t, h.Create(t))
+		m := newMaker(t)
+		p := id()
+		evs := []driver.Event{m.created(p, "alpha")}
+		for i := range 150 {
+			e := m.beat(p)
+			e.Archived = i%7 == 3
+			evs = append(evs, e)
+		}
+		appendAll(t, drv, evs...)
+		last, _, hist, _, _ := readAll(t, drv)
+		assert.Equal(t, uint64(len(evs)), last)
+		require.Len(t, hist, len(evs))
+		for i := range evs {
+			assert.Equal(t, evs[i], hist[i], "event %d", i+1)
+		}
+	})
+
 	t.Run("ReadIsOneCommittedState", func(t *testing.T) {
 		t.Parallel()
 		drv := h.Open(t, h.Create(t))

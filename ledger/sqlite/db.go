@@ -24,7 +24,7 @@ type DB struct {
 	// clock stamps channel accounts written with no time.
 	clock func() time.Time
 	// Prepared once, on the one writer connection.
-	insert, update, lookup, head *sqlx.Stmt
+	insert, insertMany, update, lookup, head *sqlx.Stmt
 }
 
 // Options configure Open.
@@ -48,7 +48,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	for _, st := range []struct {
 		dst **sqlx.Stmt
 		sql string
-	}{{&d.insert, insertEventSQL}, {&d.update, updateProjectSQL}, {&d.lookup, projectSQL}, {&d.head, headSQL}} {
+	}{{&d.insert, insertEventSQL}, {&d.insertMany, insertEventsSQL}, {&d.update, updateProjectSQL}, {&d.lookup, projectSQL}, {&d.head, headSQL}} {
 		if *st.dst, err = w.PreparexContext(ctx, st.sql); err != nil {
 			d.Close()
 			return nil, fmt.Errorf("open ledger %s: %w", path, err)
@@ -97,7 +97,7 @@ func (d *DB) Now(context.Context) (time.Time, error) { return time.Time{}, nil }
 // Close closes both pools.
 func (d *DB) Close() error {
 	var errs []error
-	for _, st := range []*sqlx.Stmt{d.insert, d.update, d.lookup, d.head} {
+	for _, st := range []*sqlx.Stmt{d.insert, d.insertMany, d.update, d.lookup, d.head} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -176,20 +176,47 @@ func (t *writeTx) Head(ctx context.Context) (uint64, error) {
 // lock and knows the tail, so it is the next one anyway.
 const insertEventSQL = `INSERT INTO events (sequence, project_id, kind, timestamp, timestamp_ms, data, hash) VALUES (?, ?, ?, ?, ?, ?, ?)`
 
+// insertRows is how many events insertEventsSQL appends at once: a batch
+// of the writer goes in statements of that many rows, and the rest one
+// by one, so that a statement's cost (its call, its arguments' checks)
+// is paid once per insertRows events.
+const insertRows = 32
+
+var insertEventsSQL = insertEventSQL + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?)", insertRows-1)
+
 func (t *writeTx) Append(ctx context.Context, events []driver.Event) error {
 	ins := t.tx.StmtxContext(ctx, t.d.insert)
 	defer ins.Close()
 	var archived uint64
+	var live []driver.Event
 	for _, e := range events {
-		var err error
-		if e.Archived {
-			_, err = t.tx.ExecContext(ctx, `INSERT INTO events_archive (sequence, project_id, kind, timestamp, timestamp_ms, data, hash)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, e.Sequence, e.ProjectID, e.Kind, e.Timestamp, e.TimestampMs, e.Data, e.Hash)
-			archived = max(archived, e.Sequence)
-		} else {
-			_, err = ins.ExecContext(ctx, e.Sequence, e.ProjectID, e.Kind, e.Timestamp, e.TimestampMs, e.Data, e.Hash)
+		if !e.Archived {
+			live = append(live, e)
+			continue
 		}
-		if err != nil {
+		if _, err := t.tx.ExecContext(ctx, `INSERT INTO events_archive (sequence, project_id, kind, timestamp, timestamp_ms, data, hash)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`, e.Sequence, e.ProjectID, e.Kind, e.Timestamp, e.TimestampMs, e.Data, e.Hash); err != nil {
+			return t.d.fail(err)
+		}
+		archived = max(archived, e.Sequence)
+	}
+	if len(live) >= insertRows {
+		many := t.tx.StmtxContext(ctx, t.d.insertMany)
+		defer many.Close()
+		args := make([]any, 0, 7*insertRows)
+		for len(live) >= insertRows {
+			args = args[:0]
+			for _, e := range live[:insertRows] {
+				args = append(args, e.Sequence, e.ProjectID, e.Kind, e.Timestamp, e.TimestampMs, e.Data, e.Hash)
+			}
+			if _, err := many.ExecContext(ctx, args...); err != nil {
+				return t.d.fail(err)
+			}
+			live = live[insertRows:]
+		}
+	}
+	for _, e := range live {
+		if _, err := ins.ExecContext(ctx, e.Sequence, e.ProjectID, e.Kind, e.Timestamp, e.TimestampMs, e.Data, e.Hash); err != nil {
 			return t.d.fail(err)
 		}
 	}
