@@ -4,7 +4,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.0.
 LDFLAGS := -X main.version=$(VERSION)
 BIN     := bin/scv
 
-.PHONY: all build run test fuzz bench reliability verify clean pg fleet
+.PHONY: all build run test fuzz bench reliability verify clean pg fleet FORCE
 
 all: build
 
@@ -23,12 +23,18 @@ test:
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_SHORT)
 
 ## pg: start a private PostgreSQL cluster in bin/pg (Debian's postgresql package) and print its URL; the fleet tests run against it with SCV_TEST_PG=URL
-pg:
-	@$(GO) run ./cmd/scvpg start bin/pg
+pg: bin/scvpg
+	@bin/scvpg start bin/pg
 
 ## fleet: build, then start a private PostgreSQL cluster and two daemons sharing one ledger on it, until Ctrl-C (README: a fleet)
-fleet: build
-	$(GO) run ./cmd/scvpg fleet bin/fleet/pg
+fleet: build bin/scvpg
+	bin/scvpg fleet bin/fleet/pg
+
+# scvpg is built, not run with `go run`, because `go run` exits 1 when
+# Ctrl-C stops the program it ran, and make would report the stop as a
+# failure.
+bin/scvpg: FORCE
+	$(GO) build -o $@ ./cmd/scvpg
 
 ## bench: measure the daemon against same-run baselines (docs/performance.md)
 bench:
@@ -67,3 +73,5 @@ verify:
 
 clean:
 	rm -rf bin
+
+FORCE:
