@@ -23,8 +23,17 @@ type ReportOptions struct {
 //go:embed report.tmpl
 var reportText string
 
+//go:embed base.css
+var baseCSS string
+
 //go:embed report.css
 var reportCSS string
+
+// StyleSheet is the style the HTML report and the web UI share: text,
+// tables, summaries, drawings and the status badges. The report inlines
+// it before its own rules; the UI serves it before its own in
+// /static/app.css.
+func StyleSheet() string { return baseCSS }
 
 var reportTmpl = template.Must(template.New("report").Funcs(Funcs).Parse(reportText))
 
@@ -60,7 +69,7 @@ func Report(w io.Writer, p *reducer.Project, events []ledger.Row, opts ReportOpt
 	}
 	d := reportData{
 		P: v, Generated: opts.Now, DB: opts.DB, Version: opts.Version,
-		CSS:    template.CSS(reportCSS),
+		CSS:    template.CSS(baseCSS + reportCSS),
 		Verify: "scv ledger verify --db " + db + " --head " + ShellQuote(v.ID+"="+v.ChainHead),
 	}
 	var b bytes.Buffer

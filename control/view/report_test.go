@@ -115,6 +115,9 @@ func TestReportSections(t *testing.T) {
 // @import in its style but the page's own fragments.
 func TestReportIsSelfContained(t *testing.T) {
 	_, raw, doc := report(t)
+	assert.NotEmpty(t, find(doc, func(n *html.Node) bool {
+		return n.Data == "style" && strings.HasPrefix(text(n), view.StyleSheet())
+	}), "the page's style starts with the style it shares with the web UI")
 	assert.Empty(t, find(doc, func(n *html.Node) bool {
 		return n.Data == "script" || n.Data == "link" || n.Data == "img" || n.Data == "iframe" || n.Data == "object"
 	}))

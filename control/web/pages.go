@@ -72,8 +72,8 @@ var pages = func() map[string]*template.Template {
 	return out
 }()
 
-// staticFiles are the UI's script and style sheet, the drawings' style
-// sheet appended to the UI's own.
+// staticFiles are the UI's script and style sheet: the style it shares
+// with the HTML report, then its own, then the drawings'.
 var staticFiles = func() map[string][]byte {
 	out := map[string][]byte{}
 	for _, name := range []string{"app.js", "app.css"} {
@@ -83,7 +83,7 @@ var staticFiles = func() map[string][]byte {
 		}
 		out[name] = b
 	}
-	out["app.css"] = append(out["app.css"], render.StyleSheet()...)
+	out["app.css"] = slices.Concat([]byte(view.StyleSheet()), out["app.css"], []byte(render.StyleSheet()))
 	return out
 }()
 

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/net/html"
 
 	"scv/control/render"
+	"scv/control/view"
 	"scv/reducer"
 )
 
@@ -305,14 +306,17 @@ func TestReportDownload(t *testing.T) {
 	assert.Empty(t, find(doc, func(n *html.Node) bool { return n.Data == "img" || n.Data == "script" }))
 }
 
-// TestStyleSheet: the UI's style sheet carries the drawings' rules, which
-// the pages' SVGs no longer have inline.
+// TestStyleSheet: the UI's style sheet carries the style it shares with
+// the HTML report and the drawings' rules, which the pages' SVGs no
+// longer have inline.
 func TestStyleSheet(t *testing.T) {
 	e := newEnv(t)
 	resp, body := e.get("/static/app.css")
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, "text/css; charset=utf-8", resp.Header.Get("Content-Type"))
-	assert.Contains(t, body, render.StyleSheet())
+	assert.True(t, strings.HasPrefix(body, view.StyleSheet()), "the shared style comes first")
+	assert.Contains(t, body, ".q-yes{", "then the UI's own")
+	assert.True(t, strings.HasSuffix(body, render.StyleSheet()), "then the drawings'")
 	resp, _ = e.get("/static/other.css")
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
