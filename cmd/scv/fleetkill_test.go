@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -16,7 +15,6 @@ import (
 
 	"scv/control"
 	"scv/ledger/postgres/pgtest"
-	"scv/reducer"
 )
 
 // TestFleetDaemonKilled: one daemon of two SIGKILLed under load. Every
@@ -87,15 +85,7 @@ func TestFleetDaemonKilled(t *testing.T) {
 	close(stop)
 	wg.Wait()
 
-	present := map[string]int{}
-	for _, e := range allEvents(t, setup, "kill") {
-		if e.Kind != reducer.KindRunProgress {
-			continue
-		}
-		var body struct{ Progress string }
-		require.NoError(t, json.Unmarshal(e.Data, &body))
-		present[body.Progress]++
-	}
+	present := written(t, allEvents(t, setup, "kill"))
 	lost := 0
 	acked.Range(func(k, _ any) bool {
 		if present[k.(string)] != 1 {
@@ -106,6 +96,6 @@ func TestFleetDaemonKilled(t *testing.T) {
 	assert.Zero(t, lost, "acknowledged writes lost (or stored twice)")
 	out, err := exec.Command(fleetBinary(t), "ledger", "verify", "--db", url).CombinedOutput()
 	require.NoError(t, err, "verify: %s", out)
-	t.Logf("FLEET: daemon a SIGKILLed under %d clients on 2 daemons: %d acknowledged (0 lost), %d in flight on a when it died",
-		clients, nAcked.Load(), nDropped.Load())
+	t.Logf("FLEET: daemon a SIGKILLed under %d clients on 2 daemons: %d acknowledged (%d lost), %d in flight on a when it died",
+		clients, nAcked.Load(), lost, nDropped.Load())
 }
