@@ -147,27 +147,23 @@ func (c *client) runIDs(project string) []cobra.Completion {
 
 // completeProjectTask completes PROJECT TASK, then the words.
 func (c *client) completeProjectTask(ws ...string) completion {
-	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		switch len(args) {
-		case 0:
-			return c.projectNames(), noFiles
-		case 1:
-			return c.taskIDs(args[0]), noFiles
-		case 2:
-			return ws, noFiles
-		}
-		return nil, noFiles
-	}
+	return c.completeProjectThen(c.taskIDs, ws)
 }
 
 // completeProjectRun completes PROJECT RUN, then the words.
 func (c *client) completeProjectRun(ws ...string) completion {
+	return c.completeProjectThen(c.runIDs, ws)
+}
+
+// completeProjectThen completes PROJECT, then what second lists in that
+// project, then the words.
+func (c *client) completeProjectThen(second func(project string) []cobra.Completion, ws []string) completion {
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		switch len(args) {
 		case 0:
 			return c.projectNames(), noFiles
 		case 1:
-			return c.runIDs(args[0]), noFiles
+			return second(args[0]), noFiles
 		case 2:
 			return ws, noFiles
 		}
