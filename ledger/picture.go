@@ -37,32 +37,8 @@ func PictureNow(ctx context.Context, drv driver.Driver, project string) (*Pictur
 func picture(ctx context.Context, drv driver.Driver, project string, seq uint64, atHead bool) (*Picture, error) {
 	var pic Picture
 	err := drv.Read(ctx, func(r driver.Reader) error {
-		head, _, err := r.LastSequence(ctx)
+		p, f, seq, err := stateAt(ctx, r, project, seq, atHead)
 		if err != nil {
-			return err
-		}
-		if atHead {
-			seq = head
-		}
-		if seq > head {
-			return fmt.Errorf("%w: sequence %d is past the ledger's head, %d", ErrBeyondHead, seq, head)
-		}
-		f, ok, err := r.Find(ctx, project)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("%w: project %q", reducer.ErrNotFound, project)
-		}
-		if seq < f.CreatedSeq {
-			return fmt.Errorf("%w: project %q did not exist yet at sequence %d (created at %d)",
-				reducer.ErrNotFound, project, seq, f.CreatedSeq)
-		}
-		p, err := rebuild(ctx, r, nil, f.ID, seq)
-		if err != nil {
-			if isRefusal(err) {
-				return fmt.Errorf("%w: project %s: its history up to %d was dropped by compaction", reducer.ErrNotFound, f.ID, seq)
-			}
 			return err
 		}
 		pic = Picture{Project: p, Seq: seq}
