@@ -199,10 +199,9 @@ type load struct {
 	unit func(ctx context.Context, i int, c *conn, step int) error
 	// perUnit is how many requests a unit sends.
 	perUnit int
-	// status, if set, is a connection that sends statusParams back to back
-	// while the clients work.
-	status       *conn
-	statusParams []byte
+	// statusSock, if set, is where a reader process (reader.go) sends
+	// project_status of statusProject back to back while the clients work.
+	statusSock, statusProject string
 	// pids are the daemons whose CPU time the window is charged.
 	pids []int
 	// prof names the window's CPU profile of the daemon at profSock
@@ -253,30 +252,26 @@ func (l load) run(ctx context.Context) (LevelResult, int64, Latency, error) {
 	}
 	var status Latency
 	var statusErr error
-	if l.status != nil {
+	if l.statusSock != "" {
+		wait, err := startReader(ctx, l.statusSock, l.statusProject, from, end)
+		if err != nil {
+			return LevelResult{}, 0, Latency{}, err
+		}
 		wg.Go(func() {
 			var lat []time.Duration
-			for {
-				t := time.Now()
-				if !t.Before(end) {
-					break
-				}
-				if _, err := l.status.call(ctx, l.statusParams); err != nil {
-					statusErr = err
-					return
-				}
-				if done := time.Now(); !t.Before(from) && !done.After(end) {
-					lat = append(lat, done.Sub(t))
-				}
-			}
+			lat, statusErr = wait()
 			status = latencyOf(lat)
 		})
 	}
-	var profErr error
+	var profErr, harnessErr error
 	if l.prof != "" {
 		wg.Go(func() {
 			time.Sleep(time.Until(from))
 			profErr = profileWindow(ctx, l.profSock, l.prof, l.d)
+		})
+		wg.Go(func() {
+			time.Sleep(time.Until(from))
+			harnessErr = profileHarness(l.prof, l.d)
 		})
 	}
 	// The daemons' CPU time over the window.
@@ -294,7 +289,7 @@ func (l load) run(ctx context.Context) (LevelResult, int64, Latency, error) {
 	if statusErr != nil {
 		return LevelResult{}, 0, Latency{}, fmt.Errorf("project_status: %w", statusErr)
 	}
-	if err := errors.Join(cpuErr, profErr); err != nil {
+	if err := errors.Join(cpuErr, profErr, harnessErr); err != nil {
 		return LevelResult{}, 0, Latency{}, err
 	}
 	res := LevelResult{Clients: len(l.conns), Seconds: l.d.Seconds(), RequestsPerUnit: max(1, l.perUnit)}
@@ -338,12 +333,7 @@ func progressLevel(ctx context.Context, socks []string, pids []int, projects []s
 			return err
 		}}
 	if withStatus {
-		sc, err := control.Dial(ctx, socks[0])
-		if err != nil {
-			return LevelResult{}, 0, Latency{}, err
-		}
-		defer sc.Close()
-		l.status, l.statusParams = &conn{c: sc}, statusParams(projects[0])
+		l.statusSock, l.statusProject = socks[0], projects[0]
 	}
 	return l.run(ctx)
 }

@@ -170,6 +170,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 }
 
 func main() {
+	if arg, ok := os.LookupEnv(readerEnv); ok {
+		os.Exit(readerMain(arg))
+	}
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
 	if err != nil {
 		if err == flag.ErrHelp {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -117,6 +118,26 @@ func profileWindow(ctx context.Context, sock, name string, d time.Duration) erro
 		f.Close()
 		return err
 	}
+	return f.Close()
+}
+
+// profileHarness takes a CPU profile of the harness's own process (its
+// clients) for d, into profileDir/harness-name.pprof, to set beside the
+// daemon's; nothing when not profiling.
+func profileHarness(name string, d time.Duration) error {
+	if profileDir == "" || name == "" {
+		return nil
+	}
+	f, err := os.Create(filepath.Join(profileDir, "harness-"+safeName(name)+".pprof"))
+	if err != nil {
+		return err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	time.Sleep(d)
+	pprof.StopCPUProfile()
 	return f.Close()
 }
 
