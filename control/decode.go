@@ -10,10 +10,14 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
 
-// member is one key and value of a JSON object, in input order.
+// member is one key and value of a JSON object, in input order. Both
+// alias the bytes they were split from (see unquoteKey), which must not
+// change while the member is in use.
 type member struct {
 	key string
 	raw json.RawMessage
@@ -23,27 +27,27 @@ type member struct {
 // when raw is not one JSON object. It walks the bytes once, without the
 // allocations of encoding/json's token API: it is on every request's path.
 func objectMembers(raw []byte) ([]member, error) {
-	if !json.Valid(raw) {
+	if !validJSON(raw) {
 		var v any
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return nil, err
 		}
 		return nil, errors.New("trailing characters")
 	}
-	return splitMembers(raw)
+	return splitMembers(nil, raw)
 }
 
-// splitMembers is objectMembers for raw that json.Valid already accepted.
-func splitMembers(raw []byte) ([]member, error) {
+// splitMembers is objectMembers for raw that validJSON accepted;
+// it appends the members to ms (a buffer of the caller's, or nil).
+func splitMembers(ms []member, raw []byte) ([]member, error) {
 	i := skipSpace(raw, 0)
 	if raw[i] != '{' {
 		return nil, fmt.Errorf("invalid type: %s, expected a map", describe(raw))
 	}
-	ms := make([]member, 0, 8)
 	i = skipSpace(raw, i+1)
 	for raw[i] != '}' {
 		end := skipString(raw, i)
-		key, err := unquote(raw[i:end])
+		key, err := unquoteKey(raw[i:end])
 		if err != nil {
 			return nil, err
 		}
@@ -75,7 +79,7 @@ func arrayElements(raw []byte) []json.RawMessage {
 	return out
 }
 
-// The skip functions walk JSON that json.Valid accepted, so they need no
+// The skip functions walk JSON that validJSON accepted, so they need no
 // error paths: each returns the index just past what starts at i.
 
 func skipSpace(b []byte, i int) int {
@@ -86,12 +90,19 @@ func skipSpace(b []byte, i int) int {
 }
 
 func skipString(b []byte, i int) int {
-	for i++; b[i] != '"'; i++ {
-		if b[i] == '\\' {
-			i++
+	for {
+		// The next quote ends the string unless an odd number of
+		// backslashes escapes it.
+		j := i + 1 + bytes.IndexByte(b[i+1:], '"')
+		k := j
+		for b[k-1] == '\\' {
+			k--
 		}
+		if (j-k)%2 == 0 {
+			return j + 1
+		}
+		i = j
 	}
-	return i + 1
 }
 
 func skipValue(b []byte, i int) int {
@@ -130,6 +141,17 @@ func unquote(lit []byte) (string, error) {
 	var s string
 	err := json.Unmarshal(lit, &s)
 	return s, err
+}
+
+// unquoteKey is unquote for an object's key, which is only compared and
+// quoted in errors, never kept: without an escape it is the bytes of raw
+// themselves, not a copy (one allocation less per key of every request).
+func unquoteKey(lit []byte) (string, error) {
+	inner := lit[1 : len(lit)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return unsafe.String(unsafe.SliceData(inner), len(inner)), nil
+	}
+	return unquote(lit)
 }
 
 // maxDepth is serde_json's recursion limit: it refuses a value nested 128
@@ -185,7 +207,7 @@ func DecodeCommand(raw []byte) (Command, error) {
 	if !utf8.Valid(raw) {
 		return nil, errors.New("invalid unicode code point")
 	}
-	if !json.Valid(raw) {
+	if !validJSON(raw) {
 		_, err := objectMembers(raw) // says what is wrong
 		return nil, fmt.Errorf("%w, expected internally tagged enum DaemonCommand", trimExpected(err))
 	}
@@ -214,7 +236,8 @@ func decodeValid(raw []byte) (Command, error) {
 }
 
 func decodeCommand(raw []byte) (Command, error) {
-	ms, err := splitMembers(raw)
+	var buf [8]member
+	ms, err := splitMembers(buf[:0], raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w, expected internally tagged enum DaemonCommand", trimExpected(err))
 	}
@@ -234,14 +257,12 @@ func decodeCommand(raw []byte) (Command, error) {
 	if err := decodeString(tag.raw, &action); err != nil {
 		return nil, fmt.Errorf("field `action`: %w", err)
 	}
-	for _, proto := range actions {
-		if proto.Action() == action {
-			v := reflect.New(reflect.TypeOf(proto))
-			if err := decodeStruct(ms, v.Elem()); err != nil {
-				return nil, fmt.Errorf("%s: %w", action, err)
-			}
-			return v.Elem().Interface().(Command), nil
+	if t, ok := commandTypes()[action]; ok {
+		v := reflect.New(t.typ).Elem()
+		if err := decodeStruct(ms, t.fields, v); err != nil {
+			return nil, fmt.Errorf("%s: %w", action, err)
 		}
+		return v.Interface().(Command), nil
 	}
 	names := make([]string, len(actions))
 	for i, a := range actions {
@@ -258,29 +279,57 @@ func trimExpected(err error) error {
 	return errors.New(msg)
 }
 
-// decodeStruct fills the fields of v from ms, by json tag.
-func decodeStruct(ms []member, v reflect.Value) error {
-	t := v.Type()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+// commandType is a command's struct type and what decodeStruct needs of
+// its fields, read from their tags once.
+type commandType struct {
+	typ    reflect.Type
+	fields []commandField
+}
+
+// commandField is one field of a command: its JSON name, and whether it
+// may be missing (a pointer, or serde's default).
+type commandField struct {
+	name     string
+	optional bool
+}
+
+// commandTypes maps each action to its command's type.
+var commandTypes = sync.OnceValue(func() map[string]commandType {
+	m := make(map[string]commandType, len(actions))
+	for _, proto := range actions {
+		t := reflect.TypeOf(proto)
+		ct := commandType{typ: t, fields: make([]commandField, t.NumField())}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			ct.fields[i] = commandField{name: name,
+				optional: f.Type.Kind() == reflect.Pointer || f.Tag.Get("serde") == "default"}
+		}
+		m[proto.Action()] = ct
+	}
+	return m
+})
+
+// decodeStruct fills the fields of v, described by fields, from ms.
+func decodeStruct(ms []member, fields []commandField, v reflect.Value) error {
+	for i, f := range fields {
 		var found *member
 		for j := range ms {
-			if ms[j].key == name {
+			if ms[j].key == f.name {
 				if found != nil {
-					return fmt.Errorf("duplicate field `%s`", name)
+					return fmt.Errorf("duplicate field `%s`", f.name)
 				}
 				found = &ms[j]
 			}
 		}
 		if found == nil {
-			if f.Type.Kind() == reflect.Pointer || f.Tag.Get("serde") == "default" {
+			if f.optional {
 				continue
 			}
-			return fmt.Errorf("missing field `%s`", name)
+			return fmt.Errorf("missing field `%s`", f.name)
 		}
 		if err := decodeValue(found.raw, v.Field(i)); err != nil {
-			return fmt.Errorf("field `%s`: %w", name, err)
+			return fmt.Errorf("field `%s`: %w", f.name, err)
 		}
 	}
 	return nil

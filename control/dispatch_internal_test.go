@@ -334,3 +334,15 @@ func FuzzDispatch(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseRequest is the decoding of the commonest request line, a
+// run's progress, as the server reads it off the socket.
+func BenchmarkParseRequest(b *testing.B) {
+	line := []byte(`{"jsonrpc":"2.0","id":12345,"method":"daemon.control","params":{"action":"project_run_progress","project":"01JDB3M5Q8W2X7Y9Z0A1B2C3D4","run":"01JDB3M5Q8W2X7Y9Z0A1B2C3D5","progress":"step 678"}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, e := parseRequest(line); e != nil {
+			b.Fatal(e)
+		}
+	}
+}

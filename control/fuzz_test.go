@@ -62,11 +62,13 @@ func addWireSeeds(f *testing.F, wrap func([]byte) []byte) {
 
 // FuzzDecodeCommand: DecodeCommand never panics, and what it accepts
 // encodes to bytes it accepts again, as the same value, and those bytes
-// are a fixed point of decode and encode.
+// are a fixed point of decode and encode. The decoder's own JSON check
+// agrees with encoding/json's Valid on every input.
 func FuzzDecodeCommand(f *testing.F) {
 	addWireSeeds(f, func(b []byte) []byte { return b })
 	addSeeds(f, func(p string) string { return p }, false)
 	f.Fuzz(func(t *testing.T, in []byte) {
+		require.Equal(t, json.Valid(in), control.ValidJSON(in), "validJSON against json.Valid on %q", in)
 		cmd, err := control.DecodeCommand(in)
 		if err != nil {
 			require.Nil(t, cmd, "a refusal returns no command")

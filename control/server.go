@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -47,10 +48,13 @@ type Server struct {
 	// Metrics records requests and connections (nil: nothing).
 	Metrics Metrics
 
-	mu       sync.Mutex
-	ln       net.Listener
-	conns    map[net.Conn]bool // value: busy answering a request
-	closing  bool
+	mu      sync.Mutex
+	ln      net.Listener
+	conns   map[net.Conn]*connState
+	closing bool
+	// stop is closing || paused, kept under mu, read without it by the
+	// connections between requests (see serveConn).
+	stop     atomic.Bool
 	wg       sync.WaitGroup
 	allowUID map[uint32]bool
 
@@ -226,7 +230,7 @@ func (s *Server) Serve(ln net.Listener) error {
 		return net.ErrClosed
 	}
 	s.ln = ln
-	s.conns = map[net.Conn]bool{}
+	s.conns = map[net.Conn]*connState{}
 	s.allowUID = map[uint32]bool{0: true, uint32(os.Getuid()): true}
 	s.accepting = true
 	if s.paused {
@@ -273,10 +277,11 @@ func (s *Server) Serve(ln net.Listener) error {
 			c.Close()
 			continue
 		}
-		s.conns[c] = false
+		st := &connState{}
+		s.conns[c] = st
 		s.wg.Add(1)
 		s.mu.Unlock()
-		go s.serveConn(c)
+		go s.serveConn(c, st)
 	}
 }
 
@@ -287,16 +292,13 @@ func (s *Server) Serve(ln net.Listener) error {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
+	s.stop.Store(true)
 	s.endWaitsLocked()
 	s.wake() // a paused Serve returns
 	if s.ln != nil {
 		s.ln.Close()
 	}
-	for c, busy := range s.conns {
-		if !busy {
-			c.SetReadDeadline(time.Now()) // wake the reader; it exits
-		}
-	}
+	s.wakeIdleLocked()
 	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
@@ -330,16 +332,13 @@ func (s *Server) Pause(ctx context.Context) error {
 		return errors.New("control: server already paused")
 	}
 	s.paused = true
+	s.stop.Store(true)
 	s.endWaitsLocked()
 	s.resume = make(chan struct{})
 	if s.ln != nil {
 		setAcceptDeadline(s.ln, time.Now()) // wake Accept; Serve parks
 	}
-	for c, busy := range s.conns {
-		if !busy {
-			c.SetReadDeadline(time.Now()) // wake the reader; it exits
-		}
-	}
+	s.wakeIdleLocked()
 	s.mu.Unlock()
 	for {
 		s.mu.Lock()
@@ -366,6 +365,7 @@ func (s *Server) Resume() {
 		return
 	}
 	s.paused = false
+	s.stop.Store(s.closing)
 	s.waits, s.stopWaits = nil, nil // the next wait gets a live one
 	if s.ln != nil {
 		setAcceptDeadline(s.ln, time.Time{})
@@ -430,8 +430,8 @@ func (s *Server) InFlight() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
-	for _, busy := range s.conns {
-		if busy {
+	for _, st := range s.conns {
+		if st.busy.Load() {
 			n++
 		}
 	}
@@ -493,16 +493,35 @@ func (s *Server) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// setBusy marks c as answering (or not) and reports whether the server is
-// closing, or paused.
-func (s *Server) setBusy(c net.Conn, busy bool) (closing, paused bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.conns[c] = busy
-	return s.closing, s.paused
+// connState is what Shutdown and Pause need to know of a connection:
+// whether it is answering a request. It is set without s.mu, so that the
+// connections do not take turns at one lock per request. Shutdown and
+// Pause set s.stop, then wake every connection they find not busy; a
+// connection clears busy, then reads s.stop. The atomics are sequentially
+// consistent, so at least one of the two sees the other: a connection
+// that ends a request as the server stops either sees the stop or is
+// woken.
+type connState struct{ busy atomic.Bool }
+
+// wakeIdleLocked sets a past read deadline on every connection that is
+// not answering a request: its reader wakes and the connection ends.
+// s.mu is held.
+func (s *Server) wakeIdleLocked() {
+	for c, st := range s.conns {
+		if !st.busy.Load() {
+			c.SetReadDeadline(time.Now())
+		}
+	}
 }
 
-func (s *Server) serveConn(c net.Conn) {
+// isClosing reports whether Shutdown has begun.
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+func (s *Server) serveConn(c net.Conn, st *connState) {
 	defer s.wg.Done()
 	s.metrics().ConnOpened()
 	defer s.metrics().ConnClosed()
@@ -526,19 +545,31 @@ func (s *Server) serveConn(c net.Conn) {
 	if timeout <= 0 {
 		timeout = LineTimeout
 	}
+	// armed: c has a read deadline (or may have: a stopping server sets
+	// one), which the next wait for a line must clear. In the common case
+	// a request line arrives whole, with its first byte, and no deadline
+	// is ever set.
+	armed := true
 	for {
 		// Between requests there is no deadline: wait for the first
 		// byte of the next line as long as the client likes (a line
 		// already buffered needs no read).
-		s.armRead(c, time.Time{})
+		if armed {
+			s.armRead(c, time.Time{})
+			armed = false
+		}
 		if _, err := r.Peek(1); err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrDeadlineExceeded) {
 				log.Debug("read", "err", err)
 			}
 			return
 		}
-		// The line has begun: the rest must come within timeout.
-		s.armRead(c, time.Now().Add(timeout))
+		// The line has begun: the rest must come within timeout, unless
+		// it is here already.
+		if !lineBuffered(r) {
+			s.armRead(c, time.Now().Add(timeout))
+			armed = true
+		}
 		line, err := readLine(r)
 		if errors.Is(err, errTooLong) {
 			writeReply(w, errorReply(nil, newError(CodeInvalidRequest, ReasonTooLarge, "request line longer than %d bytes", MaxLine)))
@@ -558,19 +589,24 @@ func (s *Server) serveConn(c net.Conn) {
 		}
 		// A line read before Shutdown is answered even if the server is
 		// closing by now; the connection ends after the reply.
-		s.setBusy(c, true)
+		st.busy.Store(true)
 		reply := s.handleLine(ctx, line)
 		if reply != nil {
 			if err := writeReply(w, reply); err != nil {
 				return
 			}
 		}
-		if closing, _ := s.setBusy(c, false); closing {
-			return
+		st.busy.Store(false)
+		if s.stop.Load() {
+			if s.isClosing() {
+				return
+			}
+			// Paused: the lines already read (a client that pipelines)
+			// are answered; armRead sets a past deadline, so nothing
+			// more is read from the socket and the next read ends the
+			// connection.
+			armed = true
 		}
-		// Paused: the lines already read (a client that pipelines) are
-		// answered; armRead sets a past deadline, so nothing more is read
-		// from the socket and the next read ends the connection.
 	}
 }
 
@@ -594,6 +630,12 @@ func (s *Server) stopping() bool {
 }
 
 var errTooLong = errors.New("line too long")
+
+// lineBuffered reports whether r holds a whole line already.
+func lineBuffered(r *bufio.Reader) bool {
+	b, _ := r.Peek(r.Buffered())
+	return bytes.IndexByte(b, '\n') >= 0
+}
 
 // readLine returns the next line without its newline, refusing lines
 // longer than MaxLine.
@@ -636,7 +678,8 @@ func errorReply(id json.RawMessage, e *Error) *reply {
 }
 
 func writeReply(w *bufio.Writer, r *reply) error {
-	var b []byte
+	// Encoded into w's free buffer: the common reply needs no allocation.
+	b := w.AvailableBuffer()
 	var err error
 	if r.Result != nil {
 		b = append(b, `{"jsonrpc":"2.0","id":`...)
@@ -697,22 +740,24 @@ func parseRequest(line []byte) (req *parsedRequest, id json.RawMessage, e *Error
 		return nil, nil, newError(CodeParseError, ReasonParseError, "request is not valid UTF-8")
 	}
 	raw, trailing := json.RawMessage(line), false
-	if !json.Valid(line) {
+	if !validJSON(line) {
 		// Not one JSON value: either not JSON, or a value with something
 		// after it, which is answered with the value's id if it has one.
-		dec := json.NewDecoder(bytes.NewReader(line))
-		if err := dec.Decode(&raw); err != nil {
+		var first json.RawMessage
+		if err := json.NewDecoder(bytes.NewReader(line)).Decode(&first); err != nil {
 			return nil, nil, newError(CodeParseError, ReasonParseError, "request is not JSON: %v", err)
 		}
-		trailing = true
+		raw, trailing = first, true
 	}
-	ms, err := splitMembers(raw) // valid JSON from here on
+	var buf [8]member
+	ms, err := splitMembers(buf[:0], raw) // valid JSON from here on
 	if err != nil {
 		return nil, nil, newError(CodeInvalidRequest, ReasonInvalidRequest, "request is not a JSON-RPC request object")
 	}
-	var version, method, params, rawID *member
+	// Each is nil when absent: a member's value is never empty.
+	var version, method, params, rawID json.RawMessage
 	for i := range ms {
-		var slot **member
+		var slot *json.RawMessage
 		switch ms[i].key {
 		case "jsonrpc":
 			slot = &version
@@ -728,22 +773,21 @@ func parseRequest(line []byte) (req *parsedRequest, id json.RawMessage, e *Error
 		if *slot != nil {
 			return nil, nil, newError(CodeInvalidRequest, ReasonInvalidRequest, "duplicate member %q", ms[i].key)
 		}
-		*slot = &ms[i]
+		*slot = ms[i].raw
 	}
 	if rawID != nil {
-		switch c := bytes.TrimSpace(rawID.raw)[0]; {
+		switch c := bytes.TrimSpace(rawID)[0]; {
 		case c == '"' || c == '-' || (c >= '0' && c <= '9') || c == 'n':
-			id = rawID.raw
+			id = rawID
 		default:
 			return nil, nil, newError(CodeInvalidRequest, ReasonInvalidRequest, "id must be a string, a number or null")
 		}
 	}
-	var v string
-	if version == nil || decodeString(version.raw, &v) != nil || v != "2.0" {
+	if !isString(version, "2.0") {
 		return nil, id, newError(CodeInvalidRequest, ReasonInvalidRequest, `jsonrpc must be "2.0"`)
 	}
-	var name string
-	if method == nil || decodeString(method.raw, &name) != nil {
+	name := Method
+	if !isString(method, Method) && (method == nil || decodeString(method, &name) != nil) {
 		return nil, id, newError(CodeInvalidRequest, ReasonInvalidRequest, "method must be a string")
 	}
 	req = &parsedRequest{}
@@ -756,12 +800,22 @@ func parseRequest(line []byte) (req *parsedRequest, id json.RawMessage, e *Error
 	if params == nil {
 		return req, id, newError(CodeInvalidParams, ReasonInvalidParams, "missing params: a DaemonCommand object")
 	}
-	cmd, err := decodeValid(params.raw)
+	cmd, err := decodeValid(params)
 	if err != nil {
 		return req, id, newError(CodeInvalidParams, ReasonInvalidParams, "invalid params: %v", err)
 	}
 	req.cmd = cmd
 	return req, id, nil
+}
+
+// isString reports whether raw (nil, or one valid JSON value) is the
+// string s, written plainly or with escapes.
+func isString(raw json.RawMessage, s string) bool {
+	if len(raw) == len(s)+2 && raw[0] == '"' && string(raw[1:len(raw)-1]) == s {
+		return true // the common case, without decoding
+	}
+	var v string
+	return raw != nil && decodeString(raw, &v) == nil && v == s
 }
 
 // Peer is the process at the other end of a connection, as SO_PEERCRED

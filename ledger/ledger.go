@@ -93,7 +93,7 @@ type Ledger struct {
 	qmu     sync.Mutex
 	queue   []*request
 	leading bool
-	closed  bool
+	closed  atomic.Bool   // set under qmu; read without it by the readers
 	drained chan struct{} // made by Close; closed when the last batch is done
 
 	// Owned by the leader. synced is the sequence up to which this ledger
@@ -193,7 +193,7 @@ func (l *Ledger) Driver() driver.Driver { return l.drv }
 func (l *Ledger) Close() error {
 	l.closeOnce.Do(func() {
 		l.qmu.Lock()
-		l.closed = true
+		l.closed.Store(true)
 		busy := l.leading
 		if busy {
 			l.drained = make(chan struct{})
@@ -207,11 +207,7 @@ func (l *Ledger) Close() error {
 	return l.closeErr
 }
 
-func (l *Ledger) isClosed() bool {
-	l.qmu.Lock()
-	defer l.qmu.Unlock()
-	return l.closed
-}
+func (l *Ledger) isClosed() bool { return l.closed.Load() }
 
 // Execute decides cmd against the project's latest committed state inside
 // a write transaction, appends its events, and returns once they are
@@ -228,7 +224,7 @@ func (l *Ledger) enqueue(ctx context.Context, req *request) (Result, error) {
 		return Result{}, err
 	}
 	l.qmu.Lock()
-	if l.closed {
+	if l.closed.Load() {
 		l.qmu.Unlock()
 		return Result{}, ErrClosed
 	}

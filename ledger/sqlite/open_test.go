@@ -330,6 +330,13 @@ func TestOpenWhileAnotherWriterAppends(t *testing.T) {
 		stop.Store(true)
 		<-done
 	}()
+	// The rounds must race a writer that has begun (on a busy machine
+	// five rounds can end before its first commit).
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(acked) > 0
+	}, 10*time.Second, time.Millisecond)
 	for round := range 5 {
 		b := open(t, path, ledger.Options{})
 		mu.Lock()

@@ -1,0 +1,4 @@
+package control
+
+// ValidJSON is validJSON, for the fuzz targets of control_test.
+var ValidJSON = validJSON
