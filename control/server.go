@@ -638,11 +638,17 @@ func lineBuffered(r *bufio.Reader) bool {
 }
 
 // readLine returns the next line without its newline, refusing lines
-// longer than MaxLine.
+// longer than MaxLine. A line that was whole in r's buffer is returned in
+// place, not copied: it is valid until the next read from r, and the
+// server answers it before it reads again (what a request decodes to is
+// copied out of it; only the reply's id refers to it).
 func readLine(r *bufio.Reader) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
+		if err == nil && line == nil {
+			return chunk[:len(chunk)-1], nil
+		}
 		if len(line)+len(chunk) > MaxLine+1 {
 			return nil, errTooLong
 		}
