@@ -200,8 +200,7 @@ type load struct {
 	// perUnit is how many requests a unit sends.
 	perUnit int
 	// statusSock, if set, is where a reader process (reader.go) sends
-	// project_status of statusProject every millisecond while the clients
-	// work.
+	// project_status of statusProject back to back while the clients work.
 	statusSock, statusProject string
 	// pids are the daemons whose CPU time the window is charged.
 	pids []int

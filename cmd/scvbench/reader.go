@@ -17,21 +17,14 @@ import (
 // the owner's `scv project status` or web page does: in the harness's
 // process its goroutine would also wait behind the 256 client goroutines
 // for the harness's share of the CPUs, and that wait is not the daemon's.
-// It asks once every readerEvery, as a page that polls would at most, not
-// back to back: asking as fast as it is answered it is a second load of
-// its own (18,000 requests a second beside the writers' 60,000 in a run
-// that did), whose CPU the window charges to the writers.
 // The harness starts its own binary again with readerEnv set; main (and
 // TestMain, for the test binary) hands over to readerMain.
 const readerEnv = "SCVBENCH_STATUS_READER"
 
-// readerEvery is the reader's period: 5,000 requests in a 5 s window.
-const readerEvery = time.Millisecond
-
 // startReader starts the reader process: it dials sock and sends
-// project_status of project every readerEvery until end (the next at once
-// if one took longer), timing the requests that start at or after from
-// and finish by end. wait returns their latencies.
+// project_status of project back to back until end, timing the requests
+// that start at or after from and finish by end. wait returns their
+// latencies.
 func startReader(ctx context.Context, sock, project string, from, end time.Time) (wait func() ([]time.Duration, error), err error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -94,13 +87,11 @@ func readerMain(arg string) int {
 	from, end := time.Unix(0, a.From), time.Unix(0, a.End)
 	conn := &conn{c: c}
 	ns := []int64{}
-	for next := time.Now(); ; {
-		time.Sleep(time.Until(next))
+	for {
 		t := time.Now()
 		if !t.Before(end) {
 			break
 		}
-		next = t.Add(readerEvery)
 		if _, err := conn.call(ctx, []byte(a.Params)); err != nil {
 			fmt.Fprintln(os.Stderr, "project_status:", err)
 			return 1
