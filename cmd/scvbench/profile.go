@@ -86,31 +86,49 @@ func buildProfilingDaemon(ctx context.Context, dir, bin string) error {
 	return os.Setenv(pprofEnv, "1")
 }
 
-// profileWindow takes a CPU profile of the daemon at sock for d, into
-// profileDir/name.pprof; nothing when not profiling.
+// profileWindow takes a CPU profile and an allocation profile of the
+// daemon at sock for d, into profileDir/name.pprof and
+// profileDir/name.allocs.pprof; nothing when not profiling.
 func profileWindow(ctx context.Context, sock, name string, d time.Duration) error {
 	if profileDir == "" || name == "" {
 		return nil
 	}
 	secs := max(1, int(d.Seconds()))
-	c := http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var dl net.Dialer
 		return dl.DialContext(ctx, "unix", sock+".pprof")
 	}}}
-	req, err := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("http://daemon/debug/pprof/profile?seconds=%d", secs), nil)
+	allocs := make(chan error, 1)
+	go func() {
+		allocs <- fetchProfile(ctx, c, fmt.Sprintf("allocs?seconds=%d", secs), safeName(name)+".allocs.pprof")
+	}()
+	err := fetchProfile(ctx, c, fmt.Sprintf("profile?seconds=%d", secs), safeName(name)+".pprof")
+	if aerr := <-allocs; err == nil {
+		err = aerr
+	}
+	if err != nil {
+		return fmt.Errorf("profile %s: %w", name, err)
+	}
+	return nil
+}
+
+// fetchProfile writes the daemon's /debug/pprof/query into
+// profileDir/file.
+func fetchProfile(ctx context.Context, c *http.Client, query, file string) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://daemon/debug/pprof/"+query, nil)
 	if err != nil {
 		return err
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return fmt.Errorf("profile %s: %w", name, err)
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("profile %s: %s: %s", name, resp.Status, b)
+		return fmt.Errorf("%s: %s: %s", query, resp.Status, b)
 	}
-	f, err := os.Create(filepath.Join(profileDir, safeName(name)+".pprof"))
+	f, err := os.Create(filepath.Join(profileDir, file))
 	if err != nil {
 		return err
 	}
