@@ -25,19 +25,27 @@ const chainDomain = "scv-ledger-event-v1"
 // Changing any of them, or the order of a project's events, changes every
 // hash from there on.
 func ChainHash(prev []byte, sequence uint64, projectID, kind string, timestamp, timestampMs int64, data string) []byte {
-	h := sha256.New()
-	var buf [binary.MaxVarintLen64]byte
-	field := func(b []byte) {
-		h.Write(buf[:binary.PutUvarint(buf[:], uint64(len(b)))])
-		h.Write(b)
+	// The whole encoding is built in one buffer (on the stack for an
+	// event of ordinary size) and hashed at once.
+	var stack [512]byte
+	b := stack[:0]
+	field := func(s []byte) {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
 	}
-	field([]byte(chainDomain))
-	field(strconv.AppendUint(nil, sequence, 10))
-	field([]byte(projectID))
-	field([]byte(kind))
-	field(strconv.AppendInt(nil, timestamp, 10))
-	field(strconv.AppendInt(nil, timestampMs, 10))
-	field([]byte(data))
+	fieldString := func(s string) {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	var digits [20]byte
+	fieldString(chainDomain)
+	field(strconv.AppendUint(digits[:0], sequence, 10))
+	fieldString(projectID)
+	fieldString(kind)
+	field(strconv.AppendInt(digits[:0], timestamp, 10))
+	field(strconv.AppendInt(digits[:0], timestampMs, 10))
+	fieldString(data)
 	field(prev)
-	return h.Sum(nil)
+	sum := sha256.Sum256(b)
+	return sum[:]
 }

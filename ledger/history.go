@@ -37,10 +37,11 @@ func rebuild(ctx context.Context, r driver.Reader, p *reducer.Project, id string
 	if p != nil {
 		after = p.LastSequence
 	}
+	f := reducer.NewFold()
 	if err := r.History(ctx, id, after, upTo, func(row driver.Event) error {
 		e, err := eventOf(row)
 		if err == nil {
-			p, err = fold(p, e)
+			p, err = fold(f, p, e)
 		}
 		if err != nil {
 			return fmt.Errorf("%w: project %s, sequence %d: %v", ErrStorage, id, row.Sequence, err)
@@ -78,13 +79,13 @@ func eventOf(r driver.Event) (reducer.Event, error) {
 	return reducer.Event{Sequence: r.Sequence, ProjectID: r.ProjectID, Time: r.TimestampMs, Body: b, Hash: r.Hash}, nil
 }
 
-// fold evolves e into p, turning the reducer's panic on an event that
-// contradicts the state into an error.
-func fold(p *reducer.Project, e reducer.Event) (q *reducer.Project, err error) {
+// fold evolves e into p within f, turning the reducer's panic on an event
+// that contradicts the state into an error.
+func fold(f *reducer.Fold, p *reducer.Project, e reducer.Event) (q *reducer.Project, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = errors.New(fmt.Sprint("the event contradicts the history before it: ", v))
 		}
 	}()
-	return reducer.Evolve(p, e), nil
+	return f.Evolve(p, e), nil
 }

@@ -100,6 +100,9 @@ type Ledger struct {
 	// has seen every append: while the database's last sequence equals
 	// it, no one else has written, and cached projects are current.
 	synced uint64
+	// events is the last batch's slice of events, emptied, for the next
+	// batch to fill without growing it again.
+	events []driver.Event
 	// lastTime is the newest event's time this ledger has seen, written
 	// by the leader and read by MarkStale too.
 	lastTime atomic.Int64
@@ -288,7 +291,8 @@ func (l *Ledger) lead() {
 // project it touched, which becomes the committed state once it commits.
 type batch struct {
 	tx      driver.Tx
-	foreign bool // someone else appended since this ledger last did
+	fold    *reducer.Fold // evolves work: what it copies of a project, it copies once per batch
+	foreign bool          // someone else appended since this ledger last did
 	seq     uint64
 	work    map[string]*reducer.Project
 	names   map[string]string // name -> ID, for the projects in work
@@ -338,6 +342,10 @@ func (l *Ledger) commit(tx driver.Tx, began error, reqs []*request, start time.T
 	for i, req := range reqs {
 		req.reply <- out[i]
 	}
+	if b != nil {
+		clear(b.events) // let go of the events' strings
+		l.events = b.events[:0]
+	}
 }
 
 // appendBatch runs reqs in the write transaction tx, ending it, and fills
@@ -352,7 +360,7 @@ func (l *Ledger) appendBatch(tx driver.Tx, reqs []*request, out []response) (*ba
 	if err != nil {
 		return nil, err
 	}
-	b := &batch{tx: tx, foreign: last != l.synced, seq: last, work: map[string]*reducer.Project{},
+	b := &batch{tx: tx, fold: reducer.NewFold(), foreign: last != l.synced, seq: last, events: l.events[:0], work: map[string]*reducer.Project{},
 		names: map[string]string{}, added: map[string]int{}}
 	if op := reqs[0].op; op != nil {
 		// The op's own error is its caller's answer, and nothing of it
@@ -519,7 +527,7 @@ func (l *Ledger) decide(ctx context.Context, b *batch, req *request, now int64) 
 		if err != nil {
 			return nil, err
 		}
-		p = reducer.Evolve(p, evs[j])
+		p = b.fold.Evolve(p, evs[j])
 		b.events = append(b.events, e)
 	}
 	b.keep(p)
@@ -608,11 +616,11 @@ func chained(e *reducer.Event, seq uint64, p *reducer.Project) (driver.Event, er
 	if p != nil {
 		prev = p.ChainHead
 	}
-	kind := e.Body.Kind()
-	hash := ChainHash(prev, seq, e.ProjectID, kind, e.Time/1000, e.Time, string(data))
+	kind, body := e.Body.Kind(), string(data)
+	hash := ChainHash(prev, seq, e.ProjectID, kind, e.Time/1000, e.Time, body)
 	e.Sequence, e.Hash = seq, hash
 	return driver.Event{Sequence: seq, ProjectID: e.ProjectID, Kind: kind, Timestamp: e.Time / 1000,
-		TimestampMs: e.Time, Data: string(data), Hash: hash}, nil
+		TimestampMs: e.Time, Data: body, Hash: hash}, nil
 }
 
 // summaryRow is the projects row of p (but for its live events, which

@@ -205,7 +205,8 @@ type walker struct {
 	rep    *VerifyReport
 	snaps  map[string][]driver.Snapshot // not yet checked, in sequence order
 	seq    uint64                       // the last sequence seen
-	state  map[string]*reducer.Project
+	state  map[string]*reducer.Project  // the newest of each, evolved within fold
+	fold   *reducer.Fold
 	chains map[string]*ChainReport
 	order  []string
 	last   map[string]uint64
@@ -213,7 +214,7 @@ type walker struct {
 }
 
 func newWalker(rep *VerifyReport) *walker {
-	return &walker{rep: rep, snaps: map[string][]driver.Snapshot{}, state: map[string]*reducer.Project{},
+	return &walker{rep: rep, snaps: map[string][]driver.Snapshot{}, state: map[string]*reducer.Project{}, fold: reducer.NewFold(),
 		chains: map[string]*ChainReport{}, last: map[string]uint64{}, bad: map[string]bool{}}
 }
 
@@ -293,7 +294,7 @@ func (w *walker) check(r driver.Event) {
 	e, err := eventOf(r)
 	var p *reducer.Project
 	if err == nil {
-		p, err = fold(w.state[r.ProjectID], e)
+		p, err = fold(w.fold, w.state[r.ProjectID], e)
 	}
 	if err != nil {
 		w.problem(r.ProjectID, r.Sequence, err.Error())

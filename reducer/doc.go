@@ -28,10 +28,15 @@
 //
 // A *Project is immutable. Evolve returns a new one, sharing everything
 // the event did not touch: tasks and runs sit in persistent collections
-// (github.com/benbjohnson/immutable), so an event costs O(log n) in the
+// (the package's own vectors, and hash maps from
+// github.com/benbjohnson/immutable), so an event costs O(log n) in the
 // project's tasks and runs and never copies them all. Any goroutine may
 // read a project while the writer evolves newer versions of it, and a
 // writer whose transaction fails simply drops the versions it made. The
 // counts a reply needs (tasks by status, running runs) are kept as events
 // arrive; Status and Phase are O(1).
+//
+// A Fold evolves a run of events (one write transaction, one replay),
+// copying each path once for the run instead of once per event; only the
+// newest version it returned of a project is to be kept.
 package reducer

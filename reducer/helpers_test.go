@@ -33,6 +33,7 @@ var baseProject = reducer.CreateProject{ProjectID: projID, Name: projName, Works
 type world struct {
 	projects map[string]*reducer.Project
 	names    map[string]string // name -> project ID
+	fold     *reducer.Fold     // when set, evolve folds with it instead of Evolve
 }
 
 func newWorld() *world {
@@ -59,8 +60,8 @@ func (w *world) all() []*reducer.Project {
 	return ps
 }
 
-// clone is a world that starts as w and goes on alone; the projects are
-// shared, being immutable.
+// clone is a world that starts as w and goes on alone, without w's Fold;
+// the projects are shared, being immutable.
 func (w *world) clone() *world {
 	return &world{projects: maps.Clone(w.projects), names: maps.Clone(w.names)}
 }
@@ -85,7 +86,12 @@ func (w *world) decide(c reducer.Command) ([]reducer.Event, error) {
 // evolve folds e into its project.
 func (w *world) evolve(e reducer.Event) *reducer.Project {
 	old := w.projects[e.ProjectID]
-	p := reducer.Evolve(old, e)
+	var p *reducer.Project
+	if w.fold != nil {
+		p = w.fold.Evolve(old, e)
+	} else {
+		p = reducer.Evolve(old, e)
+	}
 	w.projects[p.ID] = p
 	if old == nil {
 		w.names[p.Name] = p.ID

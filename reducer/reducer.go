@@ -372,19 +372,44 @@ func CleanWorkspace(dir string) (string, error) {
 // project's first event, ProjectCreated). p itself is not changed. An
 // event that contradicts the state is a bug in Decide or a corrupt
 // history, and panics.
-func Evolve(p *Project, e Event) *Project {
+func Evolve(p *Project, e Event) *Project { return evolve(p, e, nil) }
+
+// A Fold evolves projects through a run of events, as one write
+// transaction or one replay does, for less than Evolve event by event:
+// what it copies of a project (the project itself, the paths to the
+// tasks and runs that change) it copies once and then changes in place.
+// So a project a Fold returned is changed by the Fold's later calls, and
+// only the newest version of each is to be kept; once the run is over,
+// the Fold is dropped and what it returned never changes again. A project
+// the Fold did not make, such as one readers hold, is never changed.
+type Fold struct{ edit *edit }
+
+// NewFold starts a run of events.
+func NewFold() *Fold { return &Fold{edit: new(edit)} }
+
+// Evolve is reducer.Evolve within f.
+func (f *Fold) Evolve(p *Project, e Event) *Project { return evolve(p, e, f.edit) }
+
+// evolve is Evolve, changing in place what ed (nil for nothing) owns.
+func evolve(p *Project, e Event, ed *edit) *Project {
 	if c, ok := e.Body.(ProjectCreated); ok {
 		if p != nil {
 			panic(fmt.Sprintf("reducer: project %s created twice", e.ProjectID))
 		}
 		q := newProject(e.ProjectID, c.Name, c.Workspace)
 		q.Created, q.Updated, q.LastSequence, q.ChainHead = e.Time, e.Time, e.Sequence, e.Hash
+		q.edit = ed
 		return q
 	}
 	if p == nil || p.ID != e.ProjectID {
 		panic(fmt.Sprintf("reducer: event %d of project %s evolved into another project", e.Sequence, e.ProjectID))
 	}
-	q := *p
+	q := p
+	if ed == nil || p.edit != ed {
+		c := *p
+		c.edit = ed
+		q = &c
+	}
 	q.Updated = e.Time
 	q.LastSequence = e.Sequence
 	q.ChainHead = e.Hash
@@ -490,7 +515,7 @@ func Evolve(p *Project, e Event) *Project {
 	default:
 		panic(fmt.Sprintf("reducer: unknown event %T", e.Body))
 	}
-	return &q
+	return q
 }
 
 // beat records a heartbeat at now of run and task (either may be "") and

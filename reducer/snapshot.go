@@ -112,14 +112,14 @@ func Restore(data []byte) (*Project, error) {
 	p := newProject(snap.ID, snap.Name, snap.Workspace)
 	p.Created, p.Updated, p.LastHeartbeat, p.LastSequence, p.ChainHead = snap.Created, snap.Updated, snap.LastHeartbeat, snap.LastSequence, snap.ChainHead
 	p.Released, p.Archived = snap.Released, snap.Archived
-	tasks, taskIdx := immutable.NewListBuilder[*Task](), immutable.NewMapBuilder[string, int](nil)
+	tasks, taskIdx := make([]*Task, 0, len(snap.Tasks)), immutable.NewMapBuilder[string, int](nil)
 	deps, titles := map[string][]int{}, map[string][]int{}
 	var depOrder, titleOrder []string
 	for i, t := range snap.Tasks {
 		if t.DependsOn == nil {
 			t.DependsOn = []string{}
 		}
-		tasks.Append(&Task{ID: t.ID, Title: t.Title, Status: t.Status, DependsOn: t.DependsOn, Retries: t.Retries,
+		tasks = append(tasks, &Task{ID: t.ID, Title: t.Title, Status: t.Status, DependsOn: t.DependsOn, Retries: t.Retries,
 			MaxRetries: t.MaxRetries, RunID: t.RunID, Progress: t.Progress, LastHeartbeat: t.LastHeartbeat, Attempts: t.Attempts,
 			Since: t.Since, Approval: t.Approval})
 		taskIdx.Set(t.ID, i)
@@ -139,9 +139,9 @@ func Restore(data []byte) (*Project, error) {
 	for _, d := range depOrder {
 		dependants.Set(d, immutable.NewList(deps[d]...))
 	}
-	runs, runIdx, running := immutable.NewListBuilder[*Run](), immutable.NewMapBuilder[string, int](nil), immutable.NewMapBuilder[string, int](nil)
+	runs, runIdx, running := make([]*Run, 0, len(snap.Runs)), immutable.NewMapBuilder[string, int](nil), immutable.NewMapBuilder[string, int](nil)
 	for i, r := range snap.Runs {
-		runs.Append(&Run{ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Status: r.Status, Attempt: r.Attempt,
+		runs = append(runs, &Run{ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Status: r.Status, Attempt: r.Attempt,
 			Started: r.Started, Updated: r.Updated, Progress: r.Progress, LastHeartbeat: r.LastHeartbeat})
 		runIdx.Set(r.ID, i)
 		if r.Status == RunRunning {
@@ -152,17 +152,17 @@ func Restore(data []byte) (*Project, error) {
 	for _, title := range titleOrder {
 		titleIdx.Set(title, immutable.NewList(titles[title]...))
 	}
-	approvals, approvalIx := immutable.NewListBuilder[*Approval](), immutable.NewMapBuilder[string, int](nil)
+	approvals, approvalIx := make([]*Approval, 0, len(snap.Approvals)), immutable.NewMapBuilder[string, int](nil)
 	for i, a := range snap.Approvals {
-		approvals.Append(&Approval{ID: a.ID, TaskID: a.TaskID, Question: a.Question, AskedBy: a.AskedBy, Asked: a.Asked,
+		approvals = append(approvals, &Approval{ID: a.ID, TaskID: a.TaskID, Question: a.Question, AskedBy: a.AskedBy, Asked: a.Asked,
 			Deadline: a.Deadline, AskedSeq: a.AskedSeq, Outcome: a.Outcome, Decided: a.Decided, DecidedBy: a.DecidedBy, DecidedSeq: a.DecidedSeq})
 		approvalIx.Set(a.ID, i)
 		if a.Outcome == ApprovalPending {
 			p.pending++
 		}
 	}
-	p.tasks, p.taskIdx, p.dependants, p.titles = tasks.List(), taskIdx.Map(), dependants.Map(), titleIdx.Map()
-	p.runs, p.runIdx, p.running = runs.List(), runIdx.Map(), running.Map()
-	p.approvals, p.approvalIx = approvals.List(), approvalIx.Map()
+	p.tasks, p.taskIdx, p.dependants, p.titles = vectorOf(tasks), taskIdx.Map(), dependants.Map(), titleIdx.Map()
+	p.runs, p.runIdx, p.running = vectorOf(runs), runIdx.Map(), running.Map()
+	p.approvals, p.approvalIx = vectorOf(approvals), approvalIx.Map()
 	return p, nil
 }

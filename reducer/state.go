@@ -15,7 +15,8 @@ import (
 // Its tasks and runs live in persistent collections (a vector for their
 // order, a hash map for lookup by ID), which Evolve updates by copying
 // only the path to what changed: one event costs O(log n) in the
-// project's tasks and runs, never a copy of them all. The counts a reply
+// project's tasks and runs, never a copy of them all. A Fold copies each
+// such path once for all its events. The counts a reply
 // carries (tasks by status, running runs) are kept as events arrive, not
 // recounted.
 type Project struct {
@@ -34,15 +35,16 @@ type Project struct {
 	Released bool
 	Archived bool
 
-	tasks      *immutable.List[*Task]
+	edit       *edit // the Fold that made this version and may change it in place; nil for Evolve
+	tasks      vector[*Task]
 	taskIdx    *immutable.Map[string, int]
 	dependants *immutable.Map[string, *immutable.List[int]] // task ID -> indices of the tasks that depend on it
-	runs       *immutable.List[*Run]
+	runs       vector[*Run]
 	runIdx     *immutable.Map[string, int]
 	running    *immutable.Map[string, int]                  // run ID -> index, for the runs in RunRunning
 	byStatus   [numTaskStatuses]int                         // tasks in each status, indexed by statusIndex
 	titles     *immutable.Map[string, *immutable.List[int]] // title -> indices of the tasks of that title
-	approvals  *immutable.List[*Approval]                   // in the order asked
+	approvals  vector[*Approval]                            // in the order asked
 	approvalIx *immutable.Map[string, int]                  // question ID -> index
 	pending    int                                          // approvals pending
 }
@@ -104,14 +106,11 @@ type Run struct {
 func newProject(id, name, workspace string) *Project {
 	return &Project{
 		ID: id, Name: name, Workspace: workspace,
-		tasks:      immutable.NewList[*Task](),
 		taskIdx:    immutable.NewMap[string, int](nil),
 		dependants: immutable.NewMap[string, *immutable.List[int]](nil),
-		runs:       immutable.NewList[*Run](),
 		runIdx:     immutable.NewMap[string, int](nil),
 		running:    immutable.NewMap[string, int](nil),
 		titles:     immutable.NewMap[string, *immutable.List[int]](nil),
-		approvals:  immutable.NewList[*Approval](),
 		approvalIx: immutable.NewMap[string, int](nil),
 	}
 }
@@ -133,10 +132,10 @@ func (p *Project) DoneCount() int { return p.CountOf(TaskDone) }
 
 // Tasks returns the project's tasks in the order they were added. It
 // copies them out, O(n): for the replies that list them all.
-func (p *Project) Tasks() []*Task { return listOf(p.tasks) }
+func (p *Project) Tasks() []*Task { return p.tasks.Slice() }
 
 // Runs returns the project's runs in the order they started, O(n).
-func (p *Project) Runs() []*Run { return listOf(p.runs) }
+func (p *Project) Runs() []*Run { return p.runs.Slice() }
 
 func listOf[T any](l *immutable.List[T]) []T {
 	out := make([]T, 0, l.Len())
@@ -166,7 +165,7 @@ func (p *Project) Run(id string) (*Run, bool) {
 }
 
 // Approvals returns the project's approvals in the order they were asked.
-func (p *Project) Approvals() []*Approval { return listOf(p.approvals) }
+func (p *Project) Approvals() []*Approval { return p.approvals.Slice() }
 
 // Approval returns the approval of question id.
 func (p *Project) Approval(id string) (*Approval, bool) {
@@ -295,12 +294,13 @@ func (p *Project) depsDone(deps []string) bool {
 
 // The writers below change p in place: Evolve calls them only on its own
 // copy of a project, whose collections are persistent (each Set or Append
-// returns a new version and leaves the one the old project holds alone).
+// returns a new version and leaves the one the old project holds alone,
+// changing in place only the nodes that p.edit, its Fold, copied).
 
 // addTask appends t.
 func (p *Project) addTask(t *Task) {
 	i := p.tasks.Len()
-	p.tasks = p.tasks.Append(t)
+	p.tasks = p.tasks.Append(t, p.edit)
 	p.taskIdx = p.taskIdx.Set(t.ID, i)
 	p.byStatus[statusIndex(t.Status)]++
 	titled, ok := p.titles.Get(t.Title)
@@ -331,7 +331,7 @@ func (p *Project) updateTaskAt(i int, change func(t *Task)) *Task {
 	old := p.tasks.Get(i)
 	t := *old
 	change(&t)
-	p.tasks = p.tasks.Set(i, &t)
+	p.tasks = p.tasks.Set(i, &t, p.edit)
 	if t.Status != old.Status {
 		p.byStatus[statusIndex(old.Status)]--
 		p.byStatus[statusIndex(t.Status)]++
@@ -342,7 +342,7 @@ func (p *Project) updateTaskAt(i int, change func(t *Task)) *Task {
 // addRun appends r, which is running.
 func (p *Project) addRun(r *Run) {
 	i := p.runs.Len()
-	p.runs = p.runs.Append(r)
+	p.runs = p.runs.Append(r, p.edit)
 	p.runIdx = p.runIdx.Set(r.ID, i)
 	p.running = p.running.Set(r.ID, i)
 }
@@ -357,7 +357,7 @@ func (p *Project) updateRun(id string, change func(r *Run)) *Run {
 	old := p.runs.Get(i)
 	r := *old
 	change(&r)
-	p.runs = p.runs.Set(i, &r)
+	p.runs = p.runs.Set(i, &r, p.edit)
 	if old.Status == RunRunning && r.Status != RunRunning {
 		p.running = p.running.Delete(r.ID)
 	}
@@ -367,7 +367,7 @@ func (p *Project) updateRun(id string, change func(r *Run)) *Run {
 // addApproval appends a, which is pending.
 func (p *Project) addApproval(a *Approval) {
 	p.approvalIx = p.approvalIx.Set(a.ID, p.approvals.Len())
-	p.approvals = p.approvals.Append(a)
+	p.approvals = p.approvals.Append(a, p.edit)
 	p.pending++
 }
 
@@ -383,7 +383,7 @@ func (p *Project) decideApproval(id string, change func(a *Approval)) *Approval 
 	}
 	a := *old
 	change(&a)
-	p.approvals = p.approvals.Set(i, &a)
+	p.approvals = p.approvals.Set(i, &a, p.edit)
 	p.pending--
 	return &a
 }
