@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -34,6 +35,7 @@ const pprofEnv = "SCVBENCH_PPROF"
 const pprofSource = `package main
 
 import (
+	"errors"
 	"net"
 	"net/http"
 	_ "net/http/pprof"
@@ -88,7 +90,8 @@ func buildProfilingDaemon(ctx context.Context, dir, bin string) error {
 
 // profileWindow takes a CPU profile and an allocation profile of the
 // daemon at sock for d, into profileDir/name.pprof and
-// profileDir/name.allocs.pprof; nothing when not profiling.
+// profileDir/name.allocs.pprof, and an execution trace of its first
+// traceSeconds into profileDir/name.trace; nothing when not profiling.
 func profileWindow(ctx context.Context, sock, name string, d time.Duration) error {
 	if profileDir == "" || name == "" {
 		return nil
@@ -98,19 +101,23 @@ func profileWindow(ctx context.Context, sock, name string, d time.Duration) erro
 		var dl net.Dialer
 		return dl.DialContext(ctx, "unix", sock+".pprof")
 	}}}
-	allocs := make(chan error, 1)
+	allocs, trace := make(chan error, 1), make(chan error, 1)
 	go func() {
 		allocs <- fetchProfile(ctx, c, fmt.Sprintf("allocs?seconds=%d", secs), safeName(name)+".allocs.pprof")
 	}()
-	err := fetchProfile(ctx, c, fmt.Sprintf("profile?seconds=%d", secs), safeName(name)+".pprof")
-	if aerr := <-allocs; err == nil {
-		err = aerr
-	}
+	go func() {
+		trace <- fetchProfile(ctx, c, fmt.Sprintf("trace?seconds=%d", min(secs, traceSeconds)), safeName(name)+".trace")
+	}()
+	err := errors.Join(fetchProfile(ctx, c, fmt.Sprintf("profile?seconds=%d", secs), safeName(name)+".pprof"), <-allocs, <-trace)
 	if err != nil {
 		return fmt.Errorf("profile %s: %w", name, err)
 	}
 	return nil
 }
+
+// traceSeconds bounds a window's execution trace: two seconds of 256
+// clients are about 9 MB.
+const traceSeconds = 2
 
 // fetchProfile writes the daemon's /debug/pprof/query into
 // profileDir/file.
