@@ -95,6 +95,12 @@ func TestQuick(t *testing.T) {
 		assert.Greater(t, lat["p50_us"].(float64), 0.0, "e2e[%d] p50", i)
 		assert.Greater(t, lat["p99_us"].(float64), 0.0, "e2e[%d] p99", i)
 	}
+	st := rep["status"].(map[string]any)
+	assert.Greater(t, st["under_load"].(map[string]any)["count"].(float64), 0.0, "project_status under load")
+	w := st["under_load_writers"].(map[string]any)
+	assert.Equal(t, float64(cfg.Levels[len(cfg.Levels)-1]), w["clients"], "the reader's window runs the heaviest level")
+	assert.Equal(t, 0.0, w["errors"], "errors in the reader's window: %v", w["first_error"])
+	assert.Greater(t, w["requests_per_sec"].(float64), 0.0, "the writers beside the reader")
 	kinds := rep["replay"].(map[string]any)["kinds"].(map[string]any)
 	for _, k := range []string{"project_created", "task_added", "run_started", "run_progress", "heartbeat", "run_finished"} {
 		assert.Greater(t, kinds[k], 0.0, "replay history has %s events", k)

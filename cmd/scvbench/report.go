@@ -28,8 +28,10 @@ type Report struct {
 	Status     struct {
 		Idle      Latency `json:"idle"`
 		UnderLoad Latency `json:"under_load"`
-		// Clients is the number of writing clients during UnderLoad.
-		Clients int `json:"under_load_clients"`
+		// Clients is the number of writing clients during UnderLoad, and
+		// Writers what they did in that window.
+		Clients int         `json:"under_load_clients"`
+		Writers LevelResult `json:"under_load_writers"`
 	} `json:"status"`
 	Encoders     EncoderResult `json:"encoders"`
 	Sizes        SizesResult   `json:"sizes"`
@@ -176,6 +178,25 @@ func (r *Report) loaded() LevelResult {
 	return r.E2E[len(r.E2E)-1]
 }
 
+// errors counts the failed requests of every load level, the reader's
+// window included.
+func (r *Report) errors() int {
+	n := r.Status.Writers.Errors
+	for _, l := range r.E2E {
+		n += l.Errors
+	}
+	return n
+}
+
+// sliceOf points at each element of ls.
+func sliceOf[T any](ls []T) []*T {
+	ps := make([]*T, len(ls))
+	for i := range ls {
+		ps[i] = &ls[i]
+	}
+	return ps
+}
+
 // level returns the result for c clients.
 func (r *Report) level(c int) (LevelResult, bool) {
 	for _, l := range r.E2E {
@@ -209,9 +230,9 @@ const maxTotal = 360
 
 // evaluate checks every target against ratios of this run.
 func (r *Report) evaluate() {
-	for i := range r.E2E {
+	for _, l := range append(sliceOf(r.E2E), &r.Status.Writers) {
 		if r.Raw.Group.RowsPerSec > 0 {
-			r.E2E[i].RatioToRaw = r.E2E[i].RequestsPerSec / r.Raw.Group.RowsPerSec
+			l.RatioToRaw = l.RequestsPerSec / r.Raw.Group.RowsPerSec
 		}
 	}
 	hi := r.loaded()
@@ -219,11 +240,7 @@ func (r *Report) evaluate() {
 		check(tgtRatio256, hi.RatioToRaw, ">=", 0.5),
 		check(tgtP99256, hi.Latency.P99us, "<=", 10_000),
 	)
-	errs := 0
-	for _, l := range r.E2E {
-		errs += l.Errors
-	}
-	r.Targets = append(r.Targets, check(tgtErrors, float64(errs), "==", 0))
+	r.Targets = append(r.Targets, check(tgtErrors, float64(r.errors()), "==", 0))
 	if one, ok := r.level(1); ok {
 		limit := 2*r.Fsync.P50us + 100
 		r.Targets = append(r.Targets, check(tgtOneClient, one.Latency.P50us, "<=", limit))
@@ -311,11 +328,7 @@ func (r *Report) printTable(out io.Writer) {
 	tg, res = mark(tgtP99256, " µs")
 	row(fmt.Sprintf("  %d clients p99", hi.Clients), fmt.Sprintf("%.0f µs", hi.Latency.P99us), tg, res)
 	tg, res = mark(tgtErrors, "")
-	errs := 0
-	for _, l := range r.E2E {
-		errs += l.Errors
-	}
-	row("  errors, all levels", fmt.Sprint(errs), tg, res)
+	row("  errors, all levels", fmt.Sprint(r.errors()), tg, res)
 	tg, res = mark(tgtDurable, "")
 	row("  acknowledged writes in the database", fmt.Sprintf("%d acked, %d stored, %d missing",
 		r.Durability.Acked, r.Durability.Stored, r.Durability.Missing), "missing "+tg, res)
@@ -324,6 +337,8 @@ func (r *Report) printTable(out io.Writer) {
 	tg, res = mark(tgtStatusLoad, " µs")
 	row(fmt.Sprintf("project_status, %d clients writing", r.Status.Clients), fmt.Sprintf("p50 %.0f µs, p99 %.0f µs (%d requests)",
 		r.Status.UnderLoad.P50us, r.Status.UnderLoad.P99us, r.Status.UnderLoad.Count), "p99 "+tg, res)
+	sw := r.Status.Writers
+	row("  the writers in that window", level(sw, "req")+fmt.Sprintf(", %.3f× raw", sw.RatioToRaw), "", "")
 	row("daemon peak RSS after the load levels", fmt.Sprintf("%.1f MiB (VmHWM)", float64(r.RSS.VmHWMKiB)/1024), "", "")
 
 	if e := r.Encoders; e.Skipped != "" {
