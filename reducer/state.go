@@ -70,7 +70,8 @@ type Approval struct {
 }
 
 // Task is the derived state of one task. Like a Project, it is never
-// changed once a project holds it.
+// changed once a project holds it, but by the Fold that made it, within
+// its run of events.
 type Task struct {
 	ID            string
 	Title         string
@@ -86,10 +87,12 @@ type Task struct {
 	// Approval is the pending approval that gates the task's next run,
 	// or "".
 	Approval string
+
+	edit *edit // the Fold that made it, nil for Evolve
 }
 
 // Run is the derived state of one run, never changed once a project holds
-// it.
+// it (but by the Fold that made it, within its run of events).
 type Run struct {
 	ID            string
 	TaskID        string
@@ -100,6 +103,8 @@ type Run struct {
 	Updated       int64
 	Progress      *string
 	LastHeartbeat int64 // 0 when none
+
+	edit *edit // the Fold that made it, nil for Evolve
 }
 
 // newProject is a project with no tasks or runs.
@@ -295,11 +300,38 @@ func (p *Project) depsDone(deps []string) bool {
 // The writers below change p in place: Evolve calls them only on its own
 // copy of a project, whose collections are persistent (each Set or Append
 // returns a new version and leaves the one the old project holds alone,
-// changing in place only the nodes that p.edit, its Fold, copied).
+// changing in place only the nodes, tasks and runs that p.edit, its Fold,
+// made).
+
+// ownTask returns the task at i to change: the task itself when p's Fold made
+// it, else a copy made by the Fold (or by none), set in its place.
+func (p *Project) ownTask(i int) *Task {
+	t := p.tasks.Get(i)
+	if p.edit != nil && t.edit == p.edit {
+		return t
+	}
+	c := *t
+	c.edit = p.edit
+	p.tasks = p.tasks.Set(i, &c, p.edit)
+	return &c
+}
+
+// ownRun is ownTask for runs.
+func (p *Project) ownRun(i int) *Run {
+	r := p.runs.Get(i)
+	if p.edit != nil && r.edit == p.edit {
+		return r
+	}
+	c := *r
+	c.edit = p.edit
+	p.runs = p.runs.Set(i, &c, p.edit)
+	return &c
+}
 
 // addTask appends t.
 func (p *Project) addTask(t *Task) {
 	i := p.tasks.Len()
+	t.edit = p.edit
 	p.tasks = p.tasks.Append(t, p.edit)
 	p.taskIdx = p.taskIdx.Set(t.ID, i)
 	p.byStatus[statusIndex(t.Status)]++
@@ -328,20 +360,20 @@ func (p *Project) updateTask(id string, change func(t *Task)) *Task {
 }
 
 func (p *Project) updateTaskAt(i int, change func(t *Task)) *Task {
-	old := p.tasks.Get(i)
-	t := *old
-	change(&t)
-	p.tasks = p.tasks.Set(i, &t, p.edit)
-	if t.Status != old.Status {
-		p.byStatus[statusIndex(old.Status)]--
+	t := p.ownTask(i)
+	was := t.Status
+	change(t)
+	if t.Status != was {
+		p.byStatus[statusIndex(was)]--
 		p.byStatus[statusIndex(t.Status)]++
 	}
-	return &t
+	return t
 }
 
 // addRun appends r, which is running.
 func (p *Project) addRun(r *Run) {
 	i := p.runs.Len()
+	r.edit = p.edit
 	p.runs = p.runs.Append(r, p.edit)
 	p.runIdx = p.runIdx.Set(r.ID, i)
 	p.running = p.running.Set(r.ID, i)
@@ -354,14 +386,13 @@ func (p *Project) updateRun(id string, change func(r *Run)) *Run {
 	if !ok {
 		panic(fmt.Sprintf("reducer: event for unknown run %s", id))
 	}
-	old := p.runs.Get(i)
-	r := *old
-	change(&r)
-	p.runs = p.runs.Set(i, &r, p.edit)
-	if old.Status == RunRunning && r.Status != RunRunning {
+	r := p.ownRun(i)
+	was := r.Status
+	change(r)
+	if was == RunRunning && r.Status != RunRunning {
 		p.running = p.running.Delete(r.ID)
 	}
-	return &r
+	return r
 }
 
 // addApproval appends a, which is pending.
