@@ -303,29 +303,28 @@ func (p *Project) depsDone(deps []string) bool {
 // changing in place only the nodes, tasks and runs that p.edit, its Fold,
 // made).
 
-// ownTask returns the task at i to change: the task itself when p's Fold made
-// it, else a copy made by the Fold (or by none), set in its place.
-func (p *Project) ownTask(i int) *Task {
-	t := p.tasks.Get(i)
-	if p.edit != nil && t.edit == p.edit {
-		return t
-	}
-	c := *t
-	c.edit = p.edit
-	p.tasks = p.tasks.Set(i, &c, p.edit)
-	return &c
+// stamped is a *Task or a *Run: an element a Fold may change in place,
+// with the token of the Fold that made it.
+type stamped[S any] interface {
+	*S
+	stamp() **edit
 }
 
-// ownRun is ownTask for runs.
-func (p *Project) ownRun(i int) *Run {
-	r := p.runs.Get(i)
-	if p.edit != nil && r.edit == p.edit {
-		return r
+func (t *Task) stamp() **edit { return &t.edit }
+func (r *Run) stamp() **edit  { return &r.edit }
+
+// ownAt returns element i of v to change under e: the element itself when
+// e made it, else a copy stamped e (or by none) set in its place.
+func ownAt[S any, P stamped[S]](v *vector[P], i int, e *edit) P {
+	x := v.Get(i)
+	if e != nil && *x.stamp() == e {
+		return x
 	}
-	c := *r
-	c.edit = p.edit
-	p.runs = p.runs.Set(i, &c, p.edit)
-	return &c
+	c := P(new(S))
+	*c = *x
+	*c.stamp() = e
+	*v = v.Set(i, c, e)
+	return c
 }
 
 // addTask appends t.
@@ -360,7 +359,7 @@ func (p *Project) updateTask(id string, change func(t *Task)) *Task {
 }
 
 func (p *Project) updateTaskAt(i int, change func(t *Task)) *Task {
-	t := p.ownTask(i)
+	t := ownAt(&p.tasks, i, p.edit)
 	was := t.Status
 	change(t)
 	if t.Status != was {
@@ -386,7 +385,7 @@ func (p *Project) updateRun(id string, change func(r *Run)) *Run {
 	if !ok {
 		panic(fmt.Sprintf("reducer: event for unknown run %s", id))
 	}
-	r := p.ownRun(i)
+	r := ownAt(&p.runs, i, p.edit)
 	was := r.Status
 	change(r)
 	if was == RunRunning && r.Status != RunRunning {
