@@ -35,7 +35,6 @@ const pprofEnv = "SCVBENCH_PPROF"
 const pprofSource = `package main
 
 import (
-	"errors"
 	"net"
 	"net/http"
 	_ "net/http/pprof"
