@@ -346,3 +346,10 @@ func BenchmarkParseRequest(b *testing.B) {
 		}
 	}
 }
+
+// handleLine answers one request line as a connection answers one it
+// does not submit; nil means no reply (a notification).
+func (s *Server) handleLine(ctx context.Context, line []byte) *reply {
+	req, id, e := parseRequest(line)
+	return s.handleRequest(ctx, req, id, e)
+}

@@ -545,6 +545,18 @@ func (s *Server) serveConn(c net.Conn, st *connState) {
 	if timeout <= 0 {
 		timeout = LineTimeout
 	}
+	// A write the ledger commits is answered by the goroutine that
+	// committed it (submit), while this one waits for the next line:
+	// pending says a reply is being written, written says when it was.
+	pending, written := false, make(chan bool, 1)
+	answered := func() bool {
+		if !pending {
+			return true
+		}
+		pending = false
+		return <-written
+	}
+	defer answered() // before the connection is closed
 	// armed: c has a read deadline (or may have: a stopping server sets
 	// one), which the next wait for a line must clear. In the common case
 	// a request line arrives whole, with its first byte, and no deadline
@@ -587,16 +599,26 @@ func (s *Server) serveConn(c net.Conn, st *connState) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
+		// Replies go out in the order of the requests: the next line
+		// waits for the reply still being written.
+		if !answered() {
+			return
+		}
 		// A line read before Shutdown is answered even if the server is
 		// closing by now; the connection ends after the reply.
 		st.busy.Store(true)
-		reply := s.handleLine(ctx, line)
-		if reply != nil {
-			if err := writeReply(w, reply); err != nil {
-				return
+		req, id, e := parseRequest(line)
+		if e == nil && s.submit(ctx, c, w, st, req.cmd, id, written) {
+			pending = true
+		} else {
+			reply := s.handleRequest(ctx, req, id, e)
+			if reply != nil {
+				if err := writeReply(w, reply); err != nil {
+					return
+				}
 			}
+			st.busy.Store(false)
 		}
-		st.busy.Store(false)
 		if s.stop.Load() {
 			if s.isClosing() {
 				return
@@ -639,9 +661,9 @@ func lineBuffered(r *bufio.Reader) bool {
 
 // readLine returns the next line without its newline, refusing lines
 // longer than MaxLine. A line that was whole in r's buffer is returned in
-// place, not copied: it is valid until the next read from r, and the
-// server answers it before it reads again (what a request decodes to is
-// copied out of it; only the reply's id refers to it).
+// place, not copied: it is valid until the next read from r. What a
+// request decodes to is copied out of it; only the reply's id refers to
+// it, and submit, whose reply is written after the next read, copies that.
 func readLine(r *bufio.Reader) ([]byte, error) {
 	var line []byte
 	for {
@@ -685,7 +707,14 @@ func errorReply(id json.RawMessage, e *Error) *reply {
 
 func writeReply(w *bufio.Writer, r *reply) error {
 	// Encoded into w's free buffer: the common reply needs no allocation.
-	b := w.AvailableBuffer()
+	if _, err := w.Write(appendReply(w.AvailableBuffer(), r)); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// appendReply appends r's line to b.
+func appendReply(b []byte, r *reply) []byte {
 	var err error
 	if r.Result != nil {
 		b = append(b, `{"jsonrpc":"2.0","id":`...)
@@ -700,17 +729,87 @@ func writeReply(w *bufio.Writer, r *reply) error {
 	if err != nil {
 		b, _ = marshal(errorReply(r.ID, newError(CodeInternal, ReasonInternal, "encode reply: %v", err)))
 	}
-	b = append(b, '\n')
-	if _, err := w.Write(b); err != nil {
-		return err
-	}
-	return w.Flush()
+	return append(b, '\n')
 }
 
-// handleLine answers one request line; nil means no reply (a
-// notification).
-func (s *Server) handleLine(ctx context.Context, line []byte) *reply {
-	req, id, e := parseRequest(line)
+// writeNow writes b to c as far as c takes it without waiting, and
+// returns how much it wrote; an error means c is broken. A connection
+// without a file descriptor (no syscall.Conn) is written as usual.
+func writeNow(c net.Conn, b []byte) (int, error) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return c.Write(b)
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var werr error
+	if err := rc.Write(func(fd uintptr) bool {
+		for n < len(b) && werr == nil {
+			m, err := syscall.Write(int(fd), b[n:])
+			switch {
+			case err == syscall.EINTR:
+			case err == syscall.EAGAIN:
+				return true // full: the rest is written by someone who can wait
+			case err != nil:
+				werr = err
+			default:
+				n += m
+			}
+		}
+		return true
+	}); err != nil {
+		return n, err
+	}
+	return n, werr
+}
+
+// submit starts cmd, whose request had id, without waiting for it when the
+// ledger's writer executes it (Service.Submit), and reports whether it
+// did. The goroutine that commits it writes the reply to w, clears
+// st.busy, and sends on written whether the reply was written. Any other
+// command is left for handleRequest.
+func (s *Server) submit(ctx context.Context, c net.Conn, w *bufio.Writer, st *connState, cmd Command, id json.RawMessage, written chan<- bool) bool {
+	// The id is in the line's buffer, which is read into again before
+	// the reply is written.
+	id = bytes.Clone(id)
+	return s.Service.Submit(ctx, cmd, func(res *DaemonStatus, err error) {
+		end := func(ok bool) {
+			st.busy.Store(false)
+			if s.stop.Load() {
+				// Stopping: the connection's reader, which Shutdown
+				// and Pause did not wake while this was busy, ends now.
+				s.armRead(c, time.Now())
+			}
+			written <- ok
+		}
+		r := s.answer(cmd, id, res, err)
+		if r == nil {
+			end(true)
+			return
+		}
+		// The other answers of the batch wait for this one: a client
+		// that does not read its replies must not hold them up. What
+		// its socket does not take at once is written by a goroutine of
+		// its own. w is flushed and idle: its buffer is borrowed.
+		b := appendReply(w.AvailableBuffer(), r)
+		n, err := writeNow(c, b)
+		if err != nil || n == len(b) {
+			end(err == nil)
+			return
+		}
+		go func() {
+			_, err := c.Write(b[n:])
+			end(err == nil)
+		}()
+	})
+}
+
+// handleRequest answers a request line that parseRequest returned req, id
+// and e for.
+func (s *Server) handleRequest(ctx context.Context, req *parsedRequest, id json.RawMessage, e *Error) *reply {
 	if e != nil {
 		s.metrics().Request("", e.Data.Reason)
 		if req != nil && id == nil {
@@ -719,14 +818,20 @@ func (s *Server) handleLine(ctx context.Context, line []byte) *reply {
 		return errorReply(id, e)
 	}
 	st, err := s.handle(ctx, req.cmd)
+	return s.answer(req.cmd, id, st, err)
+}
+
+// answer is the reply to cmd, whose request had id (nil: a notification,
+// which gets no reply), answered with st or err.
+func (s *Server) answer(cmd Command, id json.RawMessage, st *DaemonStatus, err error) *reply {
 	if err != nil {
-		s.metrics().Request(req.cmd.Action(), errorFor(err).Data.Reason)
+		s.metrics().Request(cmd.Action(), errorFor(err).Data.Reason)
 	} else {
-		s.metrics().Request(req.cmd.Action(), "")
+		s.metrics().Request(cmd.Action(), "")
 	}
 	if id == nil {
 		if err != nil {
-			s.logger().Info("notification refused", "action", req.cmd.Action(), "err", err)
+			s.logger().Info("notification refused", "action", cmd.Action(), "err", err)
 		}
 		return nil
 	}

@@ -41,6 +41,7 @@ type Service struct {
 // Ledger is the project ledger (*ledger.Ledger).
 type Ledger interface {
 	Execute(ctx context.Context, cmd reducer.Command) (ledger.Result, error)
+	Submit(ctx context.Context, cmd reducer.Command, done func(ledger.Result, error))
 	Project(ctx context.Context, ref string) (*reducer.Project, error)
 	EventsPage(ctx context.Context, projectID string, after uint64, limit int) (ledger.Page, error)
 	Compact(ctx context.Context, project string, opts ledger.CompactOptions) (ledger.Compaction, error)
@@ -137,6 +138,13 @@ func (s *Service) status(project *ProjectResponse) *DaemonStatus {
 
 // Handle runs one command.
 func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error) {
+	if w, ok, err := s.write(ctx, cmd); ok {
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.Ledger.Execute(ctx, w.cmd)
+		return w.answer(s, res, err)
+	}
 	switch c := cmd.(type) {
 	case CmdStatus:
 		return s.status(nil), nil
@@ -168,12 +176,6 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 			break
 		}
 		return s.confirm(ctx, c)
-	case CmdProjectCreate:
-		ws, err := CheckWorkspace(c.Workspace)
-		if err != nil {
-			return nil, err
-		}
-		return s.execute(ctx, KindCreated, "", reducer.CreateProject{ProjectID: newID(), Name: c.Name, Workspace: ws})
 	case CmdProjectStatus:
 		p, err := s.project(ctx, c.Project)
 		if err != nil {
@@ -196,21 +198,6 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 		// A report is never older than the state it reports.
 		now := max(s.now().UnixMilli(), p.Updated)
 		return s.status(&ProjectResponse{Kind: KindReport, Report: ProjectReportOf(p, now)}), nil
-	case CmdProjectTaskAdd:
-		id := newID()
-		return s.execute(ctx, KindTaskAdded, id, reducer.AddTask{
-			Project: c.Project, TaskID: id, Title: c.Title, DependsOn: c.DependsOn, MaxRetries: c.MaxRetries})
-	case CmdProjectTaskUpdate:
-		return s.execute(ctx, KindUpdated, "", reducer.UpdateTask{
-			Project: c.Project, TaskID: c.Task, Status: c.Status, Progress: c.Progress})
-	case CmdProjectRunStart:
-		id := newID()
-		return s.execute(ctx, KindRunStarted, id, reducer.StartRun{
-			Project: c.Project, TaskID: c.Task, RunID: id, Agent: c.Agent})
-	case CmdProjectRunProgress:
-		return s.execute(ctx, KindUpdated, "", reducer.ProgressRun{Project: c.Project, RunID: c.Run, Progress: c.Progress})
-	case CmdProjectRunFinish:
-		return s.execute(ctx, KindUpdated, "", reducer.FinishRun{Project: c.Project, RunID: c.Run, Status: c.Status})
 	case CmdDelegations, CmdDelegationKill, CmdDelegationRegister, CmdDelegationDone:
 		if s.Delegations == nil {
 			break
@@ -237,10 +224,6 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 			return nil, err
 		}
 		return s.status(&ProjectResponse{Kind: KindUpdated, Project: ProjectSummaryOf(p)}), nil
-	case CmdProjectHeartbeat:
-		return s.execute(ctx, KindUpdated, "", reducer.RecordHeartbeat{
-			Project: c.Project, TaskID: deref(c.Task), RunID: deref(c.Run),
-			Every: s.HeartbeatEvery.Milliseconds()})
 	case CmdProjectList:
 		rows, err := s.Ledger.Projects(ctx, c.All)
 		if err != nil {
@@ -249,12 +232,6 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 		st := s.status(nil)
 		st.Projects = ProjectListOf(rows)
 		return st, nil
-	case CmdProjectTaskRetry:
-		return s.execute(ctx, KindUpdated, "", reducer.RetryTask{Project: c.Project, TaskID: c.Task, MaxRetries: c.MaxRetries, By: who(ctx)})
-	case CmdProjectRelease:
-		return s.execute(ctx, KindUpdated, "", reducer.ReleaseProject{Project: c.Project, By: who(ctx)})
-	case CmdProjectArchive:
-		return s.execute(ctx, KindUpdated, "", reducer.ArchiveProject{Project: c.Project, By: who(ctx)})
 	}
 	return nil, newError(CodeUnimplemented, ReasonUnimplemented, "action %s is not implemented by this daemon yet", cmd.Action())
 }
@@ -341,22 +318,82 @@ func (s *Service) delegations(ctx context.Context, cmd Command) (*DaemonStatus, 
 	return st, nil
 }
 
-// execute appends through the ledger and answers with the committed
-// project summary. id is the task or run ID the command minted.
-func (s *Service) execute(ctx context.Context, kind ResponseKind, id string, cmd reducer.Command) (*DaemonStatus, error) {
-	res, err := s.Ledger.Execute(ctx, cmd)
+// Submit runs cmd as Handle does, but when the ledger's writer executes
+// it, it does not wait: it reports true, and done is called with the
+// answer by the goroutine that committed it (see ledger.Submit). Any
+// other command is not run, and Submit reports false.
+func (s *Service) Submit(ctx context.Context, cmd Command, done func(*DaemonStatus, error)) bool {
+	w, ok, err := s.write(ctx, cmd)
+	switch {
+	case !ok:
+		return false
+	case err != nil:
+		done(nil, err)
+	default:
+		s.Ledger.Submit(ctx, w.cmd, func(res ledger.Result, err error) { done(w.answer(s, res, err)) })
+	}
+	return true
+}
+
+// write is a command the ledger's writer executes: the reducer's command,
+// and what the reply says of it.
+type write struct {
+	kind ResponseKind
+	id   string // the task or run ID the command minted
+	cmd  reducer.Command
+}
+
+// write translates the commands the ledger's writer executes; ok is false
+// for every other command.
+func (s *Service) write(ctx context.Context, cmd Command) (w write, ok bool, err error) {
+	switch c := cmd.(type) {
+	case CmdProjectCreate:
+		ws, err := CheckWorkspace(c.Workspace)
+		return write{kind: KindCreated, cmd: reducer.CreateProject{ProjectID: newID(), Name: c.Name, Workspace: ws}}, true, err
+	case CmdProjectTaskAdd:
+		id := newID()
+		return write{KindTaskAdded, id, reducer.AddTask{
+			Project: c.Project, TaskID: id, Title: c.Title, DependsOn: c.DependsOn, MaxRetries: c.MaxRetries}}, true, nil
+	case CmdProjectTaskUpdate:
+		return write{kind: KindUpdated, cmd: reducer.UpdateTask{
+			Project: c.Project, TaskID: c.Task, Status: c.Status, Progress: c.Progress}}, true, nil
+	case CmdProjectRunStart:
+		id := newID()
+		return write{KindRunStarted, id, reducer.StartRun{
+			Project: c.Project, TaskID: c.Task, RunID: id, Agent: c.Agent}}, true, nil
+	case CmdProjectRunProgress:
+		return write{kind: KindUpdated, cmd: reducer.ProgressRun{Project: c.Project, RunID: c.Run, Progress: c.Progress}}, true, nil
+	case CmdProjectRunFinish:
+		return write{kind: KindUpdated, cmd: reducer.FinishRun{Project: c.Project, RunID: c.Run, Status: c.Status}}, true, nil
+	case CmdProjectHeartbeat:
+		return write{kind: KindUpdated, cmd: reducer.RecordHeartbeat{
+			Project: c.Project, TaskID: deref(c.Task), RunID: deref(c.Run),
+			Every: s.HeartbeatEvery.Milliseconds()}}, true, nil
+	case CmdProjectTaskRetry:
+		return write{kind: KindUpdated, cmd: reducer.RetryTask{Project: c.Project, TaskID: c.Task, MaxRetries: c.MaxRetries, By: who(ctx)}}, true, nil
+	case CmdProjectRelease:
+		return write{kind: KindUpdated, cmd: reducer.ReleaseProject{Project: c.Project, By: who(ctx)}}, true, nil
+	case CmdProjectArchive:
+		return write{kind: KindUpdated, cmd: reducer.ArchiveProject{Project: c.Project, By: who(ctx)}}, true, nil
+	}
+	return write{}, false, nil
+}
+
+// answer is the reply to w, executed with res or err: the committed
+// project summary.
+func (w write) answer(s *Service, res ledger.Result, err error) (*DaemonStatus, error) {
 	if err != nil {
 		return nil, err
 	}
 	if res.Project == nil {
-		return nil, fmt.Errorf("%s appended no event", kind)
+		return nil, fmt.Errorf("%s appended no event", w.kind)
 	}
-	r := &ProjectResponse{Kind: kind, Project: ProjectSummaryOf(res.Project)}
-	switch kind {
+	r := &ProjectResponse{Kind: w.kind, Project: ProjectSummaryOf(res.Project)}
+	switch w.kind {
 	case KindTaskAdded:
-		r.TaskID = id
+		r.TaskID = w.id
 	case KindRunStarted:
-		r.RunID = id
+		r.RunID = w.id
 	}
 	return s.status(r), nil
 }

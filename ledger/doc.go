@@ -15,7 +15,11 @@
 // in with reducer.Evolve, appends them, and rewrites the project's row.
 // Every caller is answered once COMMIT returned: an acknowledged write is
 // durable. A refused command appends nothing and returns the reducer's
-// sentinel error; the batch goes on without it.
+// sentinel error; the batch goes on without it. Submit queues a command
+// without waiting for it: the goroutine that committed its batch calls
+// back with the answer, once it has handed the writer's part on, so that
+// a server answers a batch from one goroutine instead of waking one per
+// caller.
 //
 // # Reading
 //

@@ -127,7 +127,11 @@ type request struct {
 	// decided at all.
 	fence *Lease
 	op    func(ctx context.Context, tx driver.Tx) error // instead of cmd: maintenance, alone in its transaction
+	// The answer goes to reply, whose goroutine waits for it (Execute), or
+	// to done, called by the goroutine that committed the batch once that
+	// goroutine is no longer the writer (Submit): then no goroutine waits.
 	reply chan response
+	done  func(Result, error)
 }
 
 // response answers a request, or (lead) hands its goroutine the writer's
@@ -220,21 +224,31 @@ func (l *Ledger) Execute(ctx context.Context, cmd reducer.Command) (Result, erro
 	return l.enqueue(ctx, &request{cmd: cmd, reply: make(chan response, 1)})
 }
 
+// Submit is Execute without waiting: done is called once with what
+// Execute would return. It is called by the goroutine that committed the
+// batch, after that goroutine handed the writer's part on, so done may
+// take its time (encode and write a reply) but must not call the ledger's
+// writer and wait; at most it delays the other answers of its batch. When
+// no one is writing, the caller commits cmd itself, and done is called
+// before Submit returns.
+//
+// This is how a server answers many clients without a goroutine to wake
+// per answer: the answers of a batch are written by one goroutine.
+func (l *Ledger) Submit(ctx context.Context, cmd reducer.Command, done func(Result, error)) {
+	if lead, err := l.queueUp(ctx, &request{cmd: cmd, done: done}); err != nil {
+		done(Result{}, err)
+	} else if lead {
+		l.lead()
+	}
+}
+
 // enqueue queues req and returns its answer, leading the writer if no one
 // does.
 func (l *Ledger) enqueue(ctx context.Context, req *request) (Result, error) {
-	if err := ctx.Err(); err != nil {
+	lead, err := l.queueUp(ctx, req)
+	if err != nil {
 		return Result{}, err
 	}
-	l.qmu.Lock()
-	if l.closed.Load() {
-		l.qmu.Unlock()
-		return Result{}, ErrClosed
-	}
-	l.queue = append(l.queue, req)
-	lead := !l.leading
-	l.leading = true
-	l.qmu.Unlock()
 	// Once queued, the command is decided whatever the caller does: wait
 	// for its outcome so that an acknowledged write is never in doubt.
 	if lead {
@@ -248,11 +262,30 @@ func (l *Ledger) enqueue(ctx context.Context, req *request) (Result, error) {
 	return resp.res, resp.err
 }
 
+// queueUp queues req; lead reports that no one was writing, so the caller
+// must lead.
+func (l *Ledger) queueUp(ctx context.Context, req *request) (lead bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	if l.closed.Load() {
+		return false, ErrClosed
+	}
+	l.queue = append(l.queue, req)
+	lead = !l.leading
+	l.leading = true
+	return lead, nil
+}
+
 // lead is the writer's part, played by one caller at a time (group
 // commit without a writer goroutine to wake): it takes every queued
-// command, up to MaxBatch, into one transaction and answers them. Then it
-// hands the part to the goroutine whose request heads the queue, or, with
-// the queue empty, ends it. A caller that finds a leader only waits.
+// command, up to MaxBatch, into one transaction, hands the part on, and
+// answers them. The part goes to the goroutine whose request heads the
+// queue, or to a new goroutine when that request was submitted (no one
+// waits for it); with the queue empty, the part ends once the batch is
+// answered. A caller that finds a leader only waits.
 //
 // The transaction begins, and so holds the write lock, before the batch
 // is taken: on a database daemons share, what queues while this daemon
@@ -273,18 +306,45 @@ func (l *Ledger) lead() {
 	l.queue = slices.Delete(l.queue, 0, n)
 	l.qmu.Unlock()
 
-	l.commit(tx, err, batch, start)
+	out := l.commit(tx, err, batch, start)
 
+	// With more queued, the next batch need not wait for these answers.
+	l.qmu.Lock()
+	handed := l.handOnLocked()
+	l.qmu.Unlock()
+	for i, req := range batch {
+		if req.done != nil {
+			req.done(out[i].res, out[i].err)
+		} else {
+			req.reply <- out[i]
+		}
+	}
+	if handed {
+		return
+	}
 	l.qmu.Lock()
 	defer l.qmu.Unlock()
-	if len(l.queue) > 0 {
-		l.queue[0].reply <- response{lead: true}
+	if l.handOnLocked() {
 		return
 	}
 	l.leading = false
 	if l.drained != nil {
-		close(l.drained)
+		close(l.drained) // every batch is answered
 	}
+}
+
+// handOnLocked gives the writer's part to the request heading the queue,
+// if there is one. l.qmu is held.
+func (l *Ledger) handOnLocked() bool {
+	if len(l.queue) == 0 {
+		return false
+	}
+	if head := l.queue[0]; head.reply != nil {
+		head.reply <- response{lead: true}
+	} else {
+		go l.lead()
+	}
+	return true
 }
 
 // batch is one write transaction's work: the newest version of each
@@ -302,8 +362,8 @@ type batch struct {
 }
 
 // commit decides and appends a batch in tx, begun at start (or fails it
-// with the error that began tx), and answers every request in it.
-func (l *Ledger) commit(tx driver.Tx, began error, reqs []*request, start time.Time) {
+// with the error that began tx), and returns every request's answer.
+func (l *Ledger) commit(tx driver.Tx, began error, reqs []*request, start time.Time) []response {
 	out := make([]response, len(reqs))
 	var b *batch
 	err := began
@@ -339,13 +399,11 @@ func (l *Ledger) commit(tx driver.Tx, began error, reqs []*request, start time.T
 			out[i].res.Project = b.work[id]
 		}
 	}
-	for i, req := range reqs {
-		req.reply <- out[i]
-	}
 	if b != nil {
 		clear(b.events) // let go of the events' strings
 		l.events = b.events[:0]
 	}
+	return out
 }
 
 // appendBatch runs reqs in the write transaction tx, ending it, and fills

@@ -23,7 +23,9 @@ import (
 func testWrites(t *testing.T, h Harness) {
 	t.Run("GaplessUnder64Appenders", func(t *testing.T) {
 		t.Parallel()
-		// 64 goroutines append to their own runs at once. Every
+		// 64 goroutines append to their own runs at once, half of them
+		// through Submit (answered by the goroutine that committed the
+		// batch), half through Execute. Every
 		// acknowledged command has distinct sequences, increasing for
 		// each goroutine, that with the setup form 1..max without a gap;
 		// after a reopen the database holds exactly the acknowledged
@@ -63,7 +65,18 @@ func testWrites(t *testing.T, h Harness) {
 					if i%2 == 1 {
 						c = reducer.ProgressRun{Project: f.project, RunID: f.run, Progress: fmt.Sprintf("step %d", i)}
 					}
-					res, err := l.Execute(ctx, c)
+					var res ledger.Result
+					var err error
+					if g%2 == 0 {
+						res, err = l.Execute(ctx, c)
+					} else {
+						answered := make(chan struct{})
+						l.Submit(ctx, c, func(r ledger.Result, e error) {
+							res, err = r, e
+							close(answered) // a second answer panics
+						})
+						<-answered
+					}
 					if err != nil {
 						out.errs = append(out.errs, err)
 						continue
