@@ -15,9 +15,9 @@ import (
 )
 
 // EncoderResult compares the daemon's two reply encoders under the
-// 256-client run-progress load: the stock build, whose writeReply appends
+// 256-client run-progress load: the stock build, whose appendReply appends
 // the common replies by hand (appendStatus), and a build of the same tree
-// whose writeReply always uses marshal (encoding/json). The second build
+// whose appendReply always uses marshal (encoding/json). The second build
 // exists only in this run: the harness patches a copy of
 // control/server.go and builds with `go build -overlay`; the tree is not
 // changed.
@@ -39,14 +39,28 @@ type EncoderWin struct {
 	Level   LevelResult `json:"level"`
 }
 
-// The patch: writeReply's branch to appendStatus is never taken.
+// The patch: appendReply's branch to appendStatus is never taken.
 const (
-	encoderFunc   = "func writeReply("
+	encoderFunc   = "func appendReply("
 	encoderBranch = "if r.Result != nil {"
 	encoderPatch  = "if r.Result != nil && false {"
 )
 
-// buildMarshalDaemon builds the daemon with writeReply always using
+// patchMarshal returns control/server.go's source s with the patch made.
+func patchMarshal(s string) (string, error) {
+	f := strings.Index(s, encoderFunc)
+	if f < 0 {
+		return "", fmt.Errorf("no %s", encoderFunc)
+	}
+	i := strings.Index(s[f:], encoderBranch)
+	if i < 0 || i > 400 {
+		return "", fmt.Errorf("appendReply does not start with %q any more: the experiment needs updating", encoderBranch)
+	}
+	i += f
+	return s[:i] + encoderPatch + s[i+len(encoderBranch):], nil
+}
+
+// buildMarshalDaemon builds the daemon with appendReply always using
 // marshal, to bin.
 func buildMarshalDaemon(ctx context.Context, dir, bin string) error {
 	pkg, err := goListDir(ctx, "scv/control")
@@ -58,18 +72,12 @@ func buildMarshalDaemon(ctx context.Context, dir, bin string) error {
 	if err != nil {
 		return err
 	}
-	s := string(b)
-	f := strings.Index(s, encoderFunc)
-	if f < 0 {
-		return fmt.Errorf("%s has no %s", src, encoderFunc)
+	s, err := patchMarshal(string(b))
+	if err != nil {
+		return fmt.Errorf("%s: %w", src, err)
 	}
-	i := strings.Index(s[f:], encoderBranch)
-	if i < 0 || i > 400 {
-		return fmt.Errorf("writeReply in %s does not start with %q any more: the experiment needs updating", src, encoderBranch)
-	}
-	i += f
 	patched := filepath.Join(dir, "server_marshal.go")
-	if err := os.WriteFile(patched, []byte(s[:i]+encoderPatch+s[i+len(encoderBranch):]), 0o644); err != nil {
+	if err := os.WriteFile(patched, []byte(s), 0o644); err != nil {
 		return err
 	}
 	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {src: patched}})
@@ -97,7 +105,7 @@ func goListDir(ctx context.Context, pkg string) (string, error) {
 // build.
 func encoders(ctx context.Context, cfg Config, bin, dir string, logf func(string, ...any)) (EncoderResult, error) {
 	clients := cfg.Levels[len(cfg.Levels)-1]
-	res := EncoderResult{Clients: clients, Patch: "control/server.go writeReply: `" + encoderBranch + "` → `" + encoderPatch + "`"}
+	res := EncoderResult{Clients: clients, Patch: "control/server.go appendReply: `" + encoderBranch + "` → `" + encoderPatch + "`"}
 	alt := filepath.Join(dir, "scv-marshal")
 	t := time.Now()
 	if err := buildMarshalDaemon(ctx, dir, alt); err != nil {
