@@ -17,6 +17,7 @@ import (
 	"scv/control"
 	"scv/ledger"
 	"scv/ledger/sqlite"
+	"scv/reducer"
 )
 
 // blockingRestarter holds a restart_when_idle request in flight until
@@ -39,6 +40,17 @@ func (b *blockingRestarter) Pending() *control.RestartInfo { return nil }
 // (done in cleanup, also while paused).
 func pauseServer(t *testing.T) (*control.Server, string, *blockingRestarter, chan error) {
 	t.Helper()
+	br := &blockingRestarter{entered: make(chan struct{}, 8), release: make(chan struct{})}
+	srv, sock, served := serveService(t, func(l *ledger.Ledger) *control.Service {
+		return &control.Service{Ledger: l, Version: "test", PID: 1, Restarter: br}
+	})
+	return srv, sock, br, served
+}
+
+// serveService serves the service that service makes of a real ledger,
+// on a real socket, as pauseServer does.
+func serveService(t *testing.T, service func(*ledger.Ledger) *control.Service) (*control.Server, string, chan error) {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "scv")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
@@ -49,10 +61,8 @@ func pauseServer(t *testing.T) (*control.Server, string, *blockingRestarter, cha
 	sock := filepath.Join(dir, "d.sock")
 	ln, err := control.Listen(sock)
 	require.NoError(t, err)
-	br := &blockingRestarter{entered: make(chan struct{}, 8), release: make(chan struct{})}
-	srv := &control.Server{Service: &control.Service{Ledger: l, Version: "test", PID: 1, Restarter: br}}
-	served := serve(t, srv, ln, l)
-	return srv, sock, br, served
+	srv := &control.Server{Service: service(l)}
+	return srv, sock, serve(t, srv, ln, l)
 }
 
 // dialRaw connects by hand, for reading exactly what the server sends.
@@ -168,4 +178,58 @@ func TestServerPauseTimeout(t *testing.T) {
 	parseReply(t, busy.readLine())
 	busy.roundTrip(statusLine) // the connection was not closed
 	dialRaw(t, sock).roundTrip(statusLine)
+}
+
+// gatedLedger is the real ledger, except that a submitted write is held
+// until the test releases it: the connection has gone back to reading,
+// and the write is in flight.
+type gatedLedger struct {
+	*ledger.Ledger
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedLedger) Submit(ctx context.Context, cmd reducer.Command, done func(ledger.Result, error)) {
+	g.entered <- struct{}{}
+	go func() {
+		<-g.release
+		g.Ledger.Submit(ctx, cmd, done)
+	}()
+}
+
+// TestServerPauseWithSubmittedWrite: a write whose reply is written by
+// the goroutine that commits it, not by its connection's, holds a Pause
+// like any request in flight; once its reply is out, its connection,
+// which Pause could not close while it was busy, is closed, and Pause
+// returns.
+func TestServerPauseWithSubmittedWrite(t *testing.T) {
+	var g *gatedLedger
+	srv, sock, _ := serveService(t, func(l *ledger.Ledger) *control.Service {
+		g = &gatedLedger{Ledger: l, entered: make(chan struct{}, 1), release: make(chan struct{})}
+		return &control.Service{Ledger: g, Version: "test", PID: 1}
+	})
+
+	busy := dialRaw(t, sock)
+	busy.write([]byte(request("2", encode(t, control.CmdProjectCreate{Name: "acme", Workspace: t.TempDir()})) + "\n"))
+	<-g.entered
+	require.Equal(t, 1, srv.InFlight(), "the submitted write is in flight")
+
+	paused := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+		defer cancel()
+		paused <- srv.Pause(ctx)
+	}()
+	select {
+	case err := <-paused:
+		t.Fatalf("Pause returned (%v) while a write was in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(g.release)
+	r := parseReply(t, busy.readLine())
+	assert.JSONEq(t, `2`, string(r.id))
+	assert.Contains(t, string(r.result), `"kind":"created"`)
+	assertClosed(t, busy)
+	require.NoError(t, <-paused, "Pause returns once the write's connection is closed")
+	srv.Resume()
 }
