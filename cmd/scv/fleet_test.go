@@ -436,11 +436,52 @@ func TestFleetDatabaseRestart(t *testing.T) {
 	if !pgcluster.Installed() {
 		t.Skip("no PostgreSQL programs to run a private cluster")
 	}
-	cl := &pgcluster.Cluster{Dir: shortDir(t)}
-	require.NoError(t, cl.Start())
-	t.Cleanup(func() { cl.Stop() })
-	require.NoError(t, cl.CreateDB("fault"))
-	url := cl.URL("fault")
+	// What stops: the database the daemons reach; the database behind the
+	// PgBouncer (session mode) they reach; that PgBouncer.
+	for _, tc := range []struct {
+		name         string
+		bouncer, cut bool
+	}{
+		{"database", false, false},
+		{"database behind pgbouncer", true, false},
+		{"pgbouncer", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cl := &pgcluster.Cluster{Dir: shortDir(t)}
+			require.NoError(t, cl.Start())
+			t.Cleanup(func() { cl.Stop() })
+			require.NoError(t, cl.CreateDB("fault"))
+			url, stop, start := cl.URL("fault"), cl.Stop, cl.Start
+			if tc.bouncer {
+				b := startBouncer(t, cl.URL("postgres"))
+				url = b.URL("fault")
+				if tc.cut {
+					stop, start = b.Stop, b.Start
+				}
+			}
+			databaseRestart(t, url, tc.name, stop, start)
+		})
+	}
+}
+
+// startBouncer starts a PgBouncer in session mode in front of the server
+// at upstream, stopped when the test ends.
+func startBouncer(t *testing.T, upstream string) *pgcluster.Bouncer {
+	if !pgcluster.BouncerInstalled() {
+		if os.Getenv(pgtest.BouncerEnv) != "" {
+			t.Fatal("no pgbouncer, and " + pgtest.BouncerEnv + " is set")
+		}
+		t.Skip("no pgbouncer: install PgBouncer (Debian: apt-get install pgbouncer)")
+	}
+	b := &pgcluster.Bouncer{Dir: shortDir(t), Upstream: upstream, Mode: "session"}
+	require.NoError(t, b.Start())
+	t.Cleanup(func() { b.Stop() })
+	return b
+}
+
+// databaseRestart: two daemons on url serve 16 clients while cut takes
+// the database away from them for 3 s and restore brings it back.
+func databaseRestart(t *testing.T, url, what string, cut, restore func() error) {
 	ds := startPGFleet(t, url, 2)
 	setup := ds[0].client(t)
 	ws := t.TempDir()
@@ -506,9 +547,9 @@ func TestFleetDatabaseRestart(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	before := nAcked.Load()
-	require.NoError(t, cl.Stop())
+	require.NoError(t, cut())
 	time.Sleep(3 * time.Second)
-	require.NoError(t, cl.Start())
+	require.NoError(t, restore())
 	require.Eventually(t, func() bool { return nAcked.Load() > before+int64(clients) }, 30*time.Second, 50*time.Millisecond,
 		"the daemons serve again by themselves")
 	time.Sleep(time.Second)
@@ -535,8 +576,8 @@ func TestFleetDatabaseRestart(t *testing.T) {
 	assert.Zero(t, kept, "refused writes kept")
 	out, err := exec.Command(fleetBinary(t), "ledger", "verify", "--db", url).CombinedOutput()
 	require.NoError(t, err, "verify: %s", out)
-	t.Logf("FLEET: PostgreSQL stopped 3s under %d clients on 2 daemons: %d acknowledged (%d lost), %d refused unavailable naming the database (%d kept); service resumed without restarting a daemon",
-		clients, nAcked.Load(), lost, nRefused.Load(), kept)
+	t.Logf("FLEET: %s stopped 3s under %d clients on 2 daemons: %d acknowledged (%d lost), %d refused unavailable naming the database (%d kept); service resumed without restarting a daemon",
+		what, clients, nAcked.Load(), lost, nRefused.Load(), kept)
 }
 
 // TestLedgerCopyToPostgres: a compacted SQLite ledger (archive and a

@@ -14,3 +14,11 @@ func TestConformance(t *testing.T) {
 	pgtest.Server(t)
 	drivertest.Exercise(t, pgtest.Harness{})
 }
+
+// TestConformanceThroughPgBouncer runs the suite again with every
+// connection going through a PgBouncer in session mode, the pooling
+// docs/operations.md tells fleets to use (skipped without pgbouncer,
+// unless $SCV_REQUIRE_PGBOUNCER is set).
+func TestConformanceThroughPgBouncer(t *testing.T) {
+	drivertest.Exercise(t, pgtest.Harness{Via: pgtest.Bouncer(t, "session")})
+}

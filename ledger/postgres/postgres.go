@@ -109,7 +109,7 @@ func Redact(raw string) string {
 // migrates it to the newest schema.
 func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	name := Redact(rawURL)
-	cfg, err := poolConfig(rawURL, opts)
+	cfg, _, err := poolConfig(rawURL, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", name, redactErr(err, rawURL))
 	}
@@ -133,21 +133,39 @@ func Open(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 
 // poolConfig is the pool's configuration: the URL's, with the session
 // settings every connection runs with.
-func poolConfig(rawURL string, opts Options) (*pgxpool.Config, error) {
+func poolConfig(rawURL string, opts Options) (*pgxpool.Config, []setting, error) {
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Each session setting: Options, else the URL's, else the default.
+	// They are set on each new connection, not sent in its start-up
+	// message: a pooler in front of the server (PgBouncer) refuses
+	// start-up parameters it does not know, and these are among them.
 	rp := cfg.ConnConfig.RuntimeParams
+	var settings []setting
 	set := func(name string, d, def time.Duration) {
-		if _, inURL := rp[name]; d > 0 || !inURL {
-			rp[name] = fmt.Sprint(cmp.Or(d, def).Milliseconds())
+		v, inURL := rp[name]
+		if d > 0 || !inURL {
+			v = fmt.Sprint(cmp.Or(d, def).Milliseconds())
 		}
+		delete(rp, name)
+		settings = append(settings, setting{name, v})
 	}
 	set("statement_timeout", opts.StatementTimeout, DefaultStatementTimeout)
 	set("lock_timeout", opts.LockTimeout, DefaultLockTimeout)
 	set("idle_in_transaction_session_timeout", 2*opts.StatementTimeout, 2*DefaultStatementTimeout)
+	calls, args := make([]string, len(settings)), make([]any, 0, 2*len(settings))
+	for i, s := range settings {
+		calls[i] = fmt.Sprintf("set_config($%d, $%d, false)", 2*i+1, 2*i+2)
+		args = append(args, s.name, s.value)
+	}
+	query := "SELECT " + strings.Join(calls, ", ")
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		_, err := c.Exec(ctx, query, args...)
+		return err
+	}
+	// application_name is one that poolers pass on.
 	if _, inURL := rp["application_name"]; !inURL {
 		rp["application_name"] = "scv"
 	}
@@ -160,8 +178,11 @@ func poolConfig(rawURL string, opts Options) (*pgxpool.Config, error) {
 	}
 	// A connection the server dropped is noticed before it is used.
 	cfg.HealthCheckPeriod = 5 * time.Second
-	return cfg, nil
+	return cfg, settings, nil
 }
+
+// setting is one session setting a connection runs with.
+type setting struct{ name, value string }
 
 // hasParam reports whether the URL's query sets the parameter.
 func hasParam(rawURL, name string) bool {
@@ -250,6 +271,12 @@ func (d *DB) fail(err error) error {
 	}
 	if unreachable(err) {
 		return fmt.Errorf("%w: %s: %v", driver.ErrUnavailable, d.name, err)
+	}
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "42P05" { // duplicate_prepared_statement
+		// pgx names its prepared statements per connection: another
+		// client prepared this one on the same server connection.
+		return fmt.Errorf("%w: %s: %v: the server connection is shared with other clients "+
+			"(a pooler in transaction or statement mode?); the daemon needs session pooling", driver.ErrStorage, d.name, err)
 	}
 	return fmt.Errorf("%w: %s: %v", driver.ErrStorage, d.name, err)
 }

@@ -4,6 +4,10 @@
 // run as root (as CI does), the cluster runs as the user "postgres"
 // (Debian's package creates it), or "nobody" where there is none, who is
 // given the folder. cmd/scvpg and the fleet's fault tests use it.
+//
+// Bouncer puts a PgBouncer (Debian's pgbouncer package) in front of a
+// server, in the same way, for the tests that reach the server through
+// one.
 package pgcluster
 
 import (
@@ -88,32 +92,43 @@ func (c *Cluster) runAs(name string, args ...string) error {
 		return err
 	}
 	cmd := exec.Command(p, args...)
-	if os.Geteuid() == 0 {
-		u, err := unprivileged()
-		if err != nil {
-			return err
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-		cmd.Env = append(os.Environ(), "HOME="+c.Dir)
+	if err := c.asUnprivileged(cmd); err != nil {
+		return err
 	}
 	cmd.Stdout, cmd.Stderr = c.log(), c.log()
-	cmd.Dir = c.Dir
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
 	}
 	return nil
 }
 
-// unprivileged is the user a root process runs the cluster as.
-func unprivileged() (*user.User, error) {
+// asUnprivileged makes cmd run as an unprivileged user, with Dir as its
+// home and working folder, when this process is root.
+func (c *Cluster) asUnprivileged(cmd *exec.Cmd) error {
+	cmd.Dir = c.Dir
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	_, uid, gid, err := unprivileged()
+	if err != nil {
+		return err
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	cmd.Env = append(os.Environ(), "HOME="+c.Dir)
+	return nil
+}
+
+// unprivileged is the user a root process runs the cluster as, and its
+// IDs.
+func unprivileged() (u *user.User, uid, gid int, err error) {
 	for _, name := range []string{"postgres", "nobody"} {
 		if u, err := user.Lookup(name); err == nil {
-			return u, nil
+			uid, _ := strconv.Atoi(u.Uid)
+			gid, _ := strconv.Atoi(u.Gid)
+			return u, uid, gid, nil
 		}
 	}
-	return nil, errors.New("running as root, and there is no user postgres or nobody to run PostgreSQL as")
+	return nil, 0, 0, errors.New("running as root, and there is no user postgres or nobody to run PostgreSQL as")
 }
 
 // own gives dir to the cluster's user when this process is root.
@@ -121,12 +136,10 @@ func (c *Cluster) own() error {
 	if os.Geteuid() != 0 {
 		return nil
 	}
-	u, err := unprivileged()
+	u, uid, gid, err := unprivileged()
 	if err != nil {
 		return err
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
 	// The user must be able to reach the folder: every folder above it
 	// must let others (or that user) through.
 	abs, err := filepath.Abs(c.Dir)
@@ -191,7 +204,6 @@ func (c *Cluster) Start() error {
 	return fmt.Errorf("the server in %s did not answer (see %s)", c.Dir, filepath.Join(c.Dir, "server.log"))
 }
 
-// ready reports whether the server answers.
 // Ready reports whether the server answers.
 func (c *Cluster) Ready() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -209,7 +221,6 @@ func (c *Cluster) Stop() error {
 	return c.runAs("pg_ctl", "-D", filepath.Join(c.Dir, "data"), "-m", "fast", "-w", "stop")
 }
 
-// createDB creates database name unless it exists.
 // CreateDB creates database name unless it exists.
 func (c *Cluster) CreateDB(name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -18,6 +18,7 @@ import (
 	"scv/ledger/driver"
 	"scv/ledger/drivertest"
 	"scv/ledger/postgres"
+	"scv/ledger/postgres/pgcluster"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -110,16 +111,63 @@ func Exec(t testing.TB, u string, statements ...string) {
 	}
 }
 
+// BouncerEnv, set, makes a missing pgbouncer program fail the tests that
+// need one instead of skipping them.
+const BouncerEnv = "SCV_REQUIRE_PGBOUNCER"
+
+// Bouncer starts a PgBouncer in pool mode mode in front of the test server,
+// stopped when the test ends; it skips (or fails) t where PostgreSQL or
+// pgbouncer is missing.
+func Bouncer(t testing.TB, mode string) *pgcluster.Bouncer {
+	t.Helper()
+	admin := Server(t)
+	if !pgcluster.BouncerInstalled() {
+		msg := "no pgbouncer for this test: install PgBouncer (Debian: apt-get install pgbouncer)"
+		if os.Getenv(BouncerEnv) != "" {
+			t.Fatal(msg + "; " + BouncerEnv + " is set, so this is a failure")
+		}
+		t.Skip(msg)
+	}
+	// A short folder: the socket's path must fit in 108 bytes.
+	dir, err := os.MkdirTemp("", "scvpgb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &pgcluster.Bouncer{Dir: dir, Upstream: admin, Mode: mode}
+	t.Cleanup(func() {
+		b.Stop()
+		os.RemoveAll(dir)
+	})
+	if err := b.Start(); err != nil {
+		t.Fatalf("start pgbouncer: %v", err)
+	}
+	return b
+}
+
+// Via is the URL u of a database on the test server, reached through b.
+func Via(b *pgcluster.Bouncer, u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	return b.URL(strings.TrimPrefix(p.Path, "/"))
+}
+
 // Harness is drivertest's Harness for PostgreSQL: each database is a fresh
-// one on the test server.
-type Harness struct{}
+// one on the test server, reached through Via when it is set.
+type Harness struct {
+	Via *pgcluster.Bouncer
+}
 
 var _ drivertest.Harness = Harness{}
 
 // Create makes a fresh database, migrated, and returns its URL.
-func (Harness) Create(t *testing.T) string {
+func (h Harness) Create(t *testing.T) string {
 	t.Helper()
 	u := Database(t)
+	if h.Via != nil {
+		u = Via(h.Via, u)
+	}
 	db, err := postgres.Open(context.Background(), u, postgres.Options{})
 	if err != nil {
 		t.Fatalf("create %s: %v", postgres.Redact(u), err)

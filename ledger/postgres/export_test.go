@@ -1,0 +1,7 @@
+package postgres
+
+import "github.com/jackc/pgx/v5/pgxpool"
+
+// PoolOf is the driver's connection pool, for tests that look at what its
+// connections run with.
+func PoolOf(d *DB) *pgxpool.Pool { return d.pool }
