@@ -453,7 +453,7 @@ func TestFleetDatabaseRestart(t *testing.T) {
 			require.NoError(t, cl.CreateDB("fault"))
 			url, stop, start := cl.URL("fault"), cl.Stop, cl.Start
 			if tc.bouncer {
-				b := startBouncer(t, cl.URL("postgres"))
+				b := pgtest.BouncerOf(t, cl.URL("postgres"), "session")
 				url = b.URL("fault")
 				if tc.cut {
 					stop, start = b.Stop, b.Start
@@ -462,21 +462,6 @@ func TestFleetDatabaseRestart(t *testing.T) {
 			databaseRestart(t, url, tc.name, stop, start)
 		})
 	}
-}
-
-// startBouncer starts a PgBouncer in session mode in front of the server
-// at upstream, stopped when the test ends.
-func startBouncer(t *testing.T, upstream string) *pgcluster.Bouncer {
-	if !pgcluster.BouncerInstalled() {
-		if os.Getenv(pgtest.BouncerEnv) != "" {
-			t.Fatal("no pgbouncer, and " + pgtest.BouncerEnv + " is set")
-		}
-		t.Skip("no pgbouncer: install PgBouncer (Debian: apt-get install pgbouncer)")
-	}
-	b := &pgcluster.Bouncer{Dir: shortDir(t), Upstream: upstream, Mode: "session"}
-	require.NoError(t, b.Start())
-	t.Cleanup(func() { b.Stop() })
-	return b
 }
 
 // databaseRestart: two daemons on url serve 16 clients while cut takes

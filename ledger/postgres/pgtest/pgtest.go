@@ -120,7 +120,14 @@ const BouncerEnv = "SCV_REQUIRE_PGBOUNCER"
 // pgbouncer is missing.
 func Bouncer(t testing.TB, mode string) *pgcluster.Bouncer {
 	t.Helper()
-	admin := Server(t)
+	return BouncerOf(t, Server(t), mode)
+}
+
+// BouncerOf starts a PgBouncer in pool mode mode in front of the server
+// at upstream (any database), stopped when the test ends; it skips (or
+// fails) t where pgbouncer is missing.
+func BouncerOf(t testing.TB, upstream, mode string) *pgcluster.Bouncer {
+	t.Helper()
 	if !pgcluster.BouncerInstalled() {
 		msg := "no pgbouncer for this test: install PgBouncer (Debian: apt-get install pgbouncer)"
 		if os.Getenv(BouncerEnv) != "" {
@@ -133,7 +140,7 @@ func Bouncer(t testing.TB, mode string) *pgcluster.Bouncer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &pgcluster.Bouncer{Dir: dir, Upstream: admin, Mode: mode}
+	b := &pgcluster.Bouncer{Dir: dir, Upstream: upstream, Mode: mode}
 	t.Cleanup(func() {
 		b.Stop()
 		os.RemoveAll(dir)
