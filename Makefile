@@ -62,6 +62,7 @@ reliability: .SHELLFLAGS := -o pipefail -ec
 reliability:
 	$(GO) run ./cmd/scvrel --long crash readers
 	$(GO) run ./cmd/scvrel --long --pg crash
+	$(GO) run ./cmd/scvrel --long --pg --pgbouncer crash
 	mkdir -p bin
 	SCV_LONG=1 $(GO) test -count=1 -v -run '^TestReliability' ./... 2>&1 | tee bin/reliability.log | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|RELIABILITY:'
 	$(MAKE) --no-print-directory fuzz

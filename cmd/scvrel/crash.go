@@ -19,6 +19,7 @@ import (
 	"scv/control"
 	"scv/ledger/driver"
 	"scv/ledger/postgres"
+	"scv/ledger/postgres/pgcluster"
 	"scv/ledger/sqlite/sqlitetest"
 	"scv/reducer"
 )
@@ -171,10 +172,15 @@ type target struct {
 	local string
 	args  []string // the daemon's flags after --db and --socket
 	pg    *daemonproc.PG
+	// bouncer is the PgBouncer between the daemon and pg (--pgbouncer).
+	bouncer *pgcluster.Bouncer
 }
 
 func (t target) name() string {
-	if t.pg != nil {
+	switch {
+	case t.bouncer != nil:
+		return "PostgreSQL through PgBouncer"
+	case t.pg != nil:
 		return "PostgreSQL"
 	}
 	return "SQLite"
@@ -205,6 +211,21 @@ func crashCheck(ctx context.Context, e env) Result {
 		}
 		t.pg, t.local = pg, filepath.Join(e.dir, "local.db")
 		t.args = append(slices.Clone(daemonArgs), "--local-db", t.local)
+		if e.cfg.PgBouncer {
+			r.Name = "crash (PgBouncer)"
+			if !pgcluster.BouncerInstalled() {
+				err := errors.New("pgbouncer is not installed (Debian: apt-get install pgbouncer)")
+				r.Figure, r.Summary, r.Skipped = "skipped: "+err.Error(), "skipped", err.Error()
+				return r
+			}
+			t.bouncer = &pgcluster.Bouncer{Dir: filepath.Join(pg.Root, "bouncer"), Upstream: pg.URL, Mode: "session"}
+			if err := t.bouncer.Start(); err != nil {
+				r.Figure, r.Summary, r.Problems = "could not run: "+err.Error(), "could not run", []string{err.Error()}
+				return r
+			}
+			defer t.bouncer.Stop()
+			t.db = t.bouncer.URL("crash")
+		}
 	}
 	run, err := e.crashLoad(ctx, t, sock, &p)
 	if err != nil {

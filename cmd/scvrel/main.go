@@ -5,6 +5,8 @@
 //
 //	go run ./cmd/scvrel crash readers          # 10 SIGKILLs, readers for 5 s
 //	go run ./cmd/scvrel --long crash readers   # 200 SIGKILLs, readers for 60 s
+//	go run ./cmd/scvrel --long --pg crash      # on PostgreSQL, which also stops
+//	go run ./cmd/scvrel --long --pg --pgbouncer crash  # through a PgBouncer
 //
 // The checks:
 //
@@ -68,6 +70,9 @@ type Config struct {
 	// starts the server Outages times under load.
 	PG      bool
 	Outages int
+	// PgBouncer, with PG, has the daemon reach the server through a
+	// PgBouncer in session mode (the server's stops are then behind it).
+	PgBouncer bool
 	// Seed seeds the kill times; 0 picks one (printed, to repeat a run).
 	Seed uint64
 	// Keep leaves the temporary folder in place.
@@ -119,6 +124,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	readFor := fs.Duration("read-for", c.ReadFor, "readers: how long the readers run")
 	fs.BoolVar(&c.PG, "pg", false, "crash: run against a private PostgreSQL cluster (cmd/scvpg), and stop and start the server under load")
 	outages := fs.Int("outages", c.Outages, "crash --pg: PostgreSQL stops and starts under load")
+	fs.BoolVar(&c.PgBouncer, "pgbouncer", false, "crash --pg: the daemon reaches the server through a PgBouncer in session mode")
 	fs.Uint64Var(&c.Seed, "seed", 0, "seed of the kill times (0: random, printed)")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the temporary folder (databases, daemon logs)")
 	fs.StringVar(&c.Daemon, "daemon", "", "use this scv `binary` instead of building ./cmd/scv")

@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/ledger/driver"
+	"scv/ledger/postgres/pgcluster"
+	"scv/ledger/postgres/pgtest"
 	"scv/ledger/sqlite/sqlitetest"
 )
 
@@ -103,6 +105,37 @@ func TestReliabilityCrashPG(t *testing.T) {
 		t.Errorf("problem: %s", p)
 	}
 	assert.True(t, r.Pass())
+	assert.Contains(t, r.Figure, " 0 of ", "no acknowledged write lost")
+	assert.Contains(t, r.Figure, "refused unavailable")
+	t.Logf("RELIABILITY: %s", r.Line())
+}
+
+// TestReliabilityCrashPGBouncer is TestReliabilityCrashPG with the daemon
+// reaching the server through a PgBouncer in session mode (--pgbouncer):
+// the kills and the server's stops happen behind it. It is skipped where
+// PostgreSQL or pgbouncer is not installed, unless $SCV_REQUIRE_PGBOUNCER
+// is set.
+func TestReliabilityCrashPGBouncer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the daemon, starts PostgreSQL and PgBouncer and kills them under load")
+	}
+	if _, err := daemonproc.PGProgram("initdb"); err != nil {
+		t.Skipf("PostgreSQL is not installed: %v", err)
+	}
+	if !pgcluster.BouncerInstalled() {
+		if os.Getenv(pgtest.BouncerEnv) != "" {
+			t.Fatal("pgbouncer is not installed, and " + pgtest.BouncerEnv + " is set")
+		}
+		t.Skip("pgbouncer is not installed (Debian: apt-get install pgbouncer)")
+	}
+	e := testEnv(t)
+	e.cfg.PG, e.cfg.PgBouncer = true, true
+	r := crashCheck(context.Background(), e)
+	for _, p := range r.Problems {
+		t.Errorf("problem: %s", p)
+	}
+	assert.True(t, r.Pass())
+	assert.Contains(t, r.Figure, "on PostgreSQL through PgBouncer: ")
 	assert.Contains(t, r.Figure, " 0 of ", "no acknowledged write lost")
 	assert.Contains(t, r.Figure, "refused unavailable")
 	t.Logf("RELIABILITY: %s", r.Line())

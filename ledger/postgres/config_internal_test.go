@@ -1,8 +1,13 @@
 package postgres
 
 import (
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgproto3"
+
+	"scv/ledger/driver"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,4 +37,27 @@ func TestPoolConfig(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, cfg.MaxConns, "Options win")
 	assert.Equal(t, []setting{{"statement_timeout", "1500"}, {"lock_timeout", "10000"}, {"idle_in_transaction_session_timeout", "3000"}}, settings)
+}
+
+// A server message that does not decode leaves pgx's connection without
+// its place in the stream, and pgx closes it: the driver says the
+// database is unavailable, as for a lost connection, so that a COMMIT
+// whose answer was cut so is settled, not refused. The errors are pgx's
+// own, from decoding cut messages.
+func TestCutMessagesAreUnavailable(t *testing.T) {
+	d := &DB{name: "postgres://scv@db.example/ledger"}
+	for _, c := range []struct {
+		msg  interface{ Decode([]byte) error }
+		body []byte
+	}{
+		{&pgproto3.DataRow{}, []byte{0, 1, 0, 0, 0, 5, 'x'}}, // a row cut inside its field
+		{&pgproto3.CommandComplete{}, []byte("INSERT 0 1")},  // a tag without its terminator
+		{&pgproto3.ReadyForQuery{}, nil},                     // a status without its byte
+		{&pgproto3.RowDescription{}, []byte{0, 1, 'a'}},      // a description cut short
+	} {
+		err := c.msg.Decode(c.body)
+		require.Error(t, err, "%T", c.msg)
+		assert.ErrorIs(t, d.fail(err), driver.ErrUnavailable, "%T: %v", c.msg, err)
+	}
+	assert.ErrorIs(t, d.fail(errors.New("ERROR: something else")), driver.ErrStorage)
 }

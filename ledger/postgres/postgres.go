@@ -45,6 +45,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -296,9 +297,18 @@ func unreachable(err error) bool {
 	}
 	var ne net.Error
 	var ce *pgconn.ConnectError
+	var long *pgproto3.ExceededMaxBodyLenErr
+	msg := err.Error()
 	return errors.As(err, &ce) || errors.As(err, &ne) || pgconn.SafeToRetry(err) || pgconn.Timeout(err) ||
-		errors.Is(err, sql.ErrConnDone) || strings.Contains(err.Error(), "conn closed") ||
-		strings.Contains(err.Error(), "unexpected EOF")
+		errors.Is(err, sql.ErrConnDone) || strings.Contains(msg, "conn closed") ||
+		strings.Contains(msg, "unexpected EOF") ||
+		// A message from the server that does not decode: pgx closes the
+		// connection, which has lost its place in the stream, as one that
+		// broke. A server stopped while a result is on its way through
+		// PgBouncer cuts a row so. At a COMMIT it is as uncertain as a
+		// lost connection, and settled the same way.
+		errors.As(err, &long) || strings.Contains(msg, " body is invalid") ||
+		strings.Contains(msg, " body must have length of ") || strings.Contains(msg, "unknown message type: ")
 }
 
 // redactErr keeps a connection string's password out of an error.
