@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/ledger/driver"
-	"scv/ledger/postgres/pgcluster"
 	"scv/ledger/postgres/pgtest"
 	"scv/ledger/sqlite/sqlitetest"
 )
@@ -122,12 +121,7 @@ func TestReliabilityCrashPGBouncer(t *testing.T) {
 	if _, err := daemonproc.PGProgram("initdb"); err != nil {
 		t.Skipf("PostgreSQL is not installed: %v", err)
 	}
-	if !pgcluster.BouncerInstalled() {
-		if os.Getenv(pgtest.BouncerEnv) != "" {
-			t.Fatal("pgbouncer is not installed, and " + pgtest.BouncerEnv + " is set")
-		}
-		t.Skip("pgbouncer is not installed (Debian: apt-get install pgbouncer)")
-	}
+	pgtest.NeedBouncer(t)
 	e := testEnv(t)
 	e.cfg.PG, e.cfg.PgBouncer = true, true
 	r := crashCheck(context.Background(), e)

@@ -115,6 +115,19 @@ func Exec(t testing.TB, u string, statements ...string) {
 // need one instead of skipping them.
 const BouncerEnv = "SCV_REQUIRE_PGBOUNCER"
 
+// NeedBouncer skips t where the pgbouncer program is missing, or fails it
+// when BouncerEnv is set.
+func NeedBouncer(t testing.TB) {
+	t.Helper()
+	if !pgcluster.BouncerInstalled() {
+		msg := "no pgbouncer for this test: install PgBouncer (Debian: apt-get install pgbouncer)"
+		if os.Getenv(BouncerEnv) != "" {
+			t.Fatal(msg + "; " + BouncerEnv + " is set, so this is a failure")
+		}
+		t.Skip(msg)
+	}
+}
+
 // Bouncer starts a PgBouncer in pool mode mode in front of the test server,
 // stopped when the test ends; it skips (or fails) t where PostgreSQL or
 // pgbouncer is missing.
@@ -128,13 +141,7 @@ func Bouncer(t testing.TB, mode string) *pgcluster.Bouncer {
 // fails) t where pgbouncer is missing.
 func BouncerOf(t testing.TB, upstream, mode string) *pgcluster.Bouncer {
 	t.Helper()
-	if !pgcluster.BouncerInstalled() {
-		msg := "no pgbouncer for this test: install PgBouncer (Debian: apt-get install pgbouncer)"
-		if os.Getenv(BouncerEnv) != "" {
-			t.Fatal(msg + "; " + BouncerEnv + " is set, so this is a failure")
-		}
-		t.Skip(msg)
-	}
+	NeedBouncer(t)
 	// A short folder: the socket's path must fit in 108 bytes.
 	dir, err := os.MkdirTemp("", "scvpgb")
 	if err != nil {
