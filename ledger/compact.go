@@ -23,7 +23,8 @@ type Compaction struct {
 
 // CompactOptions say how Compact compacts.
 type CompactOptions struct {
-	// Retain is how many of the newest events stay live.
+	// Retain is how many of the newest events stay live, at least: the
+	// events appended while the compaction folds stay live too.
 	Retain int
 	// Drop deletes the compacted events instead of archiving them: the
 	// operator's choice. The snapshot then stands for them; the chain from
@@ -36,16 +37,64 @@ type CompactOptions struct {
 	Fence *Lease
 }
 
-// Compact folds a project's live events into a snapshot, keeping its
-// Retain newest events live, and moves the rest to the archive (or drops
-// them), all in one write transaction: the snapshot (the reducer's state
-// at S, its format version, the chain head at S and the state's SHA-256),
-// the archive copy, and the delete the schema allows only because the
-// snapshot covers it. Reads of the project's state and events give the
+// Compact folds a project's live events into a snapshot, keeping at least
+// its Retain newest events live, and moves the rest to the archive (or
+// drops them). The snapshot (the reducer's state at S, its format version,
+// the chain head at S and the state's SHA-256), the archive copy, and the
+// delete the schema allows only because the snapshot covers it are one
+// write transaction. Reads of the project's state and events give the
 // same answers before and after.
+//
+// The state at S is derived before that transaction, in a read of its
+// own: the events up to S never change once committed (compaction only
+// moves them to the archive, where the fold reads them too), so the state
+// at S is the same whenever it is derived, and the writer, which every
+// append waits for, is held only to store the snapshot and move the
+// events. S is chosen then, from the live tail as it was: the events
+// appended meanwhile stay live too. If another compaction has passed S
+// by the time the writer is held, nothing is compacted.
 func (l *Ledger) Compact(ctx context.Context, project string, opts CompactOptions) (Compaction, error) {
 	var c Compaction
-	err := l.exclusive(ctx, func(ctx context.Context, tx driver.Tx) error {
+	if l.isClosed() {
+		return c, ErrClosed
+	}
+	var sn driver.Snapshot
+	err := l.drv.Read(ctx, func(r driver.Reader) error {
+		row, ok, err := r.Project(ctx, project)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: project %q", reducer.ErrNotFound, project)
+		}
+		c.ProjectID, c.Live = row.ID, row.Live
+		if opts.Retain < 0 || row.Live <= opts.Retain {
+			return nil
+		}
+		s, ok, err := r.LiveAt(ctx, row.ID, row.Live-opts.Retain-1)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: project %s has fewer live events than its row counts (%d)", ErrStorage, row.ID, row.Live)
+		}
+		at, err := rebuild(ctx, r, nil, row.ID, s)
+		if err != nil {
+			return err
+		}
+		state, err := reducer.Snapshot(at)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(state)
+		sn = driver.Snapshot{ProjectID: row.ID, Sequence: s, Version: reducer.SnapshotVersion,
+			State: state, ChainHead: at.ChainHead, StateHash: sum[:]}
+		return nil
+	})
+	if err != nil || sn.Sequence == 0 {
+		return c, readError(err)
+	}
+	err = l.exclusive(ctx, func(ctx context.Context, tx driver.Tx) error {
 		if f := opts.Fence; f != nil {
 			now, err := l.now(ctx)
 			if err != nil {
@@ -59,49 +108,34 @@ func (l *Ledger) Compact(ctx context.Context, project string, opts CompactOption
 				return fmt.Errorf("%w: %s no longer holds lease %s of term %d", ErrLeaseLost, f.Holder, f.Name, f.Term)
 			}
 		}
-		row, ok, err := tx.Project(ctx, project)
+		row, ok, err := tx.Project(ctx, c.ProjectID)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return fmt.Errorf("%w: project %q", reducer.ErrNotFound, project)
 		}
-		c.ProjectID, c.Live = row.ID, row.Live
-		if opts.Retain < 0 || row.Live <= opts.Retain {
-			return nil
-		}
-		s, ok, err := tx.LiveAt(ctx, row.ID, row.Live-opts.Retain-1)
-		if err != nil {
+		c.Live = row.Live
+		if latest, ok, err := tx.LatestSnapshot(ctx, row.ID, maxSeq); err != nil {
 			return err
+		} else if ok && latest.Sequence >= sn.Sequence {
+			return nil // compacted past S meanwhile
 		}
-		if !ok {
-			return fmt.Errorf("%w: project %s has fewer live events than its row counts (%d)", ErrStorage, row.ID, row.Live)
-		}
-		at, err := rebuild(ctx, tx, nil, row.ID, s)
-		if err != nil {
-			return err
-		}
-		snap, err := reducer.Snapshot(at)
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(snap)
-		if err := tx.InsertSnapshot(ctx, driver.Snapshot{ProjectID: row.ID, Sequence: s, Version: reducer.SnapshotVersion,
-			State: snap, ChainHead: at.ChainHead, StateHash: sum[:]}); err != nil {
+		if err := tx.InsertSnapshot(ctx, sn); err != nil {
 			return err
 		}
 		if err := l.fail.Hit(FailSnapshot); err != nil {
 			return fmt.Errorf("%w: %w", ErrStorage, err)
 		}
 		if !opts.Drop {
-			if _, err := tx.Archive(ctx, row.ID, s); err != nil {
+			if _, err := tx.Archive(ctx, row.ID, sn.Sequence); err != nil {
 				return err
 			}
 			if err := l.fail.Hit(FailCompactArchive); err != nil {
 				return fmt.Errorf("%w: %w", ErrStorage, err)
 			}
 		}
-		n, err := tx.DeleteLive(ctx, row.ID, s)
+		n, err := tx.DeleteLive(ctx, row.ID, sn.Sequence)
 		if err != nil {
 			return err
 		}
@@ -112,7 +146,7 @@ func (l *Ledger) Compact(ctx context.Context, project string, opts CompactOption
 		if err := l.fail.Hit(FailCompactDelete); err != nil {
 			return fmt.Errorf("%w: %w", ErrStorage, err)
 		}
-		c.Sequence, c.Archived, c.Live = s, n, row.Live
+		c.Sequence, c.Archived, c.Live = sn.Sequence, n, row.Live
 		return nil
 	})
 	if err == nil && c.Sequence > 0 {

@@ -68,6 +68,7 @@ func TestQuick(t *testing.T) {
 		"replay.scan_events_per_sec", "replay.start_events_per_sec", "replay.ratio",
 		"replay.first_status_seconds", "replay.daemon_vmhwm_kib",
 		"replay.compact_seconds", "replay.snapshot_first_status_seconds",
+		"replay.compact_writes", "replay.compact_longest_write_ms",
 		"encoders.hand.requests_per_sec", "encoders.marshal.requests_per_sec", "encoders.ratio",
 		"encoders.hand.daemon_cpu_us_per_request", "encoders.marshal.daemon_cpu_us_per_request",
 		"sizes.events", "sizes.first_open_seconds", "sizes.ratio", "sizes.big_tasks",

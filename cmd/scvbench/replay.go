@@ -11,6 +11,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/oklog/ulid/v2"
+
 	"scv/cmd/internal/daemonproc"
 	"scv/control"
 	"scv/ledger"
@@ -49,8 +51,13 @@ type ReplayResult struct {
 	// Then the project is compacted, keeping its 100 newest events live,
 	// and the daemon started again: start-up from a snapshot plus the
 	// tail.
-	CompactSeconds             float64 `json:"compact_seconds"`
-	LiveAfterCompaction        int     `json:"live_after_compaction"`
+	CompactSeconds      float64 `json:"compact_seconds"`
+	LiveAfterCompaction int     `json:"live_after_compaction"`
+	// A writer appends back to back (a task into a project of its own)
+	// while the compaction runs: how many it appended, and the longest
+	// an append waited, which is how long the compaction held the writer.
+	CompactWrites              int     `json:"compact_writes"`
+	CompactLongestWriteMs      float64 `json:"compact_longest_write_ms"`
 	SnapshotFirstStatusSeconds float64 `json:"snapshot_first_status_seconds"`
 }
 
@@ -125,12 +132,14 @@ func replay(ctx context.Context, cfg Config, bin, dir string, logf func(string, 
 
 	// Compact the project (retain 100), then start again.
 	t := time.Now()
-	live, err := compactAll(ctx, path, []string{g.project}, 100)
+	c, err := compactAll(ctx, path, []string{g.project}, 100)
 	if err != nil {
 		return res, fmt.Errorf("compact: %w", err)
 	}
-	res.CompactSeconds, res.LiveAfterCompaction = time.Since(t).Seconds(), live
-	logf("  compacted in %.1f s, %d events left live", res.CompactSeconds, res.LiveAfterCompaction)
+	res.CompactSeconds, res.LiveAfterCompaction = time.Since(t).Seconds(), c.live
+	res.CompactWrites, res.CompactLongestWriteMs = c.writes, float64(c.longest.Microseconds())/1000
+	logf("  compacted in %.1f s, %d events left live; %d appends meanwhile, the longest %.1f ms",
+		res.CompactSeconds, res.LiveAfterCompaction, res.CompactWrites, res.CompactLongestWriteMs)
 	snap, _, err := start()
 	if err != nil {
 		return res, err
@@ -171,29 +180,76 @@ func profileStart(ctx context.Context, bin, path, sock string, status control.Co
 	return d.Stop()
 }
 
+// compacted is what compactAll did: the events left live, and the
+// appends made meanwhile.
+type compacted struct {
+	live    int
+	writes  int
+	longest time.Duration
+}
+
 // compactAll compacts each of projects in the ledger file at path,
-// in-process, keeping retain events of each live, and returns how many
-// are left live in all.
-func compactAll(ctx context.Context, path string, projects []string, retain int) (int, error) {
+// in-process, keeping retain events of each live, while a writer appends
+// tasks to a project of its own back to back.
+func compactAll(ctx context.Context, path string, projects []string, retain int) (compacted, error) {
+	var res compacted
 	db, err := sqlite.Open(ctx, path, sqlite.Options{})
 	if err != nil {
-		return 0, err
+		return res, err
 	}
 	l, err := ledger.Open(ctx, db, ledger.Options{})
 	if err != nil {
 		db.Close()
-		return 0, err
+		return res, err
 	}
-	live := 0
+	side := ulid.Make().String()
+	if _, err := l.Execute(ctx, reducer.CreateProject{ProjectID: side, Name: "compaction-writer-" + side, Workspace: "/tmp"}); err != nil {
+		l.Close()
+		return res, err
+	}
+	stop, wrote, first := make(chan struct{}), make(chan error, 1), make(chan struct{})
+	go func() {
+		for {
+			if res.writes == 1 {
+				close(first) // the writer is under way: compact
+			}
+			select {
+			case <-stop:
+				wrote <- nil
+				return
+			default:
+			}
+			t := time.Now()
+			if _, err := l.Execute(ctx, reducer.AddTask{Project: side, TaskID: ulid.Make().String(), Title: "meanwhile"}); err != nil {
+				wrote <- err
+				return
+			}
+			res.longest = max(res.longest, time.Since(t))
+			res.writes++
+		}
+	}()
+	select {
+	case <-first:
+	case err := <-wrote:
+		l.Close()
+		return res, fmt.Errorf("append before the compaction: %w", err)
+	}
 	for _, p := range projects {
 		c, err := l.Compact(ctx, p, ledger.CompactOptions{Retain: retain})
 		if err != nil {
+			close(stop)
+			<-wrote
 			l.Close()
-			return 0, err
+			return res, err
 		}
-		live += c.Live
+		res.live += c.Live
 	}
-	return live, l.Close()
+	close(stop)
+	if err := <-wrote; err != nil {
+		l.Close()
+		return res, fmt.Errorf("append during the compaction: %w", err)
+	}
+	return res, l.Close()
 }
 
 // scanDecode is the baseline: read every event of the file in order

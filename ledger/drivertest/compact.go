@@ -5,7 +5,9 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,7 +29,149 @@ func ofProject(evs []driver.Event, project string) []driver.Event {
 }
 
 // testCompaction: snapshots and compaction, archived or dropped.
+// heldRead is a driver whose next read, once asked for (holdNext), stops
+// at its first History (a fold) until released.
+type heldRead struct {
+	driver.Driver
+	mu      sync.Mutex
+	entered chan struct{}
+	release chan struct{}
+}
+
+// holdNext makes the next Read stop: entered is closed once its History
+// is called, and release lets it go on.
+func (d *heldRead) holdNext() (entered <-chan struct{}, release func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	en, rel := make(chan struct{}), make(chan struct{})
+	d.entered, d.release = en, rel
+	return en, sync.OnceFunc(func() { close(rel) })
+}
+
+func (d *heldRead) Read(ctx context.Context, fn func(driver.Reader) error) error {
+	d.mu.Lock()
+	entered, release := d.entered, d.release
+	d.entered, d.release = nil, nil
+	d.mu.Unlock()
+	if entered == nil {
+		return d.Driver.Read(ctx, fn)
+	}
+	return d.Driver.Read(ctx, func(r driver.Reader) error {
+		return fn(heldReader{r, sync.OnceFunc(func() { close(entered); <-release })})
+	})
+}
+
+type heldReader struct {
+	driver.Reader
+	hold func()
+}
+
+func (r heldReader) History(ctx context.Context, projectID string, after, upTo uint64, fn func(driver.Event) error) error {
+	r.hold()
+	return r.Reader.History(ctx, projectID, after, upTo, fn)
+}
+
+// openHeld opens a ledger on a heldRead driver of a new database, with a
+// project of 50 progress events.
+func openHeld(t *testing.T, h Harness) (*env, *heldRead, *ledger.Ledger, fixture) {
+	t.Helper()
+	e := newEnv(t, h)
+	d := &heldRead{Driver: h.Open(t, e.db)}
+	l, err := ledger.Open(context.Background(), d, ledger.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Close() })
+	f := newFixture(t, l, "alpha")
+	f.progress(t, l, 50, "step")
+	return e, d, l, f
+}
+
+// waitHeld waits for the held read to begin (entered), failing if the
+// compaction ends first (ended) or never reads.
+func waitHeld(t *testing.T, entered <-chan struct{}, ended <-chan error) {
+	t.Helper()
+	select {
+	case <-entered:
+	case err := <-ended:
+		t.Fatalf("the compaction read nothing outside the writer (%v)", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the compaction began no read")
+	}
+}
+
 func testCompaction(t *testing.T, h Harness) {
+	t.Run("FoldWithoutTheWriter", func(t *testing.T) {
+		t.Parallel()
+		// A compaction derives the state at S in a read of its own, not
+		// holding the writer: an append made while it folds commits
+		// without waiting, stays live, and the compaction then stores
+		// the state at the S it chose before the append.
+		ctx := context.Background()
+		e, d, l, f := openHeld(t, h)
+		events := ofProject(e.history(), f.project)
+		entered, release := d.holdNext()
+		defer release()
+		var c ledger.Compaction
+		ended := make(chan error, 1)
+		go func() {
+			var err error
+			c, err = l.Compact(ctx, f.project, ledger.CompactOptions{Retain: 10})
+			ended <- err
+		}()
+		waitHeld(t, entered, ended)
+		appended := make(chan error, 1)
+		go func() {
+			_, err := l.Execute(ctx, reducer.ProgressRun{Project: f.project, RunID: f.run, Progress: "meanwhile"})
+			appended <- err
+		}()
+		select {
+		case err := <-appended:
+			require.NoError(t, err)
+		case <-time.After(time.Minute):
+			t.Fatal("an append waited for the compaction's fold")
+		}
+		release()
+		require.NoError(t, <-ended)
+		assert.Equal(t, events[len(events)-11].Sequence, c.Sequence, "S is chosen from the live tail before the append")
+		assert.Equal(t, 11, c.Live, "the 10 retained and the append stay live")
+		live := e.live(f.project)
+		require.Len(t, live, 11)
+		assert.Contains(t, live[10].Data, "meanwhile", "the append is the newest live event")
+		want := viewOf(t, project(t, l, f.project))
+		l = e.restart(l, ledger.Options{})
+		assert.Equal(t, want, viewOf(t, project(t, l, f.project)), "snapshot and tail give the state the writer holds")
+		assert.Empty(t, e.verify(ledger.VerifyOptions{}).Problems)
+	})
+
+	t.Run("PassedMeanwhile", func(t *testing.T) {
+		t.Parallel()
+		// A compaction that finds, once it holds the writer, that another
+		// compacted past its S meanwhile compacts nothing.
+		ctx := context.Background()
+		e, d, l, f := openHeld(t, h)
+		entered, release := d.holdNext()
+		defer release()
+		first := make(chan error, 1)
+		go func() {
+			_, err := l.Compact(ctx, f.project, ledger.CompactOptions{Retain: 20})
+			first <- err
+		}()
+		waitHeld(t, entered, first)
+		second, err := l.Compact(ctx, f.project, ledger.CompactOptions{Retain: 5})
+		require.NoError(t, err)
+		require.Positive(t, second.Sequence)
+		release()
+		require.NoError(t, <-first)
+		var snaps []driver.Snapshot
+		e.read(func(r driver.Reader) (err error) {
+			snaps, err = r.Snapshots(ctx, f.project)
+			return err
+		})
+		require.Len(t, snaps, 1, "the first, whose S was passed, stored no snapshot")
+		assert.Equal(t, second.Sequence, snaps[0].Sequence)
+		assert.Len(t, e.live(f.project), 5)
+		assert.Empty(t, e.verify(ledger.VerifyOptions{}).Problems)
+	})
+
 	t.Run("Archive", func(t *testing.T) {
 		t.Parallel()
 		// A project compacted keeping its 100 newest events live: exactly
