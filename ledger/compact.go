@@ -31,9 +31,11 @@ type CompactOptions struct {
 	// it on still verifies, but what the dropped events said is proven
 	// only by the snapshot's recorded state hash.
 	Drop bool
-	// Fence, when set, must still be held inside the transaction, or
-	// nothing is compacted (ErrLeaseLost): automatic compaction is the
-	// lease holder's job.
+	// Fence, when set, must still be held inside the write transaction,
+	// or nothing is compacted (ErrLeaseLost): automatic compaction is the
+	// lease holder's job. A project with nothing to compact opens no
+	// write transaction, and Compact returns no error for it, fence or
+	// not.
 	Fence *Lease
 }
 

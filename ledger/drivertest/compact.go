@@ -28,7 +28,6 @@ func ofProject(evs []driver.Event, project string) []driver.Event {
 	return out
 }
 
-// testCompaction: snapshots and compaction, archived or dropped.
 // heldRead is a driver whose next read, once asked for (holdNext), stops
 // at its first History (a fold) until released.
 type heldRead struct {
@@ -98,6 +97,7 @@ func waitHeld(t *testing.T, entered <-chan struct{}, ended <-chan error) {
 	}
 }
 
+// testCompaction: snapshots and compaction, archived or dropped.
 func testCompaction(t *testing.T, h Harness) {
 	t.Run("FoldWithoutTheWriter", func(t *testing.T) {
 		t.Parallel()
