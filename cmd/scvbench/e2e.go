@@ -317,7 +317,7 @@ func (l load) run(ctx context.Context) (LevelResult, int64, Latency, error) {
 // socks[i % len(socks)] writing into projects[i % len(projects)], each
 // adding a task, starting a run of it, then sending project_run_progress
 // for it one request after the other.
-func progressLevel(ctx context.Context, socks []string, pids []int, projects []string, c int, warm, d time.Duration, withStatus bool, prof string) (LevelResult, int64, Latency, error) {
+func progressLevel(ctx context.Context, socks []string, pids []int, projects []string, c int, warm, d time.Duration, statusSock string, prof string) (LevelResult, int64, Latency, error) {
 	conns, err := dialAll(ctx, socks, c)
 	if err != nil {
 		return LevelResult{}, 0, Latency{}, err
@@ -332,8 +332,8 @@ func progressLevel(ctx context.Context, socks []string, pids []int, projects []s
 			_, err := cl.call(ctx, progressParams(projects[i%len(projects)], runs[i], step))
 			return err
 		}}
-	if withStatus {
-		l.statusSock, l.statusProject = socks[0], projects[0]
+	if statusSock != "" {
+		l.statusSock, l.statusProject = statusSock, projects[0]
 	}
 	return l.run(ctx)
 }
@@ -371,12 +371,17 @@ func endToEnd(ctx context.Context, cfg Config, bin, dir string, rep *Report, aro
 	idle := &conn{c: admin}
 	lat := make([]time.Duration, 0, cfg.StatusIdle)
 	params := statusParams(project)
+	var reply []byte
 	for range cfg.StatusIdle {
 		t := time.Now()
-		if _, err := idle.call(ctx, params); err != nil {
+		if reply, err = idle.call(ctx, params); err != nil {
 			return fmt.Errorf("project_status: %w", err)
 		}
 		lat = append(lat, time.Since(t))
+	}
+	statusResult, err := resultOf(reply)
+	if err != nil {
+		return fmt.Errorf("project_status: %w", err)
 	}
 	rep.Status.Idle = latencyOf(lat)
 
@@ -387,7 +392,7 @@ func endToEnd(ctx context.Context, cfg Config, bin, dir string, rep *Report, aro
 			return err
 		}
 		logf("  %d client(s)", c)
-		res, n, _, err := progressLevel(ctx, []string{d.Sock}, []int{pid}, []string{project}, c, cfg.Warmup, cfg.Duration, false, fmt.Sprintf("progress-%d", c))
+		res, n, _, err := progressLevel(ctx, []string{d.Sock}, []int{pid}, []string{project}, c, cfg.Warmup, cfg.Duration, "", fmt.Sprintf("progress-%d", c))
 		if err != nil {
 			return fmt.Errorf("%d clients: %w", c, err)
 		}
@@ -404,12 +409,29 @@ func endToEnd(ctx context.Context, cfg Config, bin, dir string, rep *Report, aro
 	// of this window are reported beside it.
 	c := cfg.Levels[len(cfg.Levels)-1]
 	logf("  %d clients and a project_status reader", c)
-	res, n, status, err := progressLevel(ctx, []string{d.Sock}, []int{pid}, []string{project}, c, cfg.Warmup, cfg.Duration, true, fmt.Sprintf("progress-%d-reader", c))
+	res, n, status, err := progressLevel(ctx, []string{d.Sock}, []int{pid}, []string{project}, c, cfg.Warmup, cfg.Duration, d.Sock, fmt.Sprintf("progress-%d-reader", c))
 	if err != nil {
 		return fmt.Errorf("%d clients and a reader: %w", c, err)
 	}
 	acked += n
 	rep.Status.UnderLoad, rep.Status.Clients, rep.Status.Writers = status, c, res
+
+	// The same load, the reader asking the do-nothing responder
+	// (responder.go): the floor under the figure above.
+	logf("  %d clients and a reader of a do-nothing responder", c)
+	esock, estop, err := startResponder(ctx, dir, statusResult)
+	if err != nil {
+		return err
+	}
+	res, n, floor, err := progressLevel(ctx, []string{d.Sock}, []int{pid}, []string{project}, c, cfg.Warmup, cfg.Duration, esock, "")
+	if serr := estop(); err == nil {
+		err = serr
+	}
+	if err != nil {
+		return fmt.Errorf("%d clients and a reader of the responder: %w", c, err)
+	}
+	acked += n
+	rep.Status.Floor, rep.Status.FloorWriters = floor, res
 	if rep.RSS.VmHWMKiB, err = vmHWM(pid); err != nil {
 		return err
 	}

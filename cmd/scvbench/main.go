@@ -173,6 +173,9 @@ func main() {
 	if arg, ok := os.LookupEnv(readerEnv); ok {
 		os.Exit(readerMain(arg))
 	}
+	if arg, ok := os.LookupEnv(responderEnv); ok {
+		os.Exit(responderMain(arg))
+	}
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
 	if err != nil {
 		if err == flag.ErrHelp {

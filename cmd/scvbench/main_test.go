@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,13 +12,19 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"scv/control"
 )
 
-// TestMain lets the test binary be the harness's status reader process
-// too (reader.go), as the harness's own binary is.
+// TestMain lets the test binary be the harness's status reader and
+// do-nothing responder processes too (reader.go, responder.go), as the
+// harness's own binary is.
 func TestMain(m *testing.M) {
 	if arg, ok := os.LookupEnv(readerEnv); ok {
 		os.Exit(readerMain(arg))
+	}
+	if arg, ok := os.LookupEnv(responderEnv); ok {
+		os.Exit(responderMain(arg))
 	}
 	os.Exit(m.Run())
 }
@@ -64,6 +71,7 @@ func TestQuick(t *testing.T) {
 		"durability.acked", "durability.stored",
 		"status.idle.p50_us", "status.idle.p99_us",
 		"status.under_load.p50_us", "status.under_load.p99_us", "status.under_load_clients",
+		"status.floor.count", "status.floor.p50_us", "status.floor.p99_us", "status.p99_over_floor",
 		"replay.events", "replay.tasks", "replay.runs", "replay.first_open_seconds",
 		"replay.scan_events_per_sec", "replay.start_events_per_sec", "replay.ratio",
 		"replay.first_status_seconds", "replay.daemon_vmhwm_kib",
@@ -102,6 +110,9 @@ func TestQuick(t *testing.T) {
 	assert.Equal(t, float64(cfg.Levels[len(cfg.Levels)-1]), w["clients"], "the reader's window runs the heaviest level")
 	assert.Equal(t, 0.0, w["errors"], "errors in the reader's window: %v", w["first_error"])
 	assert.Greater(t, w["requests_per_sec"].(float64), 0.0, "the writers beside the reader")
+	fw := st["floor_writers"].(map[string]any)
+	assert.Equal(t, float64(cfg.Levels[len(cfg.Levels)-1]), fw["clients"], "the responder's window runs the heaviest level")
+	assert.Equal(t, 0.0, fw["errors"], "errors in the responder's window: %v", fw["first_error"])
 	kinds := rep["replay"].(map[string]any)["kinds"].(map[string]any)
 	for _, k := range []string{"project_created", "task_added", "run_started", "run_progress", "heartbeat", "run_finished"} {
 		assert.Greater(t, kinds[k], 0.0, "replay history has %s events", k)
@@ -134,4 +145,27 @@ func TestQuick(t *testing.T) {
 	positive("pg.single_pg.requests_per_sec")
 	positive("pg.single_sqlite.requests_per_sec")
 	assert.Equal(t, 0.0, pg["fleet_durability"].(map[string]any)["missing"])
+}
+
+// TestResponder: the do-nothing responder answers each request line
+// with the result it was given, under the request's id, as the reader
+// expects of the daemon.
+func TestResponder(t *testing.T) {
+	ctx := context.Background()
+	result := []byte(`{"project":{"id":"p","name":"acme"}}`)
+	sock, stop, err := startResponder(ctx, t.TempDir(), result)
+	require.NoError(t, err)
+	c, err := control.Dial(ctx, sock)
+	require.NoError(t, err)
+	cl := &conn{c: c}
+	for i := 1; i <= 3; i++ {
+		reply, err := cl.call(ctx, statusParams("p"))
+		require.NoError(t, err)
+		assert.Equal(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":%s}`, i, result), string(reply))
+		got, err := resultOf(reply)
+		require.NoError(t, err)
+		assert.JSONEq(t, string(result), string(got))
+	}
+	require.NoError(t, c.Close())
+	require.NoError(t, stop())
 }

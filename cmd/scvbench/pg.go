@@ -206,7 +206,7 @@ func pgFleet(ctx context.Context, cfg Config, bin, dir string, logf func(string,
 		{"a project per daemon", own, &res.FleetOwn},
 	} {
 		logf("  fleet: %d daemons on one database, %d clients, %s", cfg.PGDaemons, cfg.PGClients, f.what)
-		fl, n, _, err := progressLevel(ctx, socks, pids, f.projects, cfg.PGClients, cfg.Warmup, window, false, fmt.Sprintf("fleet-%d-daemon-0", k+1))
+		fl, n, _, err := progressLevel(ctx, socks, pids, f.projects, cfg.PGClients, cfg.Warmup, window, "", fmt.Sprintf("fleet-%d-daemon-0", k+1))
 		if err != nil {
 			return res, fmt.Errorf("fleet, %s: %w", f.what, err)
 		}
@@ -277,7 +277,7 @@ func pgFleet(ctx context.Context, cfg Config, bin, dir string, logf func(string,
 	for _, i := range []int{0, 1, 1, 0} {
 		s := sides[i]
 		logf("  one daemon on %s, %d clients", s.name, cfg.PGClients)
-		lr, _, _, err := progressLevel(ctx, []string{s.d.Sock}, []int{s.d.Pid()}, []string{s.project}, cfg.PGClients, cfg.Warmup/2, cfg.Duration/2, false, "single-"+s.name)
+		lr, _, _, err := progressLevel(ctx, []string{s.d.Sock}, []int{s.d.Pid()}, []string{s.project}, cfg.PGClients, cfg.Warmup/2, cfg.Duration/2, "", "single-"+s.name)
 		if err != nil {
 			return res, fmt.Errorf("one daemon on %s: %w", s.name, err)
 		}

@@ -32,6 +32,12 @@ type Report struct {
 		// Writers what they did in that window.
 		Clients int         `json:"under_load_clients"`
 		Writers LevelResult `json:"under_load_writers"`
+		// Floor is the same reader asking the do-nothing responder
+		// (responder.go) under the same load, FloorWriters the writers
+		// then, and OverFloor UnderLoad's p99 over Floor's.
+		Floor        Latency     `json:"floor"`
+		FloorWriters LevelResult `json:"floor_writers"`
+		OverFloor    float64     `json:"p99_over_floor"`
 	} `json:"status"`
 	Encoders     EncoderResult `json:"encoders"`
 	Sizes        SizesResult   `json:"sizes"`
@@ -230,10 +236,13 @@ const maxTotal = 360
 
 // evaluate checks every target against ratios of this run.
 func (r *Report) evaluate() {
-	for _, l := range append(sliceOf(r.E2E), &r.Status.Writers) {
+	for _, l := range append(sliceOf(r.E2E), &r.Status.Writers, &r.Status.FloorWriters) {
 		if r.Raw.Group.RowsPerSec > 0 {
 			l.RatioToRaw = l.RequestsPerSec / r.Raw.Group.RowsPerSec
 		}
+	}
+	if r.Status.Floor.P99us > 0 {
+		r.Status.OverFloor = r.Status.UnderLoad.P99us / r.Status.Floor.P99us
 	}
 	hi := r.loaded()
 	r.Targets = append(r.Targets,
@@ -339,6 +348,11 @@ func (r *Report) printTable(out io.Writer) {
 		r.Status.UnderLoad.P50us, r.Status.UnderLoad.P99us, r.Status.UnderLoad.Count), "p99 "+tg, res)
 	sw := r.Status.Writers
 	row("  the writers in that window", level(sw, "req")+fmt.Sprintf(", %.3f× raw", sw.RatioToRaw), "", "")
+	row(fmt.Sprintf("do-nothing responder, %d clients writing", r.Status.Clients), fmt.Sprintf("p50 %.0f µs, p99 %.0f µs (%d requests)",
+		r.Status.Floor.P50us, r.Status.Floor.P99us, r.Status.Floor.Count), "", "")
+	row("  project_status p99 ÷ the responder's", fmt.Sprintf("%.2f×", r.Status.OverFloor), "", "")
+	ew := r.Status.FloorWriters
+	row("  the writers in that window", level(ew, "req")+fmt.Sprintf(", %.3f× raw", ew.RatioToRaw), "", "")
 	row("daemon peak RSS after the load levels", fmt.Sprintf("%.1f MiB (VmHWM)", float64(r.RSS.VmHWMKiB)/1024), "", "")
 
 	if e := r.Encoders; e.Skipped != "" {
