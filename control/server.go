@@ -541,6 +541,7 @@ func (s *Server) serveConn(c net.Conn, st *connState) {
 	}
 	ctx := context.WithValue(context.Background(), peerKey{}, peer)
 	r := bufio.NewReaderSize(c, 64<<10)
+	rc := rawConn(c)
 	timeout := s.LineTimeout
 	if timeout <= 0 {
 		timeout = LineTimeout
@@ -608,7 +609,7 @@ func (s *Server) serveConn(c net.Conn, st *connState) {
 		// closing by now; the connection ends after the reply.
 		st.busy.Store(true)
 		req, id, e := parseRequest(line)
-		if e == nil && s.submit(ctx, c, w, st, req.cmd, id, written) {
+		if e == nil && s.submit(ctx, c, rc, w, st, req.cmd, id, written) {
 			pending = true
 		} else {
 			reply := s.handleRequest(ctx, req, id, e)
@@ -732,17 +733,28 @@ func appendReply(b []byte, r *reply) []byte {
 	return append(b, '\n')
 }
 
-// writeNow writes b to c as far as c takes it without waiting, and
-// returns how much it wrote; an error means c is broken. A connection
-// without a file descriptor (no syscall.Conn) is written as usual.
-func writeNow(c net.Conn, b []byte) (int, error) {
+// rawConn is c's file descriptor, for writeNow; nil when c has none (no
+// syscall.Conn). It is looked up once per connection: each lookup
+// allocates.
+func rawConn(c net.Conn) syscall.RawConn {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
-		return c.Write(b)
+		return nil
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return 0, err
+		return nil
+	}
+	return rc
+}
+
+// writeNow writes b to c, whose rawConn is rc, as far as c takes it
+// without waiting, and returns how much it wrote; an error means c is
+// broken. A connection without a file descriptor (rc nil) is written as
+// usual.
+func writeNow(c net.Conn, rc syscall.RawConn, b []byte) (int, error) {
+	if rc == nil {
+		return c.Write(b)
 	}
 	n := 0
 	var werr error
@@ -771,7 +783,7 @@ func writeNow(c net.Conn, b []byte) (int, error) {
 // did. The goroutine that commits it writes the reply to w, clears
 // st.busy, and sends on written whether the reply was written. Any other
 // command is left for handleRequest.
-func (s *Server) submit(ctx context.Context, c net.Conn, w *bufio.Writer, st *connState, cmd Command, id json.RawMessage, written chan<- bool) bool {
+func (s *Server) submit(ctx context.Context, c net.Conn, rc syscall.RawConn, w *bufio.Writer, st *connState, cmd Command, id json.RawMessage, written chan<- bool) bool {
 	// The id is in the line's buffer, which is read into again before
 	// the reply is written.
 	id = bytes.Clone(id)
@@ -795,7 +807,7 @@ func (s *Server) submit(ctx context.Context, c net.Conn, w *bufio.Writer, st *co
 		// its socket does not take at once is written by a goroutine of
 		// its own. w is flushed and idle: its buffer is borrowed.
 		b := appendReply(w.AvailableBuffer(), r)
-		n, err := writeNow(c, b)
+		n, err := writeNow(c, rc, b)
 		if err != nil || n == len(b) {
 			end(err == nil)
 			return

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -187,18 +188,23 @@ var insertEventsSQL = insertEventSQL + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?)",
 func (t *writeTx) Append(ctx context.Context, events []driver.Event) error {
 	ins := t.tx.StmtxContext(ctx, t.d.insert)
 	defer ins.Close()
+	// The writer's batches are all live: only a copy (ledger.Copy) brings
+	// archived events, which go to events_archive.
 	var archived uint64
-	var live []driver.Event
-	for _, e := range events {
-		if !e.Archived {
-			live = append(live, e)
-			continue
+	live := events
+	if slices.ContainsFunc(events, func(e driver.Event) bool { return e.Archived }) {
+		live = nil
+		for _, e := range events {
+			if !e.Archived {
+				live = append(live, e)
+				continue
+			}
+			if _, err := t.tx.ExecContext(ctx, `INSERT INTO events_archive (sequence, project_id, kind, timestamp, timestamp_ms, data, hash)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, e.Sequence, e.ProjectID, e.Kind, e.Timestamp, e.TimestampMs, e.Data, e.Hash); err != nil {
+				return t.d.fail(err)
+			}
+			archived = max(archived, e.Sequence)
 		}
-		if _, err := t.tx.ExecContext(ctx, `INSERT INTO events_archive (sequence, project_id, kind, timestamp, timestamp_ms, data, hash)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, e.Sequence, e.ProjectID, e.Kind, e.Timestamp, e.TimestampMs, e.Data, e.Hash); err != nil {
-			return t.d.fail(err)
-		}
-		archived = max(archived, e.Sequence)
 	}
 	if len(live) >= insertRows {
 		many := t.tx.StmtxContext(ctx, t.d.insertMany)
