@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,9 @@ import (
 // signed 64-bit integers).
 const maxSeq = math.MaxInt64
 
+// foldBatch is how many rows rebuild's reader hands its folder at once.
+const foldBatch = 256
+
 // rebuild is the one way a project's state is built from the database:
 // from p (nil for nothing yet), or from the project's latest snapshot at or
 // before upTo when that is newer, then every event of its history (archive
@@ -23,6 +27,11 @@ const maxSeq = math.MaxInt64
 // history that does not fold (a stored event contradicts the state) is
 // ErrStorage naming the event, not a panic: it is the database's fault,
 // not the program's.
+//
+// The rows are read by a goroutine of rebuild's own and decoded and folded
+// by the caller's, in batches of foldBatch: a long history loads in about
+// the longer of the two, not their sum. The reading goroutine has ended
+// when rebuild returns, so r is not used after.
 func rebuild(ctx context.Context, r driver.Reader, p *reducer.Project, id string, upTo uint64) (*reducer.Project, error) {
 	sn, ok, err := r.LatestSnapshot(ctx, id, upTo)
 	if err != nil {
@@ -37,17 +46,49 @@ func rebuild(ctx context.Context, r driver.Reader, p *reducer.Project, id string
 	if p != nil {
 		after = p.LastSequence
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	batches := make(chan []driver.Event, 2)
+	var readErr error
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		defer close(batches)
+		batch := make([]driver.Event, 0, foldBatch)
+		readErr = r.History(ctx, id, after, upTo, func(row driver.Event) error {
+			if batch = append(batch, row); len(batch) == foldBatch {
+				select {
+				case batches <- batch:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				batch = make([]driver.Event, 0, foldBatch)
+			}
+			return nil
+		})
+		if readErr == nil && len(batch) > 0 {
+			batches <- batch // the folding side takes every batch
+		}
+	}()
 	f := reducer.NewFold()
-	if err := r.History(ctx, id, after, upTo, func(row driver.Event) error {
-		e, err := eventOf(row)
-		if err == nil {
-			p, err = fold(f, p, e)
+	var foldErr error
+	for batch := range batches {
+		for _, row := range batch {
+			if foldErr != nil {
+				break // what is still coming is drained, not folded
+			}
+			e, err := eventOf(row)
+			if err == nil {
+				p, err = fold(f, p, e)
+			}
+			if err != nil {
+				foldErr = fmt.Errorf("%w: project %s, sequence %d: %v", ErrStorage, id, row.Sequence, err)
+				cancel()
+			}
 		}
-		if err != nil {
-			return fmt.Errorf("%w: project %s, sequence %d: %v", ErrStorage, id, row.Sequence, err)
-		}
-		return nil
-	}); err != nil {
+	}
+	<-read
+	if err := cmp.Or(foldErr, readErr); err != nil {
 		return nil, err
 	}
 	if p == nil {
