@@ -18,7 +18,7 @@ import (
 // A stored history that does not fold is the database's fault: loading
 // its project is ErrStorage naming the event, whether the event does not
 // decode or contradicts the state before it, and with many batches of the
-// history still to be read after it (the reader stops).
+// history still to be read after it.
 func TestLoadRefusesAHistoryThatDoesNotFold(t *testing.T) {
 	for name, data := range map[string]string{
 		"undecodable":   `{"run_id":5}`,
