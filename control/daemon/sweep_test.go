@@ -59,15 +59,18 @@ func TestSweepExpiresOrphanApprovals(t *testing.T) {
 }
 
 // TestSweeperKeepsItsLease: on a shared ledger, with a lease shorter than
-// the sweep's pace (here a 300 ms lease, a sweep every 3 s), the holder
-// renews it in time: it holds it from the start, in one term, never
-// expired. Alone on a SQLite file, a daemon takes no lease at all.
+// the sweep's pace (here a 1.5 s lease, a sweep every 6 s), the holder
+// renews it in time: over two of its lengths it holds it from the start,
+// in one term, never expired. A holder that renewed it only when it
+// sweeps would let it run out within the first 1.5 s. (The lease is long
+// enough that a renewal late by a busy machine, up to 1 s, still comes in
+// time.) Alone on a SQLite file, a daemon takes no lease at all.
 func TestSweeperKeepsItsLease(t *testing.T) {
 	for _, shared := range []bool{true, false} {
 		t.Run(map[bool]string{true: "PostgreSQL", false: "SQLite"}[shared], func(t *testing.T) {
 			dir := shortDir(t)
 			cfg := Config{DB: filepath.Join(dir, "l.db"), Socket: filepath.Join(dir, "d.sock"), Version: version,
-				StaleAfter: time.Minute, LeaseTTL: 300 * time.Millisecond}
+				StaleAfter: 2 * time.Minute, LeaseTTL: 1500 * time.Millisecond}
 			if shared {
 				cfg.DB, cfg.LocalDB = pgtest.Database(t), filepath.Join(dir, "local.db")
 			}
@@ -92,7 +95,7 @@ func TestSweeperKeepsItsLease(t *testing.T) {
 				return
 			}
 			require.Eventually(t, func() bool { return len(leases()) == 1 }, 2*time.Second, 10*time.Millisecond, "the lease is taken at start")
-			for range 15 {
+			for range 30 {
 				time.Sleep(100 * time.Millisecond)
 				ls := leases()
 				require.Len(t, ls, 1)

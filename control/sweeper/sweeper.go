@@ -103,8 +103,10 @@ func (s *Sweeper) ttl() time.Duration {
 
 // hold says whether this daemon sweeps, and with which lease to fence its
 // writes: on a shared ledger it takes or renews the lease when it is not
-// held, or held for more than half its length (mine is false when another
-// daemon holds it); alone, it sweeps unfenced.
+// held, or was last renewed more than a quarter of its length ago (so
+// that each renewal tick, a third of the length after the last, renews,
+// and sweeps more frequent than that do not write; mine is false when
+// another daemon holds it); alone, it sweeps unfenced.
 func (s *Sweeper) hold(ctx context.Context) (fence *ledger.Lease, mine bool, err error) {
 	if !s.Shared {
 		return nil, true, nil
@@ -113,7 +115,7 @@ func (s *Sweeper) hold(ctx context.Context) (fence *ledger.Lease, mine bool, err
 	if s.Clock != nil {
 		at = s.Clock()
 	}
-	if s.lease != nil && at.Sub(s.taken) < s.ttl()/2 {
+	if s.lease != nil && at.Sub(s.taken) < s.ttl()/4 {
 		return s.lease, true, nil
 	}
 	lease, held, err := s.Ledger.AcquireLease(ctx, LeaseName, s.Holder, s.ttl())
@@ -163,9 +165,10 @@ func (s *Sweeper) logger() *slog.Logger {
 }
 
 // run sweeps every Every, and in between keeps the lease: it is renewed
-// at a third of its length, whatever the sweep's pace, so that a holder
-// that is alive never lets it run out (a stale window of 5 minutes sweeps
-// every 15 s, longer than the lease's default 10 s).
+// every third of its length, whatever the sweep's pace, so that a holder
+// that is alive, even late by most of two thirds of it, never lets it run
+// out (a stale window of 5 minutes sweeps every 15 s, longer than the
+// lease's default 10 s).
 func (s *Sweeper) run(ctx context.Context) {
 	t := time.NewTicker(s.Every())
 	defer t.Stop()
