@@ -37,7 +37,19 @@ type CompactOptions struct {
 	// write transaction, and Compact returns no error for it, fence or
 	// not.
 	Fence *Lease
+	// Step is the most events one write transaction takes out of the
+	// live tail (0: CompactStep).
+	Step int
 }
+
+// CompactStep is how many events one step of a compaction takes out of
+// the live tail at most. A longer tail is compacted in steps, oldest
+// first, each a whole compaction of its own (a snapshot at its S and the
+// events up to S moved, in one transaction), so that appends, which wait
+// for the writer, wait for one step at a time: about as long as for an
+// automatic compaction at the daemon's default --compact-after (10,000),
+// instead of for the whole tail. Each step leaves its snapshot.
+const CompactStep = 10_000
 
 // Compact folds a project's live events into a snapshot, keeping at least
 // its Retain newest events live, and moves the rest to the archive (or
@@ -55,10 +67,38 @@ type CompactOptions struct {
 // events. S is chosen then, from the live tail as it was: the events
 // appended meanwhile stay live too. If another compaction has passed S
 // by the time the writer is held, nothing is compacted.
+//
+// A tail of more than Step events to compact is compacted in steps
+// (CompactStep), each read and written as above; the Compaction returned
+// sums them, and after an error it says what the steps before it did.
 func (l *Ledger) Compact(ctx context.Context, project string, opts CompactOptions) (Compaction, error) {
+	var total Compaction
+	var upTo uint64 // the whole compaction's S, chosen by its first step
+	for {
+		c, err := l.compactStep(ctx, project, opts, &upTo)
+		if c.ProjectID != "" {
+			total.ProjectID, total.Live = c.ProjectID, c.Live
+		}
+		if c.Sequence > 0 {
+			total.Sequence, total.Archived = c.Sequence, total.Archived+c.Archived
+		}
+		if err != nil || c.Sequence == 0 || c.Sequence >= upTo {
+			return total, err
+		}
+	}
+}
+
+// compactStep is one step of Compact: it compacts the project up to the
+// Step-th oldest live event or *upTo, whichever comes first, and chooses
+// *upTo when it is zero.
+func (l *Ledger) compactStep(ctx context.Context, project string, opts CompactOptions, upTo *uint64) (Compaction, error) {
 	var c Compaction
 	if l.isClosed() {
 		return c, ErrClosed
+	}
+	step := opts.Step
+	if step <= 0 {
+		step = CompactStep
 	}
 	var sn driver.Snapshot
 	err := l.drv.Read(ctx, func(r driver.Reader) error {
@@ -70,15 +110,25 @@ func (l *Ledger) Compact(ctx context.Context, project string, opts CompactOption
 			return fmt.Errorf("%w: project %q", reducer.ErrNotFound, project)
 		}
 		c.ProjectID, c.Live = row.ID, row.Live
-		if opts.Retain < 0 || row.Live <= opts.Retain {
-			return nil
+		if *upTo == 0 {
+			if opts.Retain < 0 || row.Live <= opts.Retain {
+				return nil
+			}
+			last, ok, err := r.LiveAt(ctx, row.ID, row.Live-opts.Retain-1)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("%w: project %s has fewer live events than its row counts (%d)", ErrStorage, row.ID, row.Live)
+			}
+			*upTo = last
 		}
-		s, ok, err := r.LiveAt(ctx, row.ID, row.Live-opts.Retain-1)
+		s, ok, err := r.LiveAt(ctx, row.ID, step-1)
 		if err != nil {
 			return err
 		}
-		if !ok {
-			return fmt.Errorf("%w: project %s has fewer live events than its row counts (%d)", ErrStorage, row.ID, row.Live)
+		if !ok || s > *upTo {
+			s = *upTo
 		}
 		at, err := rebuild(ctx, r, nil, row.ID, s)
 		if err != nil {

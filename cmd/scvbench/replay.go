@@ -55,7 +55,8 @@ type ReplayResult struct {
 	LiveAfterCompaction int     `json:"live_after_compaction"`
 	// A writer appends back to back (a task into a project of its own)
 	// while the compaction runs: how many it appended, and the longest
-	// an append waited, which is how long the compaction held the writer.
+	// an append waited, which is the longest the compaction held the
+	// writer in one step (ledger.CompactStep events).
 	CompactWrites              int     `json:"compact_writes"`
 	CompactLongestWriteMs      float64 `json:"compact_longest_write_ms"`
 	SnapshotFirstStatusSeconds float64 `json:"snapshot_first_status_seconds"`

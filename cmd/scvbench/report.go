@@ -416,7 +416,7 @@ func (r *Report) printTable(out io.Writer) {
 	tg, res = mark(tgtSnapshot, " s")
 	row(fmt.Sprintf("  the same behind a snapshot (%d live)", rp.LiveAfterCompaction),
 		fmt.Sprintf("%.2f s (compaction took %.1f s)", rp.SnapshotFirstStatusSeconds, rp.CompactSeconds), tg, res)
-	row("  appends during that compaction", fmt.Sprintf("%d, the longest waited %.1f ms (the compaction's hold of the writer)",
+	row("  appends during that compaction", fmt.Sprintf("%d, the longest waited %.1f ms (the longest step's hold of the writer)",
 		rp.CompactWrites, rp.CompactLongestWriteMs), "", "")
 	tg, res = mark(tgtTotal, " s")
 	row("total runtime", fmt.Sprintf("%.1f s", r.TotalSeconds), tg, res)

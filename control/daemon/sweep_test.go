@@ -94,7 +94,7 @@ func TestSweeperKeepsItsLease(t *testing.T) {
 				assert.Empty(t, leases(), "a daemon alone on its file writes no lease")
 				return
 			}
-			require.Eventually(t, func() bool { return len(leases()) == 1 }, 2*time.Second, 10*time.Millisecond, "the lease is taken at start")
+			require.Eventually(t, func() bool { return len(leases()) == 1 }, 10*time.Second, 10*time.Millisecond, "the lease is taken at start")
 			for range 30 {
 				time.Sleep(100 * time.Millisecond)
 				ls := leases()

@@ -97,6 +97,25 @@ func waitHeld(t *testing.T, entered <-chan struct{}, ended <-chan error) {
 	}
 }
 
+// compactHeld starts a compaction of project whose first read is held
+// (heldRead) and returns once that read has begun; the compaction goes on
+// once release is called, and its error then arrives on ended (c holds
+// its result after that).
+func compactHeld(t *testing.T, d *heldRead, l *ledger.Ledger, project string, opts ledger.CompactOptions) (c *ledger.Compaction, ended <-chan error, release func()) {
+	t.Helper()
+	entered, release := d.holdNext()
+	t.Cleanup(release)
+	c = new(ledger.Compaction)
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		*c, err = l.Compact(context.Background(), project, opts)
+		done <- err
+	}()
+	waitHeld(t, entered, done)
+	return c, done, release
+}
+
 // testCompaction: snapshots and compaction, archived or dropped.
 func testCompaction(t *testing.T, h Harness) {
 	t.Run("FoldWithoutTheWriter", func(t *testing.T) {
@@ -108,16 +127,7 @@ func testCompaction(t *testing.T, h Harness) {
 		ctx := context.Background()
 		e, d, l, f := openHeld(t, h)
 		events := ofProject(e.history(), f.project)
-		entered, release := d.holdNext()
-		defer release()
-		var c ledger.Compaction
-		ended := make(chan error, 1)
-		go func() {
-			var err error
-			c, err = l.Compact(ctx, f.project, ledger.CompactOptions{Retain: 10})
-			ended <- err
-		}()
-		waitHeld(t, entered, ended)
+		c, ended, release := compactHeld(t, d, l, f.project, ledger.CompactOptions{Retain: 10})
 		appended := make(chan error, 1)
 		go func() {
 			_, err := l.Execute(ctx, reducer.ProgressRun{Project: f.project, RunID: f.run, Progress: "meanwhile"})
@@ -148,14 +158,7 @@ func testCompaction(t *testing.T, h Harness) {
 		// compacted past its S meanwhile compacts nothing.
 		ctx := context.Background()
 		e, d, l, f := openHeld(t, h)
-		entered, release := d.holdNext()
-		defer release()
-		first := make(chan error, 1)
-		go func() {
-			_, err := l.Compact(ctx, f.project, ledger.CompactOptions{Retain: 20})
-			first <- err
-		}()
-		waitHeld(t, entered, first)
+		_, first, release := compactHeld(t, d, l, f.project, ledger.CompactOptions{Retain: 20})
 		second, err := l.Compact(ctx, f.project, ledger.CompactOptions{Retain: 5})
 		require.NoError(t, err)
 		require.Positive(t, second.Sequence)
@@ -266,6 +269,56 @@ func testCompaction(t *testing.T, h Harness) {
 		rep = e.verify(ledger.VerifyOptions{})
 		assert.Empty(t, problems(rep))
 		assert.Equal(t, 2, rep.Snapshots)
+	})
+
+	t.Run("Steps", func(t *testing.T) {
+		t.Parallel()
+		// A tail longer than the step is compacted in steps, oldest
+		// first, each a snapshot of its own with the events up to it
+		// moved: 203 events to compact in steps of 40 leave 6 snapshots.
+		// The whole compaction's S is chosen by its first read: an
+		// append made meanwhile stays live. The result sums the steps;
+		// the archive and tail still hold every event; state, restart
+		// and verify agree.
+		ctx := context.Background()
+		e, d, l, f := openHeld(t, h)
+		f.progress(t, l, 200, "more") // 253 events
+		before := ofProject(e.history(), f.project)
+		require.Len(t, before, 253)
+		c, ended, release := compactHeld(t, d, l, f.project, ledger.CompactOptions{Retain: 50, Step: 40})
+		exec(t, l, reducer.ProgressRun{Project: f.project, RunID: f.run, Progress: "meanwhile"})
+		release()
+		require.NoError(t, <-ended)
+		assert.Equal(t, before[202].Sequence, c.Sequence, "S, chosen before the append")
+		assert.Equal(t, 203, c.Archived, "the steps' sum")
+		assert.Equal(t, 51, c.Live, "the 50 retained and the append")
+		live := e.live(f.project)
+		require.Len(t, live, 51)
+		assert.Contains(t, live[50].Data, "meanwhile")
+
+		var snaps []driver.Snapshot
+		e.read(func(r driver.Reader) (err error) {
+			snaps, err = r.Snapshots(ctx, f.project)
+			return err
+		})
+		var at []uint64
+		for _, sn := range snaps {
+			at = append(at, sn.Sequence)
+		}
+		var want []uint64
+		for _, i := range []int{39, 79, 119, 159, 199, 202} {
+			want = append(want, before[i].Sequence)
+		}
+		assert.Equal(t, want, at, "one snapshot per step, each at the step's newest event")
+		assert.Equal(t, before, ofProject(e.history(), f.project)[:253], "archive and tail hold every event")
+
+		view := viewOf(t, project(t, l, f.project))
+		l = e.restart(l, ledger.Options{})
+		assert.Equal(t, view, viewOf(t, project(t, l, f.project)), "the last snapshot and the tail")
+		assert.Equal(t, viewOf(t, foldRows(t, e.history())[f.project]), view, "equal the full history's fold")
+		rep := e.verify(ledger.VerifyOptions{})
+		assert.Empty(t, problems(rep))
+		assert.Equal(t, 6, rep.Snapshots)
 	})
 
 	t.Run("Drop", func(t *testing.T) {
