@@ -34,7 +34,8 @@
 // # Maintenance
 //
 // MarkStale is one sweep of the stale-run detector, Compact folds a long
-// live tail into a snapshot, both fenced by a Lease when daemons share the
+// live tail into a snapshot (one of more than CompactStep events in steps,
+// a snapshot each), both fenced by a Lease when daemons share the
 // database. ProjectAt derives a project at a past sequence; Verify, Export
 // and VerifyBundle check a history's chains and snapshots; Copy moves a
 // ledger between two drivers.
