@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"scv/control/api"
 	"strconv"
 	"sync"
 	"time"
@@ -39,12 +40,12 @@ func (c *Client) Close() error { return c.conn.Close() }
 
 // Call sends cmd and returns the daemon's status, or the daemon's error as
 // an *Error.
-func (c *Client) Call(ctx context.Context, cmd Command) (*DaemonStatus, error) {
+func (c *Client) Call(ctx context.Context, cmd api.Command) (*api.DaemonStatus, error) {
 	raw, err := c.CallRaw(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
-	var st DaemonStatus
+	var st api.DaemonStatus
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return nil, fmt.Errorf("decode reply: %w", err)
 	}
@@ -53,8 +54,8 @@ func (c *Client) Call(ctx context.Context, cmd Command) (*DaemonStatus, error) {
 
 // CallRaw sends cmd and returns the reply's result exactly as the daemon
 // wrote it.
-func (c *Client) CallRaw(ctx context.Context, cmd Command) (json.RawMessage, error) {
-	params, err := EncodeCommand(cmd)
+func (c *Client) CallRaw(ctx context.Context, cmd api.Command) (json.RawMessage, error) {
+	params, err := api.EncodeCommand(cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +87,7 @@ func (c *Client) CallRaw(ctx context.Context, cmd Command) (json.RawMessage, err
 		return nil, fmt.Errorf("reply id %s does not match request id %s", rid, id)
 	}
 	if rerr != nil {
-		var e Error
+		var e api.Error
 		if err := json.Unmarshal(rerr, &e); err != nil {
 			return nil, fmt.Errorf("decode reply: %w", err)
 		}

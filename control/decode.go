@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"scv/control/api"
 	"strconv"
 	"strings"
 	"sync"
@@ -203,7 +204,7 @@ func checkNumbers(raw []byte) error {
 // or unknown action, a missing required field, a duplicate field, a wrong
 // type, a negative, fractional or out-of-range integer, an unknown enum
 // value. Unknown fields are ignored. The error names the field.
-func DecodeCommand(raw []byte) (Command, error) {
+func DecodeCommand(raw []byte) (api.Command, error) {
 	if !utf8.Valid(raw) {
 		return nil, errors.New("invalid unicode code point")
 	}
@@ -216,7 +217,7 @@ func DecodeCommand(raw []byte) (Command, error) {
 
 // decodeValid is DecodeCommand for raw that is valid UTF-8 and JSON: the
 // server checks the whole request line once.
-func decodeValid(raw []byte) (Command, error) {
+func decodeValid(raw []byte) (api.Command, error) {
 	if err := checkDepth(raw); err != nil {
 		return nil, err
 	}
@@ -235,7 +236,7 @@ func decodeValid(raw []byte) (Command, error) {
 	return cmd, nil
 }
 
-func decodeCommand(raw []byte) (Command, error) {
+func decodeCommand(raw []byte) (api.Command, error) {
 	var buf [8]member
 	ms, err := splitMembers(buf[:0], raw)
 	if err != nil {
@@ -262,8 +263,9 @@ func decodeCommand(raw []byte) (Command, error) {
 		if err := decodeStruct(ms, t.fields, v); err != nil {
 			return nil, fmt.Errorf("%s: %w", action, err)
 		}
-		return v.Interface().(Command), nil
+		return v.Interface().(api.Command), nil
 	}
+	actions := api.Commands()
 	names := make([]string, len(actions))
 	for i, a := range actions {
 		names[i] = "`" + a.Action() + "`"
@@ -295,6 +297,7 @@ type commandField struct {
 
 // commandTypes maps each action to its command's type.
 var commandTypes = sync.OnceValue(func() map[string]commandType {
+	actions := api.Commands()
 	m := make(map[string]commandType, len(actions))
 	for _, proto := range actions {
 		t := reflect.TypeOf(proto)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/reducer"
 )
 
@@ -21,93 +22,93 @@ func TestDecodeCommandAccepts(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		in   string
-		want control.Command
+		want api.Command
 		enc  string // serde's re-encoding of in
 	}{
-		{"status", `{"action":"status"}`, control.CmdStatus{}, `{"action":"status"}`},
-		{"reload", `{"action":"reload"}`, control.CmdReload{}, `{"action":"reload"}`},
+		{"status", `{"action":"status"}`, api.CmdStatus{}, `{"action":"status"}`},
+		{"reload", `{"action":"reload"}`, api.CmdReload{}, `{"action":"reload"}`},
 		{"channel_set minimal", `{"action":"channel_set","channel":"wechat","account":"main","enabled":true}`,
-			control.CmdChannelSet{Channel: "wechat", Account: "main", Enabled: true},
+			api.CmdChannelSet{Channel: "wechat", Account: "main", Enabled: true},
 			`{"action":"channel_set","channel":"wechat","account":"main","enabled":true,"workspace":null}`},
 		{"channel_set full", `{"action":"channel_set","channel":"c","account":"a","enabled":false,"workspace":"/w","remote_tools":"none","senders":"owner","purpose":"chat"}`,
-			control.CmdChannelSet{Channel: "c", Account: "a", Workspace: ptr("/w"), RemoteTools: ptr(control.RemoteToolsNone),
-				Senders: ptr(control.SendersOwner), Purpose: ptr(control.PurposeChat)},
+			api.CmdChannelSet{Channel: "c", Account: "a", Workspace: ptr("/w"), RemoteTools: ptr(api.RemoteToolsNone),
+				Senders: ptr(api.SendersOwner), Purpose: ptr(api.PurposeChat)},
 			`{"action":"channel_set","channel":"c","account":"a","enabled":false,"workspace":"/w","remote_tools":"none","senders":"owner","purpose":"chat"}`},
 		{"channel_set null options", `{"action":"channel_set","channel":"c","account":"a","enabled":true,"workspace":null,"remote_tools":null,"senders":null,"purpose":null}`,
-			control.CmdChannelSet{Channel: "c", Account: "a", Enabled: true},
+			api.CmdChannelSet{Channel: "c", Account: "a", Enabled: true},
 			`{"action":"channel_set","channel":"c","account":"a","enabled":true,"workspace":null}`},
 		{"channel_logout", `{"action":"channel_logout","channel":"c","account":"a"}`,
-			control.CmdChannelLogout{Channel: "c", Account: "a"}, `{"action":"channel_logout","channel":"c","account":"a"}`},
-		{"delegations minimal", `{"action":"delegations"}`, control.CmdDelegations{}, `{"action":"delegations","all":false}`},
-		{"delegations all", `{"action":"delegations","all":true}`, control.CmdDelegations{All: true}, `{"action":"delegations","all":true}`},
-		{"delegation_kill minimal", `{"action":"delegation_kill"}`, control.CmdDelegationKill{}, `{"action":"delegation_kill","orphans":false}`},
+			api.CmdChannelLogout{Channel: "c", Account: "a"}, `{"action":"channel_logout","channel":"c","account":"a"}`},
+		{"delegations minimal", `{"action":"delegations"}`, api.CmdDelegations{}, `{"action":"delegations","all":false}`},
+		{"delegations all", `{"action":"delegations","all":true}`, api.CmdDelegations{All: true}, `{"action":"delegations","all":true}`},
+		{"delegation_kill minimal", `{"action":"delegation_kill"}`, api.CmdDelegationKill{}, `{"action":"delegation_kill","orphans":false}`},
 		{"delegation_kill null handle", `{"action":"delegation_kill","handle":null,"orphans":true}`,
-			control.CmdDelegationKill{Orphans: true}, `{"action":"delegation_kill","orphans":true}`},
+			api.CmdDelegationKill{Orphans: true}, `{"action":"delegation_kill","orphans":true}`},
 		{"delegation_kill handle", `{"action":"delegation_kill","handle":"d-1"}`,
-			control.CmdDelegationKill{Handle: ptr("d-1")}, `{"action":"delegation_kill","handle":"d-1","orphans":false}`},
-		{"restart_when_idle minimal", `{"action":"restart_when_idle"}`, control.CmdRestartWhenIdle{}, `{"action":"restart_when_idle"}`},
+			api.CmdDelegationKill{Handle: ptr("d-1")}, `{"action":"delegation_kill","handle":"d-1","orphans":false}`},
+		{"restart_when_idle minimal", `{"action":"restart_when_idle"}`, api.CmdRestartWhenIdle{}, `{"action":"restart_when_idle"}`},
 		{"restart_when_idle u64 max", `{"action":"restart_when_idle","max_wait_seconds":18446744073709551615}`,
-			control.CmdRestartWhenIdle{MaxWaitSeconds: ptr(uint64(18446744073709551615))},
+			api.CmdRestartWhenIdle{MaxWaitSeconds: ptr(uint64(18446744073709551615))},
 			`{"action":"restart_when_idle","max_wait_seconds":18446744073709551615}`},
-		{"confirm_ask minimal", `{"action":"confirm_ask","question":"ok?"}`, control.CmdConfirmAsk{Question: "ok?"}, `{"action":"confirm_ask","question":"ok?"}`},
-		{"confirm_status", `{"action":"confirm_status","id":"q"}`, control.CmdConfirmStatus{ID: "q"}, `{"action":"confirm_status","id":"q"}`},
+		{"confirm_ask minimal", `{"action":"confirm_ask","question":"ok?"}`, api.CmdConfirmAsk{Question: "ok?"}, `{"action":"confirm_ask","question":"ok?"}`},
+		{"confirm_status", `{"action":"confirm_status","id":"q"}`, api.CmdConfirmStatus{ID: "q"}, `{"action":"confirm_status","id":"q"}`},
 		{"project_create", `{"action":"project_create","name":"acme","workspace":"/w"}`,
-			control.CmdProjectCreate{Name: "acme", Workspace: "/w"}, `{"action":"project_create","name":"acme","workspace":"/w"}`},
+			api.CmdProjectCreate{Name: "acme", Workspace: "/w"}, `{"action":"project_create","name":"acme","workspace":"/w"}`},
 		{"project_status", `{"action":"project_status","project":"acme"}`,
-			control.CmdProjectStatus{Project: "acme"}, `{"action":"project_status","project":"acme"}`},
+			api.CmdProjectStatus{Project: "acme"}, `{"action":"project_status","project":"acme"}`},
 		{"project_events without after", `{"action":"project_events","project":"acme"}`,
-			control.CmdProjectEvents{Project: "acme"}, `{"action":"project_events","project":"acme","after":null}`},
+			api.CmdProjectEvents{Project: "acme"}, `{"action":"project_events","project":"acme","after":null}`},
 		{"project_events after 0", `{"action":"project_events","project":"acme","after":0}`,
-			control.CmdProjectEvents{Project: "acme", After: ptr(uint64(0))}, `{"action":"project_events","project":"acme","after":0}`},
+			api.CmdProjectEvents{Project: "acme", After: ptr(uint64(0))}, `{"action":"project_events","project":"acme","after":0}`},
 		{"project_events after u64 max", `{"action":"project_events","project":"acme","after":18446744073709551615}`,
-			control.CmdProjectEvents{Project: "acme", After: ptr(uint64(18446744073709551615))},
+			api.CmdProjectEvents{Project: "acme", After: ptr(uint64(18446744073709551615))},
 			`{"action":"project_events","project":"acme","after":18446744073709551615}`},
 		{"project_tasks", `{"action":"project_tasks","project":"acme"}`,
-			control.CmdProjectTasks{Project: "acme"}, `{"action":"project_tasks","project":"acme"}`},
+			api.CmdProjectTasks{Project: "acme"}, `{"action":"project_tasks","project":"acme"}`},
 		{"project_report", `{"action":"project_report","project":"acme"}`,
-			control.CmdProjectReport{Project: "acme"}, `{"action":"project_report","project":"acme"}`},
+			api.CmdProjectReport{Project: "acme"}, `{"action":"project_report","project":"acme"}`},
 		{"project_task_add", `{"action":"project_task_add","project":"acme","title":"t","depends_on":[],"max_retries":0}`,
-			control.CmdProjectTaskAdd{Project: "acme", Title: "t", DependsOn: []string{}},
+			api.CmdProjectTaskAdd{Project: "acme", Title: "t", DependsOn: []string{}},
 			`{"action":"project_task_add","project":"acme","title":"t","depends_on":[],"max_retries":0}`},
 		{"project_task_add u32 max", `{"action":"project_task_add","project":"acme","title":"t","depends_on":[ "a" , "b" ],"max_retries":4294967295}`,
-			control.CmdProjectTaskAdd{Project: "acme", Title: "t", DependsOn: []string{"a", "b"}, MaxRetries: 4294967295},
+			api.CmdProjectTaskAdd{Project: "acme", Title: "t", DependsOn: []string{"a", "b"}, MaxRetries: 4294967295},
 			`{"action":"project_task_add","project":"acme","title":"t","depends_on":["a","b"],"max_retries":4294967295}`},
 		{"project_task_update minimal", `{"action":"project_task_update","project":"acme","task":"t","status":"done"}`,
-			control.CmdProjectTaskUpdate{Project: "acme", Task: "t", Status: reducer.TaskDone},
+			api.CmdProjectTaskUpdate{Project: "acme", Task: "t", Status: reducer.TaskDone},
 			`{"action":"project_task_update","project":"acme","task":"t","status":"done","progress":null}`},
 		{"project_task_update progress", `{"action":"project_task_update","project":"acme","task":"t","status":"stale","progress":"p"}`,
-			control.CmdProjectTaskUpdate{Project: "acme", Task: "t", Status: reducer.TaskStale, Progress: ptr("p")},
+			api.CmdProjectTaskUpdate{Project: "acme", Task: "t", Status: reducer.TaskStale, Progress: ptr("p")},
 			`{"action":"project_task_update","project":"acme","task":"t","status":"stale","progress":"p"}`},
 		{"project_run_start", `{"action":"project_run_start","project":"acme","task":"t","agent":"codex"}`,
-			control.CmdProjectRunStart{Project: "acme", Task: "t", Agent: "codex"},
+			api.CmdProjectRunStart{Project: "acme", Task: "t", Agent: "codex"},
 			`{"action":"project_run_start","project":"acme","task":"t","agent":"codex"}`},
 		{"project_run_progress", `{"action":"project_run_progress","project":"acme","run":"r","progress":"p"}`,
-			control.CmdProjectRunProgress{Project: "acme", Run: "r", Progress: "p"},
+			api.CmdProjectRunProgress{Project: "acme", Run: "r", Progress: "p"},
 			`{"action":"project_run_progress","project":"acme","run":"r","progress":"p"}`},
 		// serde accepts every variant of the enum here; the daemon refuses
 		// running and stale later, as a domain error.
 		{"project_run_finish", `{"action":"project_run_finish","project":"acme","run":"r","status":"stale"}`,
-			control.CmdProjectRunFinish{Project: "acme", Run: "r", Status: reducer.RunStale},
+			api.CmdProjectRunFinish{Project: "acme", Run: "r", Status: reducer.RunStale},
 			`{"action":"project_run_finish","project":"acme","run":"r","status":"stale"}`},
 		{"project_heartbeat minimal", `{"action":"project_heartbeat","project":"acme"}`,
-			control.CmdProjectHeartbeat{Project: "acme"}, `{"action":"project_heartbeat","project":"acme","task":null,"run":null}`},
+			api.CmdProjectHeartbeat{Project: "acme"}, `{"action":"project_heartbeat","project":"acme","task":null,"run":null}`},
 		// Serde details: the tag may come anywhere, unknown fields (even
 		// repeated ones) are ignored, keys and values may be escaped,
 		// surrogate pairs are fine.
 		{"tag last, unknown fields", `{"project":"a","x":1,"x":{"y":[null,true]},"action":"project_status","z":"\u00e9"}`,
-			control.CmdProjectStatus{Project: "a"}, `{"action":"project_status","project":"a"}`},
-		{"unknown fields on a unit variant", `{"action":"status","project":"a","after":-1}`, control.CmdStatus{}, `{"action":"status"}`},
+			api.CmdProjectStatus{Project: "a"}, `{"action":"project_status","project":"a"}`},
+		{"unknown fields on a unit variant", `{"action":"status","project":"a","after":-1}`, api.CmdStatus{}, `{"action":"status"}`},
 		{"escaped key and tag", `{"\u0061ction":"project_st\u0061tus","proj\u0065ct":"a"}`,
-			control.CmdProjectStatus{Project: "a"}, `{"action":"project_status","project":"a"}`},
+			api.CmdProjectStatus{Project: "a"}, `{"action":"project_status","project":"a"}`},
 		{"surrogate pair", `{"action":"project_status","project":"\ud83d\ude00"}`,
-			control.CmdProjectStatus{Project: "😀"}, `{"action":"project_status","project":"😀"}`},
-		{"whitespace", " {\n\t\"action\" : \"status\" } \n", control.CmdStatus{}, `{"action":"status"}`},
+			api.CmdProjectStatus{Project: "😀"}, `{"action":"project_status","project":"😀"}`},
+		{"whitespace", " {\n\t\"action\" : \"status\" } \n", api.CmdStatus{}, `{"action":"status"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := control.DecodeCommand([]byte(tc.in))
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
-			enc, err := control.EncodeCommand(got)
+			enc, err := api.EncodeCommand(got)
 			require.NoError(t, err)
 			assert.Equal(t, tc.enc, string(enc))
 		})
@@ -233,7 +234,7 @@ func TestDecodeCommandFields(t *testing.T) {
 			cmd, err := control.DecodeCommand([]byte(full))
 			require.NoError(t, err, "full form %s", full)
 			assert.Equal(t, a.action, cmd.Action())
-			enc, err := control.EncodeCommand(cmd)
+			enc, err := api.EncodeCommand(cmd)
 			require.NoError(t, err)
 			assert.JSONEq(t, full, string(enc), "full form survives a round trip")
 
@@ -291,10 +292,10 @@ func TestDecodeCommandIntegerBounds(t *testing.T) {
 	}
 	events := func(n string) string { return `{"action":"project_events","project":"a","after":` + n + `}` }
 
-	for in, want := range map[string]control.Command{
-		add("0"):                       control.CmdProjectTaskAdd{Project: "a", Title: "t", DependsOn: []string{}},
-		add("4294967295"):              control.CmdProjectTaskAdd{Project: "a", Title: "t", DependsOn: []string{}, MaxRetries: 4294967295},
-		events("18446744073709551615"): control.CmdProjectEvents{Project: "a", After: ptr(uint64(18446744073709551615))},
+	for in, want := range map[string]api.Command{
+		add("0"):                       api.CmdProjectTaskAdd{Project: "a", Title: "t", DependsOn: []string{}},
+		add("4294967295"):              api.CmdProjectTaskAdd{Project: "a", Title: "t", DependsOn: []string{}, MaxRetries: 4294967295},
+		events("18446744073709551615"): api.CmdProjectEvents{Project: "a", After: ptr(uint64(18446744073709551615))},
 	} {
 		got, err := control.DecodeCommand([]byte(in))
 		if assert.NoError(t, err, in) {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/control/delegations"
 	"scv/control/proc"
 	"scv/ledger/local"
@@ -49,15 +50,15 @@ func reap(pid int) (syscall.WaitStatus, error) {
 }
 
 // status runs cmd and returns the whole reply.
-func status(t *testing.T, c *control.Client, cmd control.Command) *control.DaemonStatus {
+func status(t *testing.T, c *control.Client, cmd api.Command) *api.DaemonStatus {
 	t.Helper()
 	st, err := c.Call(testCtx(t), cmd)
 	require.NoError(t, err, "%s", encode(t, cmd))
 	return st
 }
 
-func register(handle string, pid int) control.CmdDelegationRegister {
-	return control.CmdDelegationRegister{
+func register(handle string, pid int) api.CmdDelegationRegister {
+	return api.CmdDelegationRegister{
 		Handle: handle, Agent: "codex", Session: "s1", Parent: handle,
 		PID: uint32(pid), OwnerPID: uint32(os.Getpid()), Cwd: "/tmp",
 	}
@@ -82,30 +83,30 @@ func TestDelegationRegisterRefused(t *testing.T) {
 		plain.Wait()
 	})
 
-	with := func(f func(*control.CmdDelegationRegister)) control.CmdDelegationRegister {
+	with := func(f func(*api.CmdDelegationRegister)) api.CmdDelegationRegister {
 		r := register(h, tree.Pid)
 		f(&r)
 		return r
 	}
-	for name, cmd := range map[string]control.CmdDelegationRegister{
-		"empty handle":             with(func(r *control.CmdDelegationRegister) { r.Handle, r.Parent = "", "" }),
-		"handle with a comma":      with(func(r *control.CmdDelegationRegister) { r.Handle = "a,b" }),
-		"handle with a space":      with(func(r *control.CmdDelegationRegister) { r.Handle, r.Parent = "a b", "a b" }),
-		"empty agent":              with(func(r *control.CmdDelegationRegister) { r.Agent = "" }),
-		"agent with a newline":     with(func(r *control.CmdDelegationRegister) { r.Agent = "co\ndex" }),
-		"parent without handle":    with(func(r *control.CmdDelegationRegister) { r.Parent = "OTHER" }),
-		"parent with empty link":   with(func(r *control.CmdDelegationRegister) { r.Parent = "OUTER,," + h }),
-		"relative cwd":             with(func(r *control.CmdDelegationRegister) { r.Cwd = "work" }),
-		"chat without account":     with(func(r *control.CmdDelegationRegister) { r.Chat = "local:" }),
-		"chat without colon":       with(func(r *control.CmdDelegationRegister) { r.Chat = "local" }),
-		"owner not running":        with(func(r *control.CmdDelegationRegister) { r.OwnerPID = uint32(gone.Process.Pid) }),
-		"pid not running":          with(func(r *control.CmdDelegationRegister) { r.PID = uint32(gone.Process.Pid) }),
-		"pid not the owner's":      with(func(r *control.CmdDelegationRegister) { r.PID = 1 }),
-		"pid in the owner's group": with(func(r *control.CmdDelegationRegister) { r.PID = uint32(plain.Process.Pid) }),
+	for name, cmd := range map[string]api.CmdDelegationRegister{
+		"empty handle":             with(func(r *api.CmdDelegationRegister) { r.Handle, r.Parent = "", "" }),
+		"handle with a comma":      with(func(r *api.CmdDelegationRegister) { r.Handle = "a,b" }),
+		"handle with a space":      with(func(r *api.CmdDelegationRegister) { r.Handle, r.Parent = "a b", "a b" }),
+		"empty agent":              with(func(r *api.CmdDelegationRegister) { r.Agent = "" }),
+		"agent with a newline":     with(func(r *api.CmdDelegationRegister) { r.Agent = "co\ndex" }),
+		"parent without handle":    with(func(r *api.CmdDelegationRegister) { r.Parent = "OTHER" }),
+		"parent with empty link":   with(func(r *api.CmdDelegationRegister) { r.Parent = "OUTER,," + h }),
+		"relative cwd":             with(func(r *api.CmdDelegationRegister) { r.Cwd = "work" }),
+		"chat without account":     with(func(r *api.CmdDelegationRegister) { r.Chat = "local:" }),
+		"chat without colon":       with(func(r *api.CmdDelegationRegister) { r.Chat = "local" }),
+		"owner not running":        with(func(r *api.CmdDelegationRegister) { r.OwnerPID = uint32(gone.Process.Pid) }),
+		"pid not running":          with(func(r *api.CmdDelegationRegister) { r.PID = uint32(gone.Process.Pid) }),
+		"pid not the owner's":      with(func(r *api.CmdDelegationRegister) { r.PID = 1 }),
+		"pid in the owner's group": with(func(r *api.CmdDelegationRegister) { r.PID = uint32(plain.Process.Pid) }),
 	} {
 		assertCode(t, callErr(t, c, cmd), -32602, "invalid_argument", name)
 	}
-	st := status(t, c, control.CmdDelegations{All: true})
+	st := status(t, c, api.CmdDelegations{All: true})
 	assert.Empty(t, st.Delegations.Entries)
 	rows, err := d.store.Delegations(context.Background())
 	require.NoError(t, err)
@@ -139,7 +140,7 @@ func TestDelegationLifecycle(t *testing.T) {
 	var members []proc.Info
 	sessions := map[int]bool{}
 	require.Eventually(t, func() bool {
-		st = status(t, c, control.CmdDelegations{})
+		st = status(t, c, api.CmdDelegations{})
 		members = proc.Tree{Handle: h, Leader: ident(t, tree.Pid)}.Members()
 		clear(sessions)
 		for _, m := range members {
@@ -148,7 +149,7 @@ func TestDelegationLifecycle(t *testing.T) {
 		return len(st.Delegations.Entries) == 1 && st.Delegations.Entries[0].Processes == 3 && len(sessions) == 2
 	}, 10*time.Second, 20*time.Millisecond, "sh, its sleep, and the setsid sleep in a session of its own")
 	require.Len(t, members, 3)
-	assert.Equal(t, uint64(1), status(t, c, control.CmdStatus{}).Delegations.Active)
+	assert.Equal(t, uint64(1), status(t, c, api.CmdStatus{}).Delegations.Active)
 	assert.True(t, d.srv.Service.DelegationActive(h))
 
 	fresh := &delegations.Registry{Store: d.store}
@@ -157,7 +158,7 @@ func TestDelegationLifecycle(t *testing.T) {
 	assert.Equal(t, "local:owner", fresh.ChatOf("OUTER,"+h+",INNER"), "the innermost registered delegation with a chat")
 	assert.Empty(t, fresh.ChatOf("OUTER"))
 
-	st = status(t, c, control.CmdDelegationKill{Handle: &h})
+	st = status(t, c, api.CmdDelegationKill{Handle: &h})
 	assert.Equal(t, []string{h}, st.Delegations.Killed)
 	assert.Equal(t, uint64(0), st.Delegations.Active)
 	assert.Equal(t, uint64(0), st.Delegations.Reaped, "killing by handle is not reaping an orphan")
@@ -167,9 +168,9 @@ func TestDelegationLifecycle(t *testing.T) {
 	ws, err := reap(tree.Pid)
 	require.NoError(t, err)
 	assert.True(t, ws.Signaled(), "the command was stopped by a signal")
-	assert.Empty(t, status(t, c, control.CmdDelegations{All: true}).Delegations.Entries)
+	assert.Empty(t, status(t, c, api.CmdDelegations{All: true}).Delegations.Entries)
 	assert.False(t, d.srv.Service.DelegationActive(h))
-	assertCode(t, callErr(t, c, control.CmdDelegationKill{Handle: &h}), -32001, "not_found", "kill again")
+	assertCode(t, callErr(t, c, api.CmdDelegationKill{Handle: &h}), -32001, "not_found", "kill again")
 }
 
 // TestDelegationDone: the owner's delegation_done stops what is left of the
@@ -191,7 +192,7 @@ func TestDelegationDone(t *testing.T) {
 	left := proc.Tree{Handle: h}.Members()
 	require.Len(t, left, 1, "the tagged leftover")
 
-	st := status(t, c, control.CmdDelegationDone{Handle: h})
+	st := status(t, c, api.CmdDelegationDone{Handle: h})
 	assert.Equal(t, []string{h}, st.Delegations.Killed, "something had to be stopped")
 	assert.False(t, proc.Ident{PID: left[0].PID, Start: left[0].Start}.Alive())
 	assert.False(t, d.srv.Service.DelegationActive(h))

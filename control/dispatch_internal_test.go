@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"scv/control/api"
 	"scv/ledger"
 	"scv/ledger/driver"
 	"scv/ledger/sqlite"
@@ -144,11 +145,11 @@ var SeedMalformedLines = []string{
 // TestSeedCommandParamsCoverActions: the seeds hold a valid example of
 // every action, each accepted by the decoder.
 func TestSeedCommandParamsCoverActions(t *testing.T) {
-	require.Len(t, SeedCommandParams, len(actions))
+	require.Len(t, SeedCommandParams, len(api.Commands()))
 	for i, p := range SeedCommandParams {
 		cmd, err := DecodeCommand([]byte(p))
 		require.NoError(t, err, p)
-		require.Equal(t, actions[i].Action(), cmd.Action(), "seed %d", i)
+		require.Equal(t, api.Commands()[i].Action(), cmd.Action(), "seed %d", i)
 	}
 	for _, p := range SeedMalformedParams {
 		_, err := DecodeCommand([]byte(p))
@@ -261,9 +262,9 @@ func FuzzDispatch(f *testing.F) {
 
 		// What the line is, read independently with encoding/json.
 		var (
-			notification bool    // gets no reply
-			valid        bool    // a request the daemon must run
-			cmd          Command // its command
+			notification bool        // gets no reply
+			valid        bool        // a request the daemon must run
+			cmd          api.Command // its command
 			id           json.RawMessage
 		)
 		env, perr := readEnvelope(line)
@@ -307,11 +308,11 @@ func FuzzDispatch(f *testing.F) {
 			if r != nil {
 				require.Equal(t, string(id), string(r.ID), "the id is echoed")
 				if r.Error != nil {
-					require.NotContains(t, []int{CodeParseError, CodeInvalidRequest, CodeMethodNotFound}, r.Error.Code, "a valid request %q: %+v", line, r.Error)
-					require.NotEqual(t, ReasonInvalidParams, r.Error.Data.Reason, "a valid request %q: %+v", line, r.Error)
+					require.NotContains(t, []int{api.CodeParseError, api.CodeInvalidRequest, api.CodeMethodNotFound}, r.Error.Code, "a valid request %q: %+v", line, r.Error)
+					require.NotEqual(t, api.ReasonInvalidParams, r.Error.Data.Reason, "a valid request %q: %+v", line, r.Error)
 				}
 			}
-			enc, err := EncodeCommand(cmd)
+			enc, err := api.EncodeCommand(cmd)
 			require.NoError(t, err)
 			again, err := DecodeCommand(enc)
 			require.NoError(t, err, "re-decode %s", enc)
@@ -319,14 +320,14 @@ func FuzzDispatch(f *testing.F) {
 		} else if r != nil {
 			require.NotNil(t, r.Error, "a line that is not a valid request is refused: %q", line)
 			switch r.Error.Code {
-			case CodeParseError, CodeInvalidRequest, CodeMethodNotFound:
-			case CodeInvalidParams:
-				require.Equal(t, ReasonInvalidParams, r.Error.Data.Reason, "%q", line)
+			case api.CodeParseError, api.CodeInvalidRequest, api.CodeMethodNotFound:
+			case api.CodeInvalidParams:
+				require.Equal(t, api.ReasonInvalidParams, r.Error.Data.Reason, "%q", line)
 			default:
 				require.Failf(t, "not a protocol error", "%q: %+v", line, r.Error)
 			}
 			if !utf8.Valid(line) || errors.Is(perr, io.ErrUnexpectedEOF) {
-				require.Equal(t, CodeParseError, r.Error.Code, "%q", line)
+				require.Equal(t, api.CodeParseError, r.Error.Code, "%q", line)
 			}
 		}
 		if !valid || (r != nil && r.Error != nil) {

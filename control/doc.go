@@ -5,20 +5,20 @@
 //
 // Newline-delimited JSON-RPC 2.0: one request per line, one reply per line
 // in order, method "daemon.control", params one DaemonCommand (the Cmd*
-// types, tagged by "action"), result one DaemonStatus. The wire types
-// mirror ../shared/seed/daemon.rs field for field, and encode as serde
-// does (EncodeCommand, and the replies). DecodeCommand refuses what serde
-// would refuse, naming the field.
+// types of package api, tagged by "action"), result one DaemonStatus.
+// The wire's types live in package api, which the daemon's subsystems
+// import instead of this one. DecodeCommand refuses what serde would
+// refuse, naming the field.
 //
 // # Serving
 //
 // Listen creates the socket (0600, in a 0700 folder); Server accepts
 // connections, checks the peer's uid, and hands each decoded command to
 // Service, which makes one ledger call and builds the reply. Errors are
-// mapped to codes and stable reasons in one place (errors.go).
+// mapped to codes and stable reasons in one place (api.ErrorOf).
 //
 // # Calling
 //
 // Dial and Client.Call (or CallRaw for the reply's bytes). A daemon error
-// comes back as an *Error with its Code and Data.Reason.
+// comes back as an *api.Error with its Code and Data.Reason.
 package control

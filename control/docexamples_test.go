@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/reducer"
 )
 
@@ -64,30 +65,30 @@ func strictDecode(raw []byte, v any) error {
 	return nil
 }
 
-// reasonCodes is the code every reason goes with (control/errors.go).
+// reasonCodes is the code every reason goes with (control/api/errors.go).
 var reasonCodes = map[string]int{
-	control.ReasonParseError:        control.CodeParseError,
-	control.ReasonInvalidRequest:    control.CodeInvalidRequest,
-	control.ReasonTooLarge:          control.CodeInvalidRequest,
-	control.ReasonMethodNotFound:    control.CodeMethodNotFound,
-	control.ReasonInvalidParams:     control.CodeInvalidParams,
-	control.ReasonInvalidArgument:   control.CodeInvalidParams,
-	control.ReasonInternal:          control.CodeInternal,
-	control.ReasonNotFound:          control.CodeNotFound,
-	control.ReasonConflict:          control.CodeConflict,
-	control.ReasonInvalidTransition: control.CodeInvalidTransition,
-	control.ReasonRunNotRunning:     control.CodeRunNotRunning,
-	control.ReasonUnavailable:       control.CodeUnavailable,
-	control.ReasonStorage:           control.CodeStorage,
-	control.ReasonUnimplemented:     control.CodeUnimplemented,
-	control.ReasonForbidden:         control.CodeForbidden,
-	control.ReasonStorageFull:       control.CodeStorageFull,
+	api.ReasonParseError:        api.CodeParseError,
+	api.ReasonInvalidRequest:    api.CodeInvalidRequest,
+	api.ReasonTooLarge:          api.CodeInvalidRequest,
+	api.ReasonMethodNotFound:    api.CodeMethodNotFound,
+	api.ReasonInvalidParams:     api.CodeInvalidParams,
+	api.ReasonInvalidArgument:   api.CodeInvalidParams,
+	api.ReasonInternal:          api.CodeInternal,
+	api.ReasonNotFound:          api.CodeNotFound,
+	api.ReasonConflict:          api.CodeConflict,
+	api.ReasonInvalidTransition: api.CodeInvalidTransition,
+	api.ReasonRunNotRunning:     api.CodeRunNotRunning,
+	api.ReasonUnavailable:       api.CodeUnavailable,
+	api.ReasonStorage:           api.CodeStorage,
+	api.ReasonUnimplemented:     api.CodeUnimplemented,
+	api.ReasonForbidden:         api.CodeForbidden,
+	api.ReasonStorageFull:       api.CodeStorageFull,
 }
 
 // TestDocExamples: every example line of the extension sections of
 // docs/protocol.md is what the daemon sends and takes. A request decodes
 // as DecodeCommand decodes params; a reply's result decodes strictly into
-// control.DaemonStatus and encodes back to the same bytes (so no field
+// api.DaemonStatus and encodes back to the same bytes (so no field
 // the wire types lack, or order they would not write, hides in the doc);
 // an error reply has a known reason with its code. So the doc cannot
 // drift from the wire.
@@ -113,7 +114,7 @@ func TestDocExamples(t *testing.T) {
 				Method  string          `json:"method"`
 				Params  json.RawMessage `json:"params"`
 				Result  json.RawMessage `json:"result"`
-				Error   *control.Error  `json:"error"`
+				Error   *api.Error      `json:"error"`
 			}
 			if !assert.NoError(t, strictDecode([]byte(line), &env), "%s: %s", sec.heading, line) {
 				continue
@@ -125,7 +126,7 @@ func TestDocExamples(t *testing.T) {
 				_, err := control.DecodeCommand(env.Params)
 				assert.NoError(t, err, "%s: request %s", sec.heading, line)
 			case env.Result != nil:
-				var st control.DaemonStatus
+				var st api.DaemonStatus
 				if !assert.NoError(t, strictDecode(env.Result, &st), "%s: reply %s", sec.heading, line) {
 					continue
 				}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/ledger"
 	"scv/ledger/local"
 	"scv/reducer"
@@ -21,27 +21,27 @@ func TestErrorMapping(t *testing.T) {
 		code   int
 		reason string
 	}{
-		{reducer.ErrNotFound, control.CodeNotFound, control.ReasonNotFound},
-		{reducer.ErrConflict, control.CodeConflict, control.ReasonConflict},
-		{local.ErrConflict, control.CodeConflict, control.ReasonConflict},
-		{reducer.ErrRunNotRunning, control.CodeRunNotRunning, control.ReasonRunNotRunning},
-		{reducer.ErrInvalidTransition, control.CodeInvalidTransition, control.ReasonInvalidTransition},
-		{reducer.ErrInvalidArgument, control.CodeInvalidParams, control.ReasonInvalidArgument},
-		{local.ErrInvalid, control.CodeInvalidParams, control.ReasonInvalidArgument},
-		{ledger.ErrBeyondHead, control.CodeInvalidParams, control.ReasonInvalidArgument},
-		{ledger.ErrLeaseLost, control.CodeConflict, control.ReasonConflict},
-		{control.ErrUnavailable, control.CodeUnavailable, control.ReasonUnavailable},
-		{ledger.ErrClosed, control.CodeUnavailable, control.ReasonUnavailable},
-		{ledger.ErrStorageFull, control.CodeStorageFull, control.ReasonStorageFull},
-		{ledger.ErrUnavailable, control.CodeUnavailable, control.ReasonUnavailable},
-		{ledger.ErrStorage, control.CodeStorage, control.ReasonStorage},
-		{errors.New("a bug"), control.CodeInternal, control.ReasonInternal},
+		{reducer.ErrNotFound, api.CodeNotFound, api.ReasonNotFound},
+		{reducer.ErrConflict, api.CodeConflict, api.ReasonConflict},
+		{local.ErrConflict, api.CodeConflict, api.ReasonConflict},
+		{reducer.ErrRunNotRunning, api.CodeRunNotRunning, api.ReasonRunNotRunning},
+		{reducer.ErrInvalidTransition, api.CodeInvalidTransition, api.ReasonInvalidTransition},
+		{reducer.ErrInvalidArgument, api.CodeInvalidParams, api.ReasonInvalidArgument},
+		{local.ErrInvalid, api.CodeInvalidParams, api.ReasonInvalidArgument},
+		{ledger.ErrBeyondHead, api.CodeInvalidParams, api.ReasonInvalidArgument},
+		{ledger.ErrLeaseLost, api.CodeConflict, api.ReasonConflict},
+		{api.ErrUnavailable, api.CodeUnavailable, api.ReasonUnavailable},
+		{ledger.ErrClosed, api.CodeUnavailable, api.ReasonUnavailable},
+		{ledger.ErrStorageFull, api.CodeStorageFull, api.ReasonStorageFull},
+		{ledger.ErrUnavailable, api.CodeUnavailable, api.ReasonUnavailable},
+		{ledger.ErrStorage, api.CodeStorage, api.ReasonStorage},
+		{errors.New("a bug"), api.CodeInternal, api.ReasonInternal},
 	} {
 		err := fmt.Errorf("%w: what happened", tc.err)
-		e := control.ErrorOf(err)
+		e := api.ErrorOf(err)
 		assert.Equal(t, tc.code, e.Code, "%v", tc.err)
 		assert.Equal(t, tc.reason, e.Data.Reason, "%v", tc.err)
 		assert.Equal(t, err.Error(), e.Message)
 	}
-	assert.Nil(t, control.ErrorOf(nil))
+	assert.Nil(t, api.ErrorOf(nil))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/reducer"
 )
 
@@ -42,12 +43,12 @@ type fixtureStep struct {
 	name string // file name without .jsonl
 	line func(ids *fixtureIDs) string
 	// after reads what a later step needs from the reply.
-	after func(t *testing.T, ids *fixtureIDs, st *control.DaemonStatus)
+	after func(t *testing.T, ids *fixtureIDs, st *api.DaemonStatus)
 }
 
-func cmdStep(name string, cmd func(ids *fixtureIDs) control.Command) fixtureStep {
+func cmdStep(name string, cmd func(ids *fixtureIDs) api.Command) fixtureStep {
 	return fixtureStep{name: name, line: func(ids *fixtureIDs) string {
-		b, err := control.EncodeCommand(cmd(ids))
+		b, err := api.EncodeCommand(cmd(ids))
 		if err != nil {
 			panic(err)
 		}
@@ -57,45 +58,45 @@ func cmdStep(name string, cmd func(ids *fixtureIDs) control.Command) fixtureStep
 
 func fixtureScenario(workspace string) []fixtureStep {
 	steps := []fixtureStep{
-		cmdStep("status", func(*fixtureIDs) control.Command { return control.CmdStatus{} }),
-		cmdStep("reload", func(*fixtureIDs) control.Command { return control.CmdReload{} }),
-		cmdStep("project_create", func(*fixtureIDs) control.Command {
-			return control.CmdProjectCreate{Name: "acme", Workspace: workspace}
+		cmdStep("status", func(*fixtureIDs) api.Command { return api.CmdStatus{} }),
+		cmdStep("reload", func(*fixtureIDs) api.Command { return api.CmdReload{} }),
+		cmdStep("project_create", func(*fixtureIDs) api.Command {
+			return api.CmdProjectCreate{Name: "acme", Workspace: workspace}
 		}),
-		cmdStep("project_status", func(*fixtureIDs) control.Command { return control.CmdProjectStatus{Project: "acme"} }),
-		cmdStep("project_task_add", func(*fixtureIDs) control.Command {
-			return control.CmdProjectTaskAdd{Project: "acme", Title: "build", DependsOn: []string{}, MaxRetries: 2}
+		cmdStep("project_status", func(*fixtureIDs) api.Command { return api.CmdProjectStatus{Project: "acme"} }),
+		cmdStep("project_task_add", func(*fixtureIDs) api.Command {
+			return api.CmdProjectTaskAdd{Project: "acme", Title: "build", DependsOn: []string{}, MaxRetries: 2}
 		}),
-		cmdStep("project_task_add-depends_on", func(ids *fixtureIDs) control.Command {
-			return control.CmdProjectTaskAdd{Project: "acme", Title: "test", DependsOn: []string{ids.build}, MaxRetries: 0}
+		cmdStep("project_task_add-depends_on", func(ids *fixtureIDs) api.Command {
+			return api.CmdProjectTaskAdd{Project: "acme", Title: "test", DependsOn: []string{ids.build}, MaxRetries: 0}
 		}),
-		cmdStep("project_run_start", func(ids *fixtureIDs) control.Command {
-			return control.CmdProjectRunStart{Project: "acme", Task: ids.build, Agent: "codex"}
+		cmdStep("project_run_start", func(ids *fixtureIDs) api.Command {
+			return api.CmdProjectRunStart{Project: "acme", Task: ids.build, Agent: "codex"}
 		}),
-		cmdStep("project_run_progress", func(ids *fixtureIDs) control.Command {
-			return control.CmdProjectRunProgress{Project: "acme", Run: ids.run, Progress: "tests pass"}
+		cmdStep("project_run_progress", func(ids *fixtureIDs) api.Command {
+			return api.CmdProjectRunProgress{Project: "acme", Run: ids.run, Progress: "tests pass"}
 		}),
-		cmdStep("project_heartbeat", func(*fixtureIDs) control.Command { return control.CmdProjectHeartbeat{Project: "acme"} }),
-		cmdStep("project_heartbeat-run", func(ids *fixtureIDs) control.Command {
-			return control.CmdProjectHeartbeat{Project: "acme", Task: &ids.build, Run: &ids.run}
+		cmdStep("project_heartbeat", func(*fixtureIDs) api.Command { return api.CmdProjectHeartbeat{Project: "acme"} }),
+		cmdStep("project_heartbeat-run", func(ids *fixtureIDs) api.Command {
+			return api.CmdProjectHeartbeat{Project: "acme", Task: &ids.build, Run: &ids.run}
 		}),
-		cmdStep("project_tasks", func(*fixtureIDs) control.Command { return control.CmdProjectTasks{Project: "acme"} }),
-		cmdStep("project_run_finish", func(ids *fixtureIDs) control.Command {
-			return control.CmdProjectRunFinish{Project: "acme", Run: ids.run, Status: reducer.RunSucceeded}
+		cmdStep("project_tasks", func(*fixtureIDs) api.Command { return api.CmdProjectTasks{Project: "acme"} }),
+		cmdStep("project_run_finish", func(ids *fixtureIDs) api.Command {
+			return api.CmdProjectRunFinish{Project: "acme", Run: ids.run, Status: reducer.RunSucceeded}
 		}),
-		cmdStep("project_task_update", func(ids *fixtureIDs) control.Command {
-			return control.CmdProjectTaskUpdate{Project: "acme", Task: ids.test, Status: reducer.TaskBlocked, Progress: ptr("waiting for CI")}
+		cmdStep("project_task_update", func(ids *fixtureIDs) api.Command {
+			return api.CmdProjectTaskUpdate{Project: "acme", Task: ids.test, Status: reducer.TaskBlocked, Progress: ptr("waiting for CI")}
 		}),
-		cmdStep("project_events", func(*fixtureIDs) control.Command { return control.CmdProjectEvents{Project: "acme"} }),
-		cmdStep("project_events-after", func(*fixtureIDs) control.Command {
-			return control.CmdProjectEvents{Project: "acme", After: ptr(uint64(6))}
+		cmdStep("project_events", func(*fixtureIDs) api.Command { return api.CmdProjectEvents{Project: "acme"} }),
+		cmdStep("project_events-after", func(*fixtureIDs) api.Command {
+			return api.CmdProjectEvents{Project: "acme", After: ptr(uint64(6))}
 		}),
-		cmdStep("project_report", func(*fixtureIDs) control.Command { return control.CmdProjectReport{Project: "acme"} }),
-		cmdStep("error-not_found", func(*fixtureIDs) control.Command { return control.CmdProjectStatus{Project: "nope"} }),
-		cmdStep("error-conflict", func(*fixtureIDs) control.Command {
-			return control.CmdProjectCreate{Name: "acme", Workspace: workspace}
+		cmdStep("project_report", func(*fixtureIDs) api.Command { return api.CmdProjectReport{Project: "acme"} }),
+		cmdStep("error-not_found", func(*fixtureIDs) api.Command { return api.CmdProjectStatus{Project: "nope"} }),
+		cmdStep("error-conflict", func(*fixtureIDs) api.Command {
+			return api.CmdProjectCreate{Name: "acme", Workspace: workspace}
 		}),
-		cmdStep("error-unavailable", func(*fixtureIDs) control.Command { return control.CmdRestartWhenIdle{} }),
+		cmdStep("error-unavailable", func(*fixtureIDs) api.Command { return api.CmdRestartWhenIdle{} }),
 		{name: "error-invalid_params", line: func(*fixtureIDs) string {
 			return `{"action":"project_task_add","project":"acme","title":"t","depends_on":[]}`
 		}},
@@ -103,17 +104,17 @@ func fixtureScenario(workspace string) []fixtureStep {
 	for i := range steps {
 		switch steps[i].name {
 		case "project_task_add":
-			steps[i].after = func(t *testing.T, ids *fixtureIDs, st *control.DaemonStatus) {
+			steps[i].after = func(t *testing.T, ids *fixtureIDs, st *api.DaemonStatus) {
 				require.NotNil(t, st.Project)
 				ids.build = st.Project.TaskID
 			}
 		case "project_task_add-depends_on":
-			steps[i].after = func(t *testing.T, ids *fixtureIDs, st *control.DaemonStatus) {
+			steps[i].after = func(t *testing.T, ids *fixtureIDs, st *api.DaemonStatus) {
 				require.NotNil(t, st.Project)
 				ids.test = st.Project.TaskID
 			}
 		case "project_run_start":
-			steps[i].after = func(t *testing.T, ids *fixtureIDs, st *control.DaemonStatus) {
+			steps[i].after = func(t *testing.T, ids *fixtureIDs, st *api.DaemonStatus) {
 				require.NotNil(t, st.Project)
 				ids.run = st.Project.RunID
 			}
@@ -150,7 +151,7 @@ func TestFixtures(t *testing.T) {
 		require.Equal(t, isError, r.err != nil, "%s: %s", step.name, resp)
 		if !isError {
 			// What the daemon wrote is exactly what its own types write.
-			var st control.DaemonStatus
+			var st api.DaemonStatus
 			require.NoError(t, json.Unmarshal(r.result, &st), step.name)
 			again, err := json.Marshal(st)
 			require.NoError(t, err)
@@ -206,7 +207,7 @@ func TestFixturesCoverEveryShape(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(fixtureDir, "*.jsonl"))
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
-	actions, kinds, reasons := map[string]bool{}, map[control.ResponseKind]bool{}, map[string]bool{}
+	actions, kinds, reasons := map[string]bool{}, map[api.ResponseKind]bool{}, map[string]bool{}
 	bare := false
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -226,7 +227,7 @@ func TestFixturesCoverEveryShape(t *testing.T) {
 			assert.NotContains(t, r.members, "result", f)
 			continue
 		}
-		var st control.DaemonStatus
+		var st api.DaemonStatus
 		require.NoError(t, json.Unmarshal(r.result, &st), f)
 		again, err := json.Marshal(st)
 		require.NoError(t, err)
@@ -242,8 +243,8 @@ func TestFixturesCoverEveryShape(t *testing.T) {
 		"project_run_progress", "project_run_finish", "project_heartbeat"} {
 		assert.True(t, actions[a], "no fixture of action %s", a)
 	}
-	for _, k := range []control.ResponseKind{control.KindCreated, control.KindStatus, control.KindEvents,
-		control.KindTasks, control.KindReport, control.KindUpdated, control.KindTaskAdded, control.KindRunStarted} {
+	for _, k := range []api.ResponseKind{api.KindCreated, api.KindStatus, api.KindEvents,
+		api.KindTasks, api.KindReport, api.KindUpdated, api.KindTaskAdded, api.KindRunStarted} {
 		assert.True(t, kinds[k], "no fixture of reply kind %s", k)
 	}
 	assert.True(t, bare, "no fixture of a reply without project")

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 )
 
 // Seed inputs of the targets are committed under testdata/fuzz/<target>/
@@ -80,13 +81,13 @@ func FuzzDecodeCommand(f *testing.F) {
 		// UTF-8: nothing truncated, nothing after it.
 		require.True(t, json.Valid(in), "accepted input that is not one JSON value: %q", in)
 		require.True(t, utf8.Valid(in), "accepted input that is not UTF-8: %q", in)
-		enc, err := control.EncodeCommand(cmd)
+		enc, err := api.EncodeCommand(cmd)
 		require.NoError(t, err, "encode %#v", cmd)
 		require.True(t, json.Valid(enc), "encoding is JSON: %s", enc)
 		again, err := control.DecodeCommand(enc)
 		require.NoError(t, err, "re-decode %s (from %q)", enc, in)
 		assert.Equal(t, cmd, again, "round trip of %q through %s", in, enc)
-		enc2, err := control.EncodeCommand(again)
+		enc2, err := api.EncodeCommand(again)
 		require.NoError(t, err)
 		assert.Equal(t, string(enc), string(enc2), "encoding is stable")
 	})
@@ -208,7 +209,7 @@ func FuzzParseLine(f *testing.F) {
 				require.NotEmpty(t, last.err.Message)
 				continue
 			}
-			var st control.DaemonStatus
+			var st api.DaemonStatus
 			require.NoError(t, json.Unmarshal(last.result, &st), "result of %s", line)
 			// The same value: encoding/json escapes <, >, & where serde
 			// does not, so bytes are compared in TestFixtures instead.

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	scvdaemon "scv/control/daemon"
 	"scv/ledger"
 	"scv/ledger/local"
@@ -193,7 +194,7 @@ type reply struct {
 	members map[string]json.RawMessage
 	id      json.RawMessage
 	result  json.RawMessage
-	err     *control.Error
+	err     *api.Error
 }
 
 // parseReply checks the response envelope (jsonrpc 2.0, an id, exactly one
@@ -212,7 +213,7 @@ func parseReply(t testing.TB, line []byte) reply {
 	if hasResult {
 		r.result = res
 	} else {
-		r.err = new(control.Error)
+		r.err = new(api.Error)
 		require.NoError(t, json.Unmarshal(e, r.err), "error object: %s", line)
 	}
 	return r
@@ -228,9 +229,9 @@ func request(id, params string) string {
 }
 
 // encode is EncodeCommand that cannot fail the caller's flow.
-func encode(t testing.TB, c control.Command) string {
+func encode(t testing.TB, c api.Command) string {
 	t.Helper()
-	b, err := control.EncodeCommand(c)
+	b, err := api.EncodeCommand(c)
 	require.NoError(t, err)
 	return string(b)
 }

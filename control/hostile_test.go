@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
+	"scv/control/api"
 	scvdaemon "scv/control/daemon"
 	"scv/ledger/driver"
 )
@@ -136,8 +136,8 @@ func hostileLines() []hostileLine {
 func TestReliabilityHostileInput(t *testing.T) {
 	d := startDaemon(t, nil)
 	c := d.client(t)
-	call(t, c, control.CmdProjectCreate{Name: "acme", Workspace: d.workspace})
-	call(t, c, control.CmdProjectTaskAdd{Project: "acme", Title: "build", DependsOn: []string{}, MaxRetries: 1})
+	call(t, c, api.CmdProjectCreate{Name: "acme", Workspace: d.workspace})
+	call(t, c, api.CmdProjectTaskAdd{Project: "acme", Title: "build", DependsOn: []string{}, MaxRetries: 1})
 	before := lastSequence(t, d)
 	require.NotZero(t, before)
 
@@ -161,7 +161,7 @@ func TestReliabilityHostileInput(t *testing.T) {
 		assert.Equal(t, before, lastSequence(t, d), "%s: nothing appended", h.name)
 	}
 	for _, name := range []string{"evil", "evil2"} {
-		e := callErr(t, c, control.CmdProjectStatus{Project: name})
+		e := callErr(t, c, api.CmdProjectStatus{Project: name})
 		assertCode(t, e, -32001, "not_found", "no hostile line created "+name)
 	}
 
@@ -276,7 +276,7 @@ func TestReliabilitySlowClient(t *testing.T) {
 		assert.Less(t, sentBeforeCut, len(line), "cut before the line was complete")
 
 		c := d.client(t)
-		e := callErr(t, c, control.CmdProjectStatus{Project: "slow"})
+		e := callErr(t, c, api.CmdProjectStatus{Project: "slow"})
 		assertCode(t, e, -32001, "not_found", "the cut line did not run")
 		assert.Equal(t, before, lastSequence(t, d), "nothing appended")
 
@@ -325,7 +325,7 @@ func TestReliabilitySlowClient(t *testing.T) {
 			go func() {
 				n := 0
 				for range each {
-					if _, err := c.Call(context.Background(), control.CmdStatus{}); err != nil {
+					if _, err := c.Call(context.Background(), api.CmdStatus{}); err != nil {
 						break
 					}
 					n++

@@ -1,6 +1,7 @@
 package control
 
 import (
+	"scv/control/api"
 	"scv/reducer"
 	"strconv"
 	"unicode/utf8"
@@ -16,7 +17,7 @@ func marshal(v any) ([]byte, error) { return reducer.Marshal(v) }
 // the two to the same bytes.
 
 // appendStatus appends st as serde writes a DaemonStatus.
-func appendStatus(b []byte, st *DaemonStatus) ([]byte, error) {
+func appendStatus(b []byte, st *api.DaemonStatus) ([]byte, error) {
 	b = append(b, `{"version":`...)
 	b = appendString(b, st.Version)
 	b = append(b, `,"pid":`...)
@@ -53,16 +54,16 @@ func appendStatus(b []byte, st *DaemonStatus) ([]byte, error) {
 	if r := st.Project; r != nil {
 		b = append(b, `,"project":`...)
 		switch r.Kind {
-		case KindCreated, KindStatus, KindUpdated, KindTaskAdded, KindRunStarted:
+		case api.KindCreated, api.KindStatus, api.KindUpdated, api.KindTaskAdded, api.KindRunStarted:
 			b = append(b, `{"kind":`...)
 			b = appendString(b, string(r.Kind))
 			b = append(b, `,"project":`...)
 			b = appendSummary(b, r.Project)
 			switch r.Kind {
-			case KindTaskAdded:
+			case api.KindTaskAdded:
 				b = append(b, `,"task_id":`...)
 				b = appendString(b, r.TaskID)
-			case KindRunStarted:
+			case api.KindRunStarted:
 				b = append(b, `,"run_id":`...)
 				b = appendString(b, r.RunID)
 			}
@@ -88,7 +89,7 @@ func appendStatus(b []byte, st *DaemonStatus) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func appendSummary(b []byte, p *ProjectSummary) []byte {
+func appendSummary(b []byte, p *api.ProjectSummary) []byte {
 	if p == nil {
 		return append(b, "null"...)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"scv/control/api"
 	"scv/reducer"
 )
 
@@ -25,8 +26,8 @@ func TestAppendStatusMatchesMarshal(t *testing.T) {
 		v := r.Uint64() >> r.IntN(64)
 		return &v
 	}
-	summary := func() *ProjectSummary {
-		return &ProjectSummary{
+	summary := func() *api.ProjectSummary {
+		return &api.ProjectSummary{
 			ID: str(), Name: str(), Workspace: str(),
 			Phase: reducer.PhaseImplementation, Status: reducer.ProjectBlocked,
 			CreatedUnixSeconds: r.Uint64(), UpdatedUnixSeconds: r.Uint64() >> 20,
@@ -34,45 +35,45 @@ func TestAppendStatusMatchesMarshal(t *testing.T) {
 			LastHeartbeatUnixSeconds: u64(),
 		}
 	}
-	kinds := []ResponseKind{KindCreated, KindStatus, KindUpdated, KindTaskAdded, KindRunStarted, KindEvents, KindTasks, KindReport}
+	kinds := []api.ResponseKind{api.KindCreated, api.KindStatus, api.KindUpdated, api.KindTaskAdded, api.KindRunStarted, api.KindEvents, api.KindTasks, api.KindReport}
 	for i := range 2000 {
-		st := &DaemonStatus{Version: str(), PID: r.Uint32(), Components: []ComponentHealth{}}
+		st := &api.DaemonStatus{Version: str(), PID: r.Uint32(), Components: []api.ComponentHealth{}}
 		if r.IntN(4) == 0 {
-			st.Components = []ComponentHealth{{ID: str(), Channel: str(), Account: str(), State: ComponentConnected, RemoteTools: RemoteToolsNone}}
+			st.Components = []api.ComponentHealth{{ID: str(), Channel: str(), Account: str(), State: api.ComponentConnected, RemoteTools: api.RemoteToolsNone}}
 		}
-		st.Delegations = DelegationSummary{Active: r.Uint64() >> 40, Reaped: uint64(r.IntN(5))}
+		st.Delegations = api.DelegationSummary{Active: r.Uint64() >> 40, Reaped: uint64(r.IntN(5))}
 		if r.IntN(5) == 0 {
 			st.Delegations.Idle = u64()
 			st.Delegations.Killed = []string{str()}
 		}
 		if r.IntN(6) == 0 {
-			st.Confirm = &ConfirmInfo{ID: str(), State: ConfirmPending, Chat: str()}
+			st.Confirm = &api.ConfirmInfo{ID: str(), State: api.ConfirmPending, Chat: str()}
 		}
 		if r.IntN(6) == 0 {
-			st.Restart = &RestartInfo{ToVersion: str(), DeadlineUnixSeconds: 5}
+			st.Restart = &api.RestartInfo{ToVersion: str(), DeadlineUnixSeconds: 5}
 		}
 		if r.IntN(6) == 0 {
-			st.Questions = []Question{{Seq: 3, ID: str(), Chat: str(), Question: str(), State: ConfirmPending}}
+			st.Questions = []api.Question{{Seq: 3, ID: str(), Chat: str(), Question: str(), State: api.ConfirmPending}}
 		}
 		switch r.IntN(6) {
 		case 0:
-			st.Projects = &[]ProjectListItem{}
+			st.Projects = &[]api.ProjectListItem{}
 		case 1:
-			st.Projects = &[]ProjectListItem{{ProjectSummary: *summary(), RunningRuns: uint64(r.IntN(9))}, {ProjectSummary: *summary()}}
+			st.Projects = &[]api.ProjectListItem{{ProjectSummary: *summary(), RunningRuns: uint64(r.IntN(9))}, {ProjectSummary: *summary()}}
 		}
 		if r.IntN(5) != 0 {
 			k := kinds[r.IntN(len(kinds))]
-			p := &ProjectResponse{Kind: k, Project: summary(), TaskID: str(), RunID: str(), ProjectID: str()}
+			p := &api.ProjectResponse{Kind: k, Project: summary(), TaskID: str(), RunID: str(), ProjectID: str()}
 			switch k {
-			case KindEvents:
+			case api.KindEvents:
 				p.Project = nil
-				p.Events = []ProjectEvent{{Sequence: 1, ProjectID: str(), Kind: "heartbeat", Data: []byte(`{"a":1}`)}}
+				p.Events = []api.ProjectEvent{{Sequence: 1, ProjectID: str(), Kind: "heartbeat", Data: []byte(`{"a":1}`)}}
 				p.CompactedBefore = u64()
-			case KindTasks:
+			case api.KindTasks:
 				p.Project = nil
-				p.Tasks = []ProjectTask{{ID: str(), Title: str(), Status: reducer.TaskReady, DependsOn: []string{}}}
-			case KindReport:
-				p.Report = &ProjectReport{Project: *summary(), Tasks: []ProjectTask{}, Runs: []ProjectRun{}, Evidence: []string{str()}}
+				p.Tasks = []api.ProjectTask{{ID: str(), Title: str(), Status: reducer.TaskReady, DependsOn: []string{}}}
+			case api.KindReport:
+				p.Report = &api.ProjectReport{Project: *summary(), Tasks: []api.ProjectTask{}, Runs: []api.ProjectRun{}, Evidence: []string{str()}}
 			}
 			st.Project = p
 		}
@@ -86,8 +87,8 @@ func TestAppendStatusMatchesMarshal(t *testing.T) {
 
 func BenchmarkReplyEncoding(b *testing.B) {
 	hb := uint64(1795948600)
-	st := &DaemonStatus{Version: "0.1.0", PID: 4242, Components: []ComponentHealth{}, Project: &ProjectResponse{
-		Kind: KindUpdated, Project: &ProjectSummary{ID: "01M8KE1H8NNPNK7QV6PJBNDHYE", Name: "acme", Workspace: "/home/me/acme",
+	st := &api.DaemonStatus{Version: "0.1.0", PID: 4242, Components: []api.ComponentHealth{}, Project: &api.ProjectResponse{
+		Kind: api.KindUpdated, Project: &api.ProjectSummary{ID: "01M8KE1H8NNPNK7QV6PJBNDHYE", Name: "acme", Workspace: "/home/me/acme",
 			Phase: reducer.PhaseImplementation, Status: reducer.ProjectActive, CreatedUnixSeconds: 1795948594,
 			UpdatedUnixSeconds: 1795948600, TaskCount: 256, CompletedTasks: 3, LastHeartbeatUnixSeconds: &hb}}}
 	b.Run("marshal", func(b *testing.B) {

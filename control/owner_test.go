@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/control/channels"
 	"scv/ledger"
 	"scv/ledger/sqlite"
@@ -24,7 +25,7 @@ func ownerDaemon(t *testing.T) (*daemon, *control.Client) {
 	t.Helper()
 	d := startDaemon(t, nil)
 	c := d.client(t)
-	_, err := c.Call(testCtx(t), control.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
+	_, err := c.Call(testCtx(t), api.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return d.srv.Service.Channels.(*channels.Manager).Connected("local:owner") },
 		10*time.Second, 10*time.Millisecond)
@@ -41,78 +42,78 @@ func TestOwnerDecisionsReachEveryStatusAndPhase(t *testing.T) {
 	d, c := ownerDaemon(t)
 	var replies []string
 	statuses, phases := map[reducer.ProjectStatus]bool{}, map[reducer.Phase]bool{}
-	call := func(cmd control.Command) *control.DaemonStatus {
+	call := func(cmd api.Command) *api.DaemonStatus {
 		t.Helper()
 		raw, err := c.CallRaw(testCtx(t), cmd)
 		require.NoError(t, err, "%s", encode(t, cmd))
 		replies = append(replies, fmt.Sprintf("%s\tstatus\t%s", cmd.Action(), raw))
-		var st control.DaemonStatus
+		var st api.DaemonStatus
 		require.NoError(t, json.Unmarshal(raw, &st))
 		if st.Project != nil && st.Project.Project != nil {
 			statuses[st.Project.Project.Status], phases[st.Project.Project.Phase] = true, true
 		}
 		return &st
 	}
-	summary := func() *control.ProjectSummary {
-		return call(control.CmdProjectStatus{Project: "life"}).Project.Project
+	summary := func() *api.ProjectSummary {
+		return call(api.CmdProjectStatus{Project: "life"}).Project.Project
 	}
 
-	call(control.CmdProjectCreate{Name: "life", Workspace: d.workspace})
-	build := call(control.CmdProjectTaskAdd{Project: "life", Title: "build", DependsOn: []string{}, MaxRetries: 0}).Project.TaskID
-	call(control.CmdProjectTaskAdd{Project: "life", Title: "ship", DependsOn: []string{"build"}, MaxRetries: 0}) // by title
+	call(api.CmdProjectCreate{Name: "life", Workspace: d.workspace})
+	build := call(api.CmdProjectTaskAdd{Project: "life", Title: "build", DependsOn: []string{}, MaxRetries: 0}).Project.TaskID
+	call(api.CmdProjectTaskAdd{Project: "life", Title: "ship", DependsOn: []string{"build"}, MaxRetries: 0}) // by title
 	assert.Equal(t, reducer.PhasePlanning, summary().Phase)
 
 	// An approval of build: the project waits, the task starts no run.
-	q := call(control.CmdConfirmAsk{Question: "build it?", Project: ptr("life"), Task: ptr("build")}).Confirm
+	q := call(api.CmdConfirmAsk{Question: "build it?", Project: ptr("life"), Task: ptr("build")}).Confirm
 	require.NotNil(t, q)
-	assert.Equal(t, control.ConfirmPending, q.State)
+	assert.Equal(t, api.ConfirmPending, q.State)
 	assert.Equal(t, reducer.ProjectWaitingApproval, summary().Status)
-	assertCode(t, callErr(t, c, control.CmdProjectRunStart{Project: "life", Task: "build", Agent: "codex"}),
-		control.CodeInvalidTransition, control.ReasonInvalidTransition, "a gated task")
-	call(control.CmdConfirmAnswer{ID: q.ID, Answer: "yes"})
+	assertCode(t, callErr(t, c, api.CmdProjectRunStart{Project: "life", Task: "build", Agent: "codex"}),
+		api.CodeInvalidTransition, api.ReasonInvalidTransition, "a gated task")
+	call(api.CmdConfirmAnswer{ID: q.ID, Answer: "yes"})
 	assert.Equal(t, reducer.ProjectActive, summary().Status)
 
 	// The run fails with no retry allowed: failed; the owner retries.
-	run := call(control.CmdProjectRunStart{Project: "life", Task: "build", Agent: "codex"}).Project.RunID
+	run := call(api.CmdProjectRunStart{Project: "life", Task: "build", Agent: "codex"}).Project.RunID
 	assert.Equal(t, reducer.PhaseImplementation, summary().Phase)
-	call(control.CmdProjectRunFinish{Project: "life", Run: run, Status: reducer.RunFailed})
+	call(api.CmdProjectRunFinish{Project: "life", Run: run, Status: reducer.RunFailed})
 	assert.Equal(t, reducer.ProjectFailed, summary().Status)
 	assert.Equal(t, reducer.PhaseVerification, summary().Phase)
-	call(control.CmdProjectTaskRetry{Project: "life", Task: "build", MaxRetries: ptr(uint32(1))})
+	call(api.CmdProjectTaskRetry{Project: "life", Task: "build", MaxRetries: ptr(uint32(1))})
 	assert.Equal(t, reducer.ProjectActive, summary().Status)
 
 	// Blocked, then done.
-	call(control.CmdProjectTaskUpdate{Project: "life", Task: build, Status: reducer.TaskBlocked})
+	call(api.CmdProjectTaskUpdate{Project: "life", Task: build, Status: reducer.TaskBlocked})
 	assert.Equal(t, reducer.ProjectBlocked, summary().Status)
-	call(control.CmdProjectTaskUpdate{Project: "life", Task: build, Status: reducer.TaskReady})
-	run = call(control.CmdProjectRunStart{Project: "life", Task: build, Agent: "codex"}).Project.RunID
-	call(control.CmdProjectRunFinish{Project: "life", Run: run, Status: reducer.RunSucceeded})
-	call(control.CmdProjectTaskUpdate{Project: "life", Task: "ship", Status: reducer.TaskDone})
+	call(api.CmdProjectTaskUpdate{Project: "life", Task: build, Status: reducer.TaskReady})
+	run = call(api.CmdProjectRunStart{Project: "life", Task: build, Agent: "codex"}).Project.RunID
+	call(api.CmdProjectRunFinish{Project: "life", Run: run, Status: reducer.RunSucceeded})
+	call(api.CmdProjectTaskUpdate{Project: "life", Task: "ship", Status: reducer.TaskDone})
 	assert.Equal(t, reducer.ProjectCompleted, summary().Status)
 	assert.Equal(t, reducer.PhaseStaging, summary().Phase)
-	tasks := call(control.CmdProjectTasks{Project: "life"}).Project.Tasks
+	tasks := call(api.CmdProjectTasks{Project: "life"}).Project.Tasks
 	assert.Equal(t, uint32(2), attemptsOf(t, d, "life", build), "the retry kept the attempts")
 	assert.Len(t, tasks, 2)
 
 	// Released, then archived: no more writes, reads still work.
-	call(control.CmdProjectRelease{Project: "life"})
+	call(api.CmdProjectRelease{Project: "life"})
 	assert.Equal(t, reducer.PhaseProduction, summary().Phase)
-	call(control.CmdProjectArchive{Project: "life"})
+	call(api.CmdProjectArchive{Project: "life"})
 	assert.Equal(t, reducer.ProjectArchived, summary().Status)
 	assert.Equal(t, reducer.PhaseReporting, summary().Phase)
-	e := callErr(t, c, control.CmdProjectTaskAdd{Project: "life", Title: "more", DependsOn: []string{}})
-	assertCode(t, e, control.CodeInvalidTransition, control.ReasonInvalidTransition, "a write to an archived project")
+	e := callErr(t, c, api.CmdProjectTaskAdd{Project: "life", Title: "more", DependsOn: []string{}})
+	assertCode(t, e, api.CodeInvalidTransition, api.ReasonInvalidTransition, "a write to an archived project")
 	assert.Contains(t, e.Message, "archived")
-	call(control.CmdProjectReport{Project: "life"})
-	call(control.CmdProjectEvents{Project: "life"})
+	call(api.CmdProjectReport{Project: "life"})
+	call(api.CmdProjectEvents{Project: "life"})
 
 	// The list: archived projects only with all.
-	call(control.CmdProjectCreate{Name: "other", Workspace: d.workspace})
-	some := call(control.CmdProjectList{})
+	call(api.CmdProjectCreate{Name: "other", Workspace: d.workspace})
+	some := call(api.CmdProjectList{})
 	require.NotNil(t, some.Projects)
 	require.Len(t, *some.Projects, 1)
 	assert.Equal(t, "other", (*some.Projects)[0].Name)
-	all := call(control.CmdProjectList{All: true})
+	all := call(api.CmdProjectList{All: true})
 	require.Len(t, *all.Projects, 2)
 	assert.Equal(t, "life", (*all.Projects)[0].Name, "in creation order")
 	assert.Equal(t, reducer.ProjectArchived, (*all.Projects)[0].Status)
@@ -159,23 +160,23 @@ func attemptsOf(t *testing.T, d *daemon, project, task string) uint32 {
 // verifies.
 func TestApprovalsInTheProjectHistory(t *testing.T) {
 	d, c := ownerDaemon(t)
-	call(t, c, control.CmdProjectCreate{Name: "gates", Workspace: d.workspace})
+	call(t, c, api.CmdProjectCreate{Name: "gates", Workspace: d.workspace})
 	for _, title := range []string{"yes", "no", "late", "restart"} {
-		call(t, c, control.CmdProjectTaskAdd{Project: "gates", Title: title, DependsOn: []string{}})
+		call(t, c, api.CmdProjectTaskAdd{Project: "gates", Title: title, DependsOn: []string{}})
 	}
 	ask := func(task string, timeout uint64) string {
-		st, err := c.Call(testCtx(t), control.CmdConfirmAsk{Question: "may " + task + "?", Project: ptr("gates"), Task: ptr(task), TimeoutSeconds: ptr(timeout)})
+		st, err := c.Call(testCtx(t), api.CmdConfirmAsk{Question: "may " + task + "?", Project: ptr("gates"), Task: ptr(task), TimeoutSeconds: ptr(timeout)})
 		require.NoError(t, err)
 		return st.Confirm.ID
 	}
 	yes, no, late, pending := ask("yes", 600), ask("no", 600), ask("late", 1), ask("restart", 600)
-	_, err := c.Call(testCtx(t), control.CmdConfirmAnswer{ID: yes, Answer: "yes"})
+	_, err := c.Call(testCtx(t), api.CmdConfirmAnswer{ID: yes, Answer: "yes"})
 	require.NoError(t, err)
-	_, err = c.Call(testCtx(t), control.CmdConfirmAnswer{ID: no, Answer: "no"})
+	_, err = c.Call(testCtx(t), api.CmdConfirmAnswer{ID: no, Answer: "no"})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
-		st, err := c.Call(testCtx(t), control.CmdConfirmStatus{ID: late})
-		return err == nil && st.Confirm.State == control.ConfirmExpired
+		st, err := c.Call(testCtx(t), api.CmdConfirmStatus{ID: late})
+		return err == nil && st.Confirm.State == api.ConfirmExpired
 	}, 10*time.Second, 50*time.Millisecond)
 	p, err := d.ledger.Project(context.Background(), "gates")
 	require.NoError(t, err)
@@ -209,7 +210,7 @@ func TestApprovalsInTheProjectHistory(t *testing.T) {
 	assert.Regexp(t, `^uid \d+ pid \d+$`, a.DecidedBy, "the peer that answered")
 
 	// The history holds each asking and outcome, and verifies.
-	ev, err := c.Call(testCtx(t), control.CmdProjectEvents{Project: "gates"})
+	ev, err := c.Call(testCtx(t), api.CmdProjectEvents{Project: "gates"})
 	require.NoError(t, err)
 	kinds := map[string]int{}
 	for _, e := range ev.Project.Events {
@@ -230,21 +231,21 @@ func TestApprovalsInTheProjectHistory(t *testing.T) {
 // any, a task of it; anything else is refused and asks nothing.
 func TestApprovalRefusals(t *testing.T) {
 	d, c := ownerDaemon(t)
-	call(t, c, control.CmdProjectCreate{Name: "gates", Workspace: d.workspace})
-	call(t, c, control.CmdProjectTaskAdd{Project: "gates", Title: "build", DependsOn: []string{}})
+	call(t, c, api.CmdProjectCreate{Name: "gates", Workspace: d.workspace})
+	call(t, c, api.CmdProjectTaskAdd{Project: "gates", Title: "build", DependsOn: []string{}})
 	for _, tc := range []struct {
 		name          string
 		project, task *string
 		code          int
 		reason        string
 	}{
-		{"empty project", ptr(""), nil, control.CodeInvalidParams, control.ReasonInvalidArgument},
-		{"empty task", ptr("gates"), ptr(""), control.CodeInvalidParams, control.ReasonInvalidArgument},
-		{"task without a project", nil, ptr("build"), control.CodeInvalidParams, control.ReasonInvalidArgument},
-		{"unknown project", ptr("nope"), nil, control.CodeNotFound, control.ReasonNotFound},
-		{"unknown task", ptr("gates"), ptr("nope"), control.CodeNotFound, control.ReasonNotFound},
+		{"empty project", ptr(""), nil, api.CodeInvalidParams, api.ReasonInvalidArgument},
+		{"empty task", ptr("gates"), ptr(""), api.CodeInvalidParams, api.ReasonInvalidArgument},
+		{"task without a project", nil, ptr("build"), api.CodeInvalidParams, api.ReasonInvalidArgument},
+		{"unknown project", ptr("nope"), nil, api.CodeNotFound, api.ReasonNotFound},
+		{"unknown task", ptr("gates"), ptr("nope"), api.CodeNotFound, api.ReasonNotFound},
 	} {
-		e := callErr(t, c, control.CmdConfirmAsk{Question: "may I?", Project: tc.project, Task: tc.task})
+		e := callErr(t, c, api.CmdConfirmAsk{Question: "may I?", Project: tc.project, Task: tc.task})
 		assertCode(t, e, tc.code, tc.reason, tc.name)
 	}
 	p, err := d.ledger.Project(context.Background(), "gates")

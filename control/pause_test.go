@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/ledger"
 	"scv/ledger/sqlite"
 	"scv/reducer"
@@ -27,13 +28,13 @@ type blockingRestarter struct {
 	release chan struct{}
 }
 
-func (b *blockingRestarter) RestartWhenIdle(control.CmdRestartWhenIdle) (*control.RestartInfo, error) {
+func (b *blockingRestarter) RestartWhenIdle(api.CmdRestartWhenIdle) (*api.RestartInfo, error) {
 	b.entered <- struct{}{}
 	<-b.release
-	return &control.RestartInfo{ToVersion: "next"}, nil
+	return &api.RestartInfo{ToVersion: "next"}, nil
 }
 
-func (b *blockingRestarter) Pending() *control.RestartInfo { return nil }
+func (b *blockingRestarter) Pending() *api.RestartInfo { return nil }
 
 // pauseServer serves a real ledger on a real socket with a restarter that
 // blocks; Serve's result arrives on the returned channel after Shutdown
@@ -210,7 +211,7 @@ func TestServerPauseWithSubmittedWrite(t *testing.T) {
 	})
 
 	busy := dialRaw(t, sock)
-	busy.write([]byte(request("2", encode(t, control.CmdProjectCreate{Name: "acme", Workspace: t.TempDir()})) + "\n"))
+	busy.write([]byte(request("2", encode(t, api.CmdProjectCreate{Name: "acme", Workspace: t.TempDir()})) + "\n"))
 	<-g.entered
 	require.Equal(t, 1, srv.InFlight(), "the submitted write is in flight")
 

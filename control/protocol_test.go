@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/ledger"
 	"scv/reducer"
 )
@@ -29,7 +30,7 @@ func testCtx(t *testing.T) context.Context {
 }
 
 // call runs cmd through the CLI's client and returns the project payload.
-func call(t *testing.T, c *control.Client, cmd control.Command) *control.ProjectResponse {
+func call(t *testing.T, c *control.Client, cmd api.Command) *api.ProjectResponse {
 	t.Helper()
 	st, err := c.Call(testCtx(t), cmd)
 	require.NoError(t, err, "%s", encode(t, cmd))
@@ -40,23 +41,23 @@ func call(t *testing.T, c *control.Client, cmd control.Command) *control.Project
 }
 
 // callErr runs cmd and returns the daemon's error, which must be one.
-func callErr(t *testing.T, c *control.Client, cmd control.Command) *control.Error {
+func callErr(t *testing.T, c *control.Client, cmd api.Command) *api.Error {
 	t.Helper()
 	st, err := c.Call(testCtx(t), cmd)
 	require.Error(t, err, "%s: want an error, got %+v", encode(t, cmd), st)
-	var e *control.Error
+	var e *api.Error
 	require.True(t, errors.As(err, &e), "%s: not a daemon error: %v", encode(t, cmd), err)
 	return e
 }
 
-func assertCode(t *testing.T, e *control.Error, code int, reason string, what string) {
+func assertCode(t *testing.T, e *api.Error, code int, reason string, what string) {
 	t.Helper()
 	assert.Equal(t, code, e.Code, "%s: code (%s)", what, e.Message)
 	assert.Equal(t, reason, e.Data.Reason, "%s: reason (%s)", what, e.Message)
 	assert.NotEmpty(t, e.Message, what)
 }
 
-func taskByID(t *testing.T, tasks []control.ProjectTask, id string) control.ProjectTask {
+func taskByID(t *testing.T, tasks []api.ProjectTask, id string) api.ProjectTask {
 	t.Helper()
 	for _, task := range tasks {
 		if task.ID == id {
@@ -64,7 +65,7 @@ func taskByID(t *testing.T, tasks []control.ProjectTask, id string) control.Proj
 		}
 	}
 	require.Failf(t, "task not listed", "task %s not in %+v", id, tasks)
-	return control.ProjectTask{}
+	return api.ProjectTask{}
 }
 
 // TestProtocolLifecycle drives every project action through the CLI's
@@ -76,8 +77,8 @@ func TestProtocolLifecycle(t *testing.T) {
 	c := d.client(t)
 
 	// A workspace is stored cleaned.
-	created := call(t, c, control.CmdProjectCreate{Name: "acme", Workspace: d.workspace + "/./x/.."})
-	require.Equal(t, control.KindCreated, created.Kind)
+	created := call(t, c, api.CmdProjectCreate{Name: "acme", Workspace: d.workspace + "/./x/.."})
+	require.Equal(t, api.KindCreated, created.Kind)
 	require.NotNil(t, created.Project)
 	p := *created.Project
 	assert.True(t, isULID(p.ID), "project id %q is a ULID", p.ID)
@@ -91,27 +92,27 @@ func TestProtocolLifecycle(t *testing.T) {
 
 	// project accepts the ID or the name.
 	for _, ref := range []string{"acme", p.ID} {
-		st := call(t, c, control.CmdProjectStatus{Project: ref})
-		assert.Equal(t, control.KindStatus, st.Kind)
+		st := call(t, c, api.CmdProjectStatus{Project: ref})
+		assert.Equal(t, api.KindStatus, st.Kind)
 		assert.Equal(t, p, *st.Project, "status by %s", ref)
 	}
 
 	clock.Set(t0 + 10)
-	added := call(t, c, control.CmdProjectTaskAdd{Project: "acme", Title: "build", DependsOn: []string{}, MaxRetries: 2})
-	require.Equal(t, control.KindTaskAdded, added.Kind)
+	added := call(t, c, api.CmdProjectTaskAdd{Project: "acme", Title: "build", DependsOn: []string{}, MaxRetries: 2})
+	require.Equal(t, api.KindTaskAdded, added.Kind)
 	build := added.TaskID
 	assert.True(t, isULID(build), "task id %q", build)
 	assert.Equal(t, uint64(1), added.Project.TaskCount)
 	assert.Equal(t, reducer.PhasePlanning, added.Project.Phase)
 
-	added = call(t, c, control.CmdProjectTaskAdd{Project: p.ID, Title: "test", DependsOn: []string{build}, MaxRetries: 0})
-	require.Equal(t, control.KindTaskAdded, added.Kind)
+	added = call(t, c, api.CmdProjectTaskAdd{Project: p.ID, Title: "test", DependsOn: []string{build}, MaxRetries: 0})
+	require.Equal(t, api.KindTaskAdded, added.Kind)
 	test := added.TaskID
 	assert.True(t, isULID(test))
 	assert.NotEqual(t, build, test)
 
-	tasks := call(t, c, control.CmdProjectTasks{Project: "acme"})
-	require.Equal(t, control.KindTasks, tasks.Kind)
+	tasks := call(t, c, api.CmdProjectTasks{Project: "acme"})
+	require.Equal(t, api.KindTasks, tasks.Kind)
 	assert.Equal(t, p.ID, tasks.ProjectID)
 	require.Len(t, tasks.Tasks, 2)
 	assert.Equal(t, reducer.TaskReady, taskByID(t, tasks.Tasks, build).Status)
@@ -121,19 +122,19 @@ func TestProtocolLifecycle(t *testing.T) {
 	assert.Equal(t, []string{build}, taskByID(t, tasks.Tasks, test).DependsOn)
 
 	clock.Set(t0 + 20)
-	started := call(t, c, control.CmdProjectRunStart{Project: "acme", Task: build, Agent: "codex"})
-	require.Equal(t, control.KindRunStarted, started.Kind)
+	started := call(t, c, api.CmdProjectRunStart{Project: "acme", Task: build, Agent: "codex"})
+	require.Equal(t, api.KindRunStarted, started.Kind)
 	run := started.RunID
 	assert.True(t, isULID(run), "run id %q", run)
 	assert.Equal(t, reducer.PhaseImplementation, started.Project.Phase)
 
 	clock.Set(t0 + 30)
-	up := call(t, c, control.CmdProjectRunProgress{Project: "acme", Run: run, Progress: "compiling"})
-	assert.Equal(t, control.KindUpdated, up.Kind)
+	up := call(t, c, api.CmdProjectRunProgress{Project: "acme", Run: run, Progress: "compiling"})
+	assert.Equal(t, api.KindUpdated, up.Kind)
 	require.NotNil(t, up.Project.LastHeartbeatUnixSeconds, "run progress counts as a heartbeat")
 	assert.Equal(t, uint64(t0+30), *up.Project.LastHeartbeatUnixSeconds)
 
-	for i, hb := range []control.CmdProjectHeartbeat{
+	for i, hb := range []api.CmdProjectHeartbeat{
 		{Project: "acme"},
 		{Project: "acme", Task: &build},
 		{Project: "acme", Task: &build, Run: &run},
@@ -141,12 +142,12 @@ func TestProtocolLifecycle(t *testing.T) {
 	} {
 		clock.Set(t0 + 40 + int64(i))
 		up := call(t, c, hb)
-		assert.Equal(t, control.KindUpdated, up.Kind)
+		assert.Equal(t, api.KindUpdated, up.Kind)
 		require.NotNil(t, up.Project.LastHeartbeatUnixSeconds)
 		assert.Equal(t, uint64(t0+40+int64(i)), *up.Project.LastHeartbeatUnixSeconds, "heartbeat %d", i)
 	}
 
-	tasks = call(t, c, control.CmdProjectTasks{Project: "acme"})
+	tasks = call(t, c, api.CmdProjectTasks{Project: "acme"})
 	b := taskByID(t, tasks.Tasks, build)
 	assert.Equal(t, reducer.TaskRunning, b.Status)
 	if assert.NotNil(t, b.RunID) {
@@ -157,18 +158,18 @@ func TestProtocolLifecycle(t *testing.T) {
 	}
 
 	clock.Set(t0 + 50)
-	up = call(t, c, control.CmdProjectRunFinish{Project: "acme", Run: run, Status: reducer.RunSucceeded})
-	assert.Equal(t, control.KindUpdated, up.Kind)
+	up = call(t, c, api.CmdProjectRunFinish{Project: "acme", Run: run, Status: reducer.RunSucceeded})
+	assert.Equal(t, api.KindUpdated, up.Kind)
 	assert.Equal(t, uint64(1), up.Project.CompletedTasks)
-	tasks = call(t, c, control.CmdProjectTasks{Project: "acme"})
+	tasks = call(t, c, api.CmdProjectTasks{Project: "acme"})
 	assert.Equal(t, reducer.TaskDone, taskByID(t, tasks.Tasks, build).Status)
 	assert.Equal(t, reducer.TaskReady, taskByID(t, tasks.Tasks, test).Status, "the last dependency is done")
 
 	clock.Set(t0 + 60)
-	up = call(t, c, control.CmdProjectTaskUpdate{Project: "acme", Task: test, Status: reducer.TaskBlocked, Progress: ptr("waiting for CI")})
-	assert.Equal(t, control.KindUpdated, up.Kind)
+	up = call(t, c, api.CmdProjectTaskUpdate{Project: "acme", Task: test, Status: reducer.TaskBlocked, Progress: ptr("waiting for CI")})
+	assert.Equal(t, api.KindUpdated, up.Kind)
 	assert.Equal(t, reducer.ProjectBlocked, up.Project.Status)
-	tasks = call(t, c, control.CmdProjectTasks{Project: "acme"})
+	tasks = call(t, c, api.CmdProjectTasks{Project: "acme"})
 	tt := taskByID(t, tasks.Tasks, test)
 	assert.Equal(t, reducer.TaskBlocked, tt.Status)
 	if assert.NotNil(t, tt.Progress) {
@@ -176,28 +177,28 @@ func TestProtocolLifecycle(t *testing.T) {
 	}
 
 	clock.Set(t0 + 70)
-	up = call(t, c, control.CmdProjectTaskUpdate{Project: "acme", Task: test, Status: reducer.TaskDone})
+	up = call(t, c, api.CmdProjectTaskUpdate{Project: "acme", Task: test, Status: reducer.TaskDone})
 	assert.Equal(t, reducer.ProjectCompleted, up.Project.Status)
 	assert.Equal(t, reducer.PhaseStaging, up.Project.Phase)
 	assert.Equal(t, uint64(2), up.Project.CompletedTasks)
 	assert.Equal(t, uint64(t0+70), up.Project.UpdatedUnixSeconds)
 
 	clock.Set(t0 + 80)
-	rep := call(t, c, control.CmdProjectReport{Project: "acme"})
-	require.Equal(t, control.KindReport, rep.Kind)
+	rep := call(t, c, api.CmdProjectReport{Project: "acme"})
+	require.Equal(t, api.KindReport, rep.Kind)
 	require.NotNil(t, rep.Report)
 	assert.Equal(t, uint64(t0+80), rep.Report.GeneratedUnixSeconds, "the report is stamped with the service clock")
 	assert.Equal(t, *up.Project, rep.Report.Project)
 	assert.Len(t, rep.Report.Tasks, 2)
 	require.Len(t, rep.Report.Runs, 1)
-	assert.Equal(t, control.ProjectRun{
+	assert.Equal(t, api.ProjectRun{
 		ID: run, TaskID: build, Agent: "codex", Status: reducer.RunSucceeded, Attempt: 1,
 		StartedUnixSeconds: t0 + 20, UpdatedUnixSeconds: t0 + 50, Progress: ptr("compiling"),
 	}, rep.Report.Runs[0])
 	assert.NotEmpty(t, rep.Report.Evidence)
 
-	ev := call(t, c, control.CmdProjectEvents{Project: "acme"})
-	require.Equal(t, control.KindEvents, ev.Kind)
+	ev := call(t, c, api.CmdProjectEvents{Project: "acme"})
+	require.Equal(t, api.KindEvents, ev.Kind)
 	assert.Equal(t, p.ID, ev.ProjectID)
 	assert.Nil(t, ev.CompactedBefore)
 	var kinds []string
@@ -219,10 +220,10 @@ func TestProtocolLifecycle(t *testing.T) {
 
 	// Paging with after.
 	mid := ev.Events[4].Sequence
-	page := call(t, c, control.CmdProjectEvents{Project: p.ID, After: &mid})
+	page := call(t, c, api.CmdProjectEvents{Project: p.ID, After: &mid})
 	assert.Equal(t, ev.Events[5:], page.Events)
 	last := ev.Events[len(ev.Events)-1].Sequence
-	raw, err := c.CallRaw(testCtx(t), control.CmdProjectEvents{Project: "acme", After: &last})
+	raw, err := c.CallRaw(testCtx(t), api.CmdProjectEvents{Project: "acme", After: &last})
 	require.NoError(t, err)
 	assert.Contains(t, string(raw), `"events":[]`, "no events is an empty list, never null")
 	assert.NotContains(t, string(raw), "compacted_before")
@@ -233,7 +234,7 @@ func TestProtocolLifecycle(t *testing.T) {
 func TestProtocolStatusHasNoProject(t *testing.T) {
 	d := startDaemon(t, nil)
 	c := d.client(t)
-	for _, cmd := range []control.Command{control.CmdStatus{}, control.CmdReload{}} {
+	for _, cmd := range []api.Command{api.CmdStatus{}, api.CmdReload{}} {
 		raw, err := c.CallRaw(testCtx(t), cmd)
 		require.NoError(t, err)
 		var m map[string]json.RawMessage
@@ -252,7 +253,7 @@ func TestProtocolSerdeEscaping(t *testing.T) {
 	d := startDaemon(t, nil)
 	c := d.client(t)
 	name := "R&D <ops> \u2028\u2029 \"q\" \\ é"
-	raw, err := c.CallRaw(testCtx(t), control.CmdProjectCreate{Name: name, Workspace: d.workspace})
+	raw, err := c.CallRaw(testCtx(t), api.CmdProjectCreate{Name: name, Workspace: d.workspace})
 	require.NoError(t, err)
 	assert.Contains(t, string(raw), `"name":"R&D <ops> `+"\u2028\u2029"+` \"q\" \\ é"`)
 }
@@ -368,24 +369,24 @@ func TestProtocolApplicationErrors(t *testing.T) {
 	d := startDaemon(t, clock.Now)
 	c := d.client(t)
 
-	p := call(t, c, control.CmdProjectCreate{Name: "acme", Workspace: d.workspace}).Project
-	build := call(t, c, control.CmdProjectTaskAdd{Project: "acme", Title: "build", DependsOn: []string{}, MaxRetries: 0}).TaskID
-	test := call(t, c, control.CmdProjectTaskAdd{Project: "acme", Title: "test", DependsOn: []string{build}, MaxRetries: 0}).TaskID
-	done := call(t, c, control.CmdProjectTaskAdd{Project: "acme", Title: "docs", DependsOn: []string{}, MaxRetries: 0}).TaskID
-	call(t, c, control.CmdProjectTaskUpdate{Project: "acme", Task: done, Status: reducer.TaskDone})
-	finished := call(t, c, control.CmdProjectRunStart{Project: "acme", Task: build, Agent: "codex"}).RunID
-	call(t, c, control.CmdProjectRunFinish{Project: "acme", Run: finished, Status: reducer.RunCancelled})
-	running := call(t, c, control.CmdProjectRunStart{Project: "acme", Task: build, Agent: "codex"}).RunID
-	other := call(t, c, control.CmdProjectCreate{Name: "other", Workspace: d.workspace}).Project
+	p := call(t, c, api.CmdProjectCreate{Name: "acme", Workspace: d.workspace}).Project
+	build := call(t, c, api.CmdProjectTaskAdd{Project: "acme", Title: "build", DependsOn: []string{}, MaxRetries: 0}).TaskID
+	test := call(t, c, api.CmdProjectTaskAdd{Project: "acme", Title: "test", DependsOn: []string{build}, MaxRetries: 0}).TaskID
+	done := call(t, c, api.CmdProjectTaskAdd{Project: "acme", Title: "docs", DependsOn: []string{}, MaxRetries: 0}).TaskID
+	call(t, c, api.CmdProjectTaskUpdate{Project: "acme", Task: done, Status: reducer.TaskDone})
+	finished := call(t, c, api.CmdProjectRunStart{Project: "acme", Task: build, Agent: "codex"}).RunID
+	call(t, c, api.CmdProjectRunFinish{Project: "acme", Run: finished, Status: reducer.RunCancelled})
+	running := call(t, c, api.CmdProjectRunStart{Project: "acme", Task: build, Agent: "codex"}).RunID
+	other := call(t, c, api.CmdProjectCreate{Name: "other", Workspace: d.workspace}).Project
 
 	// What the ledger holds before the refusals; the clock moves on so that
 	// a refused command that touched anything would show.
 	snapshot := func() string {
 		var b strings.Builder
 		for _, ref := range []string{p.ID, other.ID} {
-			for _, cmd := range []control.Command{
-				control.CmdProjectEvents{Project: ref}, control.CmdProjectStatus{Project: ref},
-				control.CmdProjectTasks{Project: ref},
+			for _, cmd := range []api.Command{
+				api.CmdProjectEvents{Project: ref}, api.CmdProjectStatus{Project: ref},
+				api.CmdProjectTasks{Project: ref},
 			} {
 				raw, err := c.CallRaw(testCtx(t), cmd)
 				require.NoError(t, err)
@@ -403,68 +404,68 @@ func TestProtocolApplicationErrors(t *testing.T) {
 	long := strings.Repeat("n", 201)
 	for _, tc := range []struct {
 		name   string
-		cmd    control.Command
+		cmd    api.Command
 		code   int
 		reason string
 	}{
-		{"workspace relative", control.CmdProjectCreate{Name: "x1", Workspace: "acme"}, -32602, "invalid_argument"},
-		{"workspace empty", control.CmdProjectCreate{Name: "x2", Workspace: ""}, -32602, "invalid_argument"},
-		{"workspace missing", control.CmdProjectCreate{Name: "x3", Workspace: filepath.Join(d.dir, "nope")}, -32602, "invalid_argument"},
-		{"workspace a file", control.CmdProjectCreate{Name: "x4", Workspace: file}, -32602, "invalid_argument"},
-		{"name of 201 characters", control.CmdProjectCreate{Name: long, Workspace: d.workspace}, -32602, "invalid_argument"},
-		{"name of 201 two-byte characters", control.CmdProjectCreate{Name: strings.Repeat("é", 201), Workspace: d.workspace}, -32602, "invalid_argument"},
-		{"empty name", control.CmdProjectCreate{Name: "", Workspace: d.workspace}, -32602, "invalid_argument"},
-		{"name with a control character", control.CmdProjectCreate{Name: "a\u0007b", Workspace: d.workspace}, -32602, "invalid_argument"},
-		{"name with a newline", control.CmdProjectCreate{Name: "a\nb", Workspace: d.workspace}, -32602, "invalid_argument"},
-		{"title of 201 characters", control.CmdProjectTaskAdd{Project: "acme", Title: long, DependsOn: []string{}}, -32602, "invalid_argument"},
-		{"empty title", control.CmdProjectTaskAdd{Project: "acme", Title: "", DependsOn: []string{}}, -32602, "invalid_argument"},
-		{"dependency named twice", control.CmdProjectTaskAdd{Project: "acme", Title: "t", DependsOn: []string{build, build}}, -32602, "invalid_argument"},
-		{"run finish running", control.CmdProjectRunFinish{Project: "acme", Run: running, Status: reducer.RunRunning}, -32602, "invalid_argument"},
-		{"run finish stale", control.CmdProjectRunFinish{Project: "acme", Run: running, Status: reducer.RunStale}, -32602, "invalid_argument"},
-		{"heartbeat of a run of another task", control.CmdProjectHeartbeat{Project: "acme", Task: &test, Run: &running}, -32602, "invalid_argument"},
+		{"workspace relative", api.CmdProjectCreate{Name: "x1", Workspace: "acme"}, -32602, "invalid_argument"},
+		{"workspace empty", api.CmdProjectCreate{Name: "x2", Workspace: ""}, -32602, "invalid_argument"},
+		{"workspace missing", api.CmdProjectCreate{Name: "x3", Workspace: filepath.Join(d.dir, "nope")}, -32602, "invalid_argument"},
+		{"workspace a file", api.CmdProjectCreate{Name: "x4", Workspace: file}, -32602, "invalid_argument"},
+		{"name of 201 characters", api.CmdProjectCreate{Name: long, Workspace: d.workspace}, -32602, "invalid_argument"},
+		{"name of 201 two-byte characters", api.CmdProjectCreate{Name: strings.Repeat("é", 201), Workspace: d.workspace}, -32602, "invalid_argument"},
+		{"empty name", api.CmdProjectCreate{Name: "", Workspace: d.workspace}, -32602, "invalid_argument"},
+		{"name with a control character", api.CmdProjectCreate{Name: "a\u0007b", Workspace: d.workspace}, -32602, "invalid_argument"},
+		{"name with a newline", api.CmdProjectCreate{Name: "a\nb", Workspace: d.workspace}, -32602, "invalid_argument"},
+		{"title of 201 characters", api.CmdProjectTaskAdd{Project: "acme", Title: long, DependsOn: []string{}}, -32602, "invalid_argument"},
+		{"empty title", api.CmdProjectTaskAdd{Project: "acme", Title: "", DependsOn: []string{}}, -32602, "invalid_argument"},
+		{"dependency named twice", api.CmdProjectTaskAdd{Project: "acme", Title: "t", DependsOn: []string{build, build}}, -32602, "invalid_argument"},
+		{"run finish running", api.CmdProjectRunFinish{Project: "acme", Run: running, Status: reducer.RunRunning}, -32602, "invalid_argument"},
+		{"run finish stale", api.CmdProjectRunFinish{Project: "acme", Run: running, Status: reducer.RunStale}, -32602, "invalid_argument"},
+		{"heartbeat of a run of another task", api.CmdProjectHeartbeat{Project: "acme", Task: &test, Run: &running}, -32602, "invalid_argument"},
 
-		{"status of an unknown project", control.CmdProjectStatus{Project: "nope"}, -32001, "not_found"},
-		{"name in another case", control.CmdProjectStatus{Project: "ACME"}, -32001, "not_found"},
-		{"events of an unknown project", control.CmdProjectEvents{Project: "nope"}, -32001, "not_found"},
-		{"tasks of an unknown project", control.CmdProjectTasks{Project: "nope"}, -32001, "not_found"},
-		{"report of an unknown project", control.CmdProjectReport{Project: "nope"}, -32001, "not_found"},
-		{"task add to an unknown project", control.CmdProjectTaskAdd{Project: "nope", Title: "t", DependsOn: []string{}}, -32001, "not_found"},
-		{"unknown dependency", control.CmdProjectTaskAdd{Project: "acme", Title: "t", DependsOn: []string{"01J0NOPE0000000000000000000"}}, -32001, "not_found"},
-		{"dependency from another project", control.CmdProjectTaskAdd{Project: "other", Title: "t", DependsOn: []string{build}}, -32001, "not_found"},
-		{"update an unknown task", control.CmdProjectTaskUpdate{Project: "acme", Task: "nope", Status: reducer.TaskBlocked}, -32001, "not_found"},
-		{"start an unknown task", control.CmdProjectRunStart{Project: "acme", Task: "nope", Agent: "codex"}, -32001, "not_found"},
-		{"start a task of another project", control.CmdProjectRunStart{Project: "other", Task: test, Agent: "codex"}, -32001, "not_found"},
-		{"progress of an unknown run", control.CmdProjectRunProgress{Project: "acme", Run: "nope", Progress: "p"}, -32001, "not_found"},
-		{"finish an unknown run", control.CmdProjectRunFinish{Project: "acme", Run: "nope", Status: reducer.RunSucceeded}, -32001, "not_found"},
-		{"finish a run of another project", control.CmdProjectRunFinish{Project: "other", Run: running, Status: reducer.RunSucceeded}, -32001, "not_found"},
-		{"heartbeat of an unknown task", control.CmdProjectHeartbeat{Project: "acme", Task: ptr("nope")}, -32001, "not_found"},
-		{"heartbeat of an unknown run", control.CmdProjectHeartbeat{Project: "acme", Run: ptr("nope")}, -32001, "not_found"},
+		{"status of an unknown project", api.CmdProjectStatus{Project: "nope"}, -32001, "not_found"},
+		{"name in another case", api.CmdProjectStatus{Project: "ACME"}, -32001, "not_found"},
+		{"events of an unknown project", api.CmdProjectEvents{Project: "nope"}, -32001, "not_found"},
+		{"tasks of an unknown project", api.CmdProjectTasks{Project: "nope"}, -32001, "not_found"},
+		{"report of an unknown project", api.CmdProjectReport{Project: "nope"}, -32001, "not_found"},
+		{"task add to an unknown project", api.CmdProjectTaskAdd{Project: "nope", Title: "t", DependsOn: []string{}}, -32001, "not_found"},
+		{"unknown dependency", api.CmdProjectTaskAdd{Project: "acme", Title: "t", DependsOn: []string{"01J0NOPE0000000000000000000"}}, -32001, "not_found"},
+		{"dependency from another project", api.CmdProjectTaskAdd{Project: "other", Title: "t", DependsOn: []string{build}}, -32001, "not_found"},
+		{"update an unknown task", api.CmdProjectTaskUpdate{Project: "acme", Task: "nope", Status: reducer.TaskBlocked}, -32001, "not_found"},
+		{"start an unknown task", api.CmdProjectRunStart{Project: "acme", Task: "nope", Agent: "codex"}, -32001, "not_found"},
+		{"start a task of another project", api.CmdProjectRunStart{Project: "other", Task: test, Agent: "codex"}, -32001, "not_found"},
+		{"progress of an unknown run", api.CmdProjectRunProgress{Project: "acme", Run: "nope", Progress: "p"}, -32001, "not_found"},
+		{"finish an unknown run", api.CmdProjectRunFinish{Project: "acme", Run: "nope", Status: reducer.RunSucceeded}, -32001, "not_found"},
+		{"finish a run of another project", api.CmdProjectRunFinish{Project: "other", Run: running, Status: reducer.RunSucceeded}, -32001, "not_found"},
+		{"heartbeat of an unknown task", api.CmdProjectHeartbeat{Project: "acme", Task: ptr("nope")}, -32001, "not_found"},
+		{"heartbeat of an unknown run", api.CmdProjectHeartbeat{Project: "acme", Run: ptr("nope")}, -32001, "not_found"},
 
-		{"duplicate project name", control.CmdProjectCreate{Name: "acme", Workspace: d.workspace}, -32002, "conflict"},
-		{"duplicate name of the other project", control.CmdProjectCreate{Name: "other", Workspace: t.TempDir()}, -32002, "conflict"},
+		{"duplicate project name", api.CmdProjectCreate{Name: "acme", Workspace: d.workspace}, -32002, "conflict"},
+		{"duplicate name of the other project", api.CmdProjectCreate{Name: "other", Workspace: t.TempDir()}, -32002, "conflict"},
 
-		{"start a pending task", control.CmdProjectRunStart{Project: "acme", Task: test, Agent: "codex"}, -32003, "invalid_transition"},
-		{"start a running task", control.CmdProjectRunStart{Project: "acme", Task: build, Agent: "codex"}, -32003, "invalid_transition"},
-		{"start a done task", control.CmdProjectRunStart{Project: "acme", Task: done, Agent: "codex"}, -32003, "invalid_transition"},
-		{"update a done task", control.CmdProjectTaskUpdate{Project: "acme", Task: done, Status: reducer.TaskReady}, -32003, "invalid_transition"},
-		{"update a running task", control.CmdProjectTaskUpdate{Project: "acme", Task: build, Status: reducer.TaskDone}, -32003, "invalid_transition"},
-		{"set running by update", control.CmdProjectTaskUpdate{Project: "acme", Task: test, Status: reducer.TaskRunning}, -32003, "invalid_transition"},
-		{"set stale by update", control.CmdProjectTaskUpdate{Project: "acme", Task: test, Status: reducer.TaskStale}, -32003, "invalid_transition"},
-		{"ready from pending", control.CmdProjectTaskUpdate{Project: "acme", Task: test, Status: reducer.TaskReady}, -32003, "invalid_transition"},
+		{"start a pending task", api.CmdProjectRunStart{Project: "acme", Task: test, Agent: "codex"}, -32003, "invalid_transition"},
+		{"start a running task", api.CmdProjectRunStart{Project: "acme", Task: build, Agent: "codex"}, -32003, "invalid_transition"},
+		{"start a done task", api.CmdProjectRunStart{Project: "acme", Task: done, Agent: "codex"}, -32003, "invalid_transition"},
+		{"update a done task", api.CmdProjectTaskUpdate{Project: "acme", Task: done, Status: reducer.TaskReady}, -32003, "invalid_transition"},
+		{"update a running task", api.CmdProjectTaskUpdate{Project: "acme", Task: build, Status: reducer.TaskDone}, -32003, "invalid_transition"},
+		{"set running by update", api.CmdProjectTaskUpdate{Project: "acme", Task: test, Status: reducer.TaskRunning}, -32003, "invalid_transition"},
+		{"set stale by update", api.CmdProjectTaskUpdate{Project: "acme", Task: test, Status: reducer.TaskStale}, -32003, "invalid_transition"},
+		{"ready from pending", api.CmdProjectTaskUpdate{Project: "acme", Task: test, Status: reducer.TaskReady}, -32003, "invalid_transition"},
 
-		{"progress of a finished run", control.CmdProjectRunProgress{Project: "acme", Run: finished, Progress: "late"}, -32004, "run_not_running"},
-		{"finish a finished run", control.CmdProjectRunFinish{Project: "acme", Run: finished, Status: reducer.RunSucceeded}, -32004, "run_not_running"},
-		{"heartbeat of a finished run", control.CmdProjectHeartbeat{Project: "acme", Run: &finished}, -32004, "run_not_running"},
+		{"progress of a finished run", api.CmdProjectRunProgress{Project: "acme", Run: finished, Progress: "late"}, -32004, "run_not_running"},
+		{"finish a finished run", api.CmdProjectRunFinish{Project: "acme", Run: finished, Status: reducer.RunSucceeded}, -32004, "run_not_running"},
+		{"heartbeat of a finished run", api.CmdProjectHeartbeat{Project: "acme", Run: &finished}, -32004, "run_not_running"},
 
-		{"channel_set of an unknown channel", control.CmdChannelSet{Channel: "carrier-pigeon", Account: "main", Enabled: true}, -32602, "invalid_argument"},
-		{"channel_logout of an unknown account", control.CmdChannelLogout{Channel: "wechat", Account: "main"}, -32001, "not_found"},
-		{"kill an unknown delegation", control.CmdDelegationKill{Handle: ptr("nope")}, -32001, "not_found"},
-		{"kill neither handle nor orphans", control.CmdDelegationKill{}, -32602, "invalid_argument"},
-		{"kill a handle and the orphans", control.CmdDelegationKill{Handle: ptr("nope"), Orphans: true}, -32602, "invalid_argument"},
-		{"done of an unknown delegation", control.CmdDelegationDone{Handle: "nope"}, -32001, "not_found"},
-		{"restart_when_idle without a known executable", control.CmdRestartWhenIdle{}, -32005, "unavailable"},
-		{"confirm_ask of an empty question", control.CmdConfirmAsk{Question: ""}, -32602, "invalid_argument"},
-		{"confirm_status of an unknown question", control.CmdConfirmStatus{ID: "q-1"}, -32001, "not_found"},
+		{"channel_set of an unknown channel", api.CmdChannelSet{Channel: "carrier-pigeon", Account: "main", Enabled: true}, -32602, "invalid_argument"},
+		{"channel_logout of an unknown account", api.CmdChannelLogout{Channel: "wechat", Account: "main"}, -32001, "not_found"},
+		{"kill an unknown delegation", api.CmdDelegationKill{Handle: ptr("nope")}, -32001, "not_found"},
+		{"kill neither handle nor orphans", api.CmdDelegationKill{}, -32602, "invalid_argument"},
+		{"kill a handle and the orphans", api.CmdDelegationKill{Handle: ptr("nope"), Orphans: true}, -32602, "invalid_argument"},
+		{"done of an unknown delegation", api.CmdDelegationDone{Handle: "nope"}, -32001, "not_found"},
+		{"restart_when_idle without a known executable", api.CmdRestartWhenIdle{}, -32005, "unavailable"},
+		{"confirm_ask of an empty question", api.CmdConfirmAsk{Question: ""}, -32602, "invalid_argument"},
+		{"confirm_status of an unknown question", api.CmdConfirmStatus{ID: "q-1"}, -32001, "not_found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assertCode(t, callErr(t, c, tc.cmd), tc.code, tc.reason, tc.name)
@@ -474,8 +475,8 @@ func TestProtocolApplicationErrors(t *testing.T) {
 	assert.Equal(t, before, snapshot(), "refused requests appended nothing and changed nothing")
 
 	// The edges that pass: 200 characters, counted as characters.
-	call(t, c, control.CmdProjectCreate{Name: strings.Repeat("n", 200), Workspace: d.workspace})
-	call(t, c, control.CmdProjectCreate{Name: strings.Repeat("é", 200), Workspace: d.workspace})
+	call(t, c, api.CmdProjectCreate{Name: strings.Repeat("n", 200), Workspace: d.workspace})
+	call(t, c, api.CmdProjectCreate{Name: strings.Repeat("é", 200), Workspace: d.workspace})
 }
 
 // TestProtocolUnavailable: once the ledger is closed, the server still
@@ -483,22 +484,22 @@ func TestProtocolApplicationErrors(t *testing.T) {
 func TestProtocolUnavailable(t *testing.T) {
 	d := startDaemon(t, nil)
 	c := d.client(t)
-	p := call(t, c, control.CmdProjectCreate{Name: "acme", Workspace: d.workspace}).Project
-	task := call(t, c, control.CmdProjectTaskAdd{Project: "acme", Title: "t", DependsOn: []string{}}).TaskID
+	p := call(t, c, api.CmdProjectCreate{Name: "acme", Workspace: d.workspace}).Project
+	task := call(t, c, api.CmdProjectTaskAdd{Project: "acme", Title: "t", DependsOn: []string{}}).TaskID
 	require.NoError(t, d.ledger.Close())
 
-	for _, cmd := range []control.Command{
-		control.CmdProjectCreate{Name: "beta", Workspace: d.workspace},
-		control.CmdProjectTaskAdd{Project: p.ID, Title: "u", DependsOn: []string{}},
-		control.CmdProjectTaskUpdate{Project: "acme", Task: task, Status: reducer.TaskBlocked},
-		control.CmdProjectRunStart{Project: "acme", Task: task, Agent: "codex"},
-		control.CmdProjectHeartbeat{Project: "acme"},
-		control.CmdProjectEvents{Project: "acme"},
+	for _, cmd := range []api.Command{
+		api.CmdProjectCreate{Name: "beta", Workspace: d.workspace},
+		api.CmdProjectTaskAdd{Project: p.ID, Title: "u", DependsOn: []string{}},
+		api.CmdProjectTaskUpdate{Project: "acme", Task: task, Status: reducer.TaskBlocked},
+		api.CmdProjectRunStart{Project: "acme", Task: task, Agent: "codex"},
+		api.CmdProjectHeartbeat{Project: "acme"},
+		api.CmdProjectEvents{Project: "acme"},
 	} {
 		assertCode(t, callErr(t, c, cmd), -32005, "unavailable", cmd.Action())
 	}
 	// The server itself is fine.
-	_, err := c.Call(testCtx(t), control.CmdStatus{})
+	_, err := c.Call(testCtx(t), api.CmdStatus{})
 	assert.NoError(t, err)
 }
 
@@ -507,7 +508,7 @@ func TestProtocolUnavailable(t *testing.T) {
 func TestProtocolNotifications(t *testing.T) {
 	d := startDaemon(t, nil)
 	rc := d.raw(t)
-	create := encode(t, control.CmdProjectCreate{Name: "quiet", Workspace: d.workspace})
+	create := encode(t, api.CmdProjectCreate{Name: "quiet", Workspace: d.workspace})
 	rc.write([]byte(strings.Join([]string{
 		request("", create),
 		request("", `{"action":"project_status","project":"nope"}`),              // not_found
@@ -519,7 +520,7 @@ func TestProtocolNotifications(t *testing.T) {
 	r := parseReply(t, rc.readLine())
 	assert.Equal(t, `7`, string(r.id), "the first reply is the first request's: %s", r.raw)
 	require.Nil(t, r.err, "the notification created the project: %s", r.raw)
-	var st control.DaemonStatus
+	var st api.DaemonStatus
 	require.NoError(t, json.Unmarshal(r.result, &st))
 	require.NotNil(t, st.Project)
 	assert.Equal(t, "quiet", st.Project.Project.Name)
@@ -543,7 +544,7 @@ func TestProtocolPipeline(t *testing.T) {
 	rc := d.raw(t)
 	type want struct {
 		id   string
-		kind control.ResponseKind // "" for an error
+		kind api.ResponseKind // "" for an error
 		code int
 	}
 	var lines []string
@@ -556,20 +557,20 @@ func TestProtocolPipeline(t *testing.T) {
 		name := fmt.Sprintf("pipe-%d", i/5)
 		switch i % 5 {
 		case 0:
-			lines = append(lines, request(id, encode(t, control.CmdProjectCreate{Name: name, Workspace: d.workspace})))
-			wants = append(wants, want{id, control.KindCreated, 0})
+			lines = append(lines, request(id, encode(t, api.CmdProjectCreate{Name: name, Workspace: d.workspace})))
+			wants = append(wants, want{id, api.KindCreated, 0})
 		case 1:
-			lines = append(lines, request(id, encode(t, control.CmdProjectStatus{Project: name})))
-			wants = append(wants, want{id, control.KindStatus, 0})
+			lines = append(lines, request(id, encode(t, api.CmdProjectStatus{Project: name})))
+			wants = append(wants, want{id, api.KindStatus, 0})
 		case 2:
-			lines = append(lines, request(id, encode(t, control.CmdProjectCreate{Name: name, Workspace: d.workspace})))
+			lines = append(lines, request(id, encode(t, api.CmdProjectCreate{Name: name, Workspace: d.workspace})))
 			wants = append(wants, want{id, "", -32002})
 		case 3:
 			lines = append(lines, `{"jsonrpc":"2.0","id":`+id+`,"method":"nope"}`)
 			wants = append(wants, want{id, "", -32601})
 		case 4:
-			lines = append(lines, request(id, encode(t, control.CmdProjectTaskAdd{Project: name, Title: "t", DependsOn: []string{}})))
-			wants = append(wants, want{id, control.KindTaskAdded, 0})
+			lines = append(lines, request(id, encode(t, api.CmdProjectTaskAdd{Project: name, Title: "t", DependsOn: []string{}})))
+			wants = append(wants, want{id, api.KindTaskAdded, 0})
 		}
 	}
 	rc.write([]byte(strings.Join(lines, "\n") + "\n"))
@@ -583,7 +584,7 @@ func TestProtocolPipeline(t *testing.T) {
 			continue
 		}
 		if assert.Nil(t, r.err, "reply %d: %s", i, r.raw) {
-			var st control.DaemonStatus
+			var st api.DaemonStatus
 			require.NoError(t, json.Unmarshal(r.result, &st))
 			if assert.NotNil(t, st.Project) {
 				assert.Equal(t, w.kind, st.Project.Kind, "reply %d", i)
@@ -608,7 +609,7 @@ func bigRequest(t *testing.T, id string, params string, n int) []byte {
 // exactly 1 MiB is fine.
 func TestProtocolTooLarge(t *testing.T) {
 	d := startDaemon(t, nil)
-	create := encode(t, control.CmdProjectCreate{Name: "huge", Workspace: d.workspace})
+	create := encode(t, api.CmdProjectCreate{Name: "huge", Workspace: d.workspace})
 
 	rc := d.raw(t)
 	line := append(bigRequest(t, "1", create, control.MaxLine+1), '\n')
@@ -629,7 +630,7 @@ func TestProtocolTooLarge(t *testing.T) {
 	<-writeErr
 
 	c := d.client(t)
-	e := callErr(t, c, control.CmdProjectStatus{Project: "huge"})
+	e := callErr(t, c, api.CmdProjectStatus{Project: "huge"})
 	assertCode(t, e, -32001, "not_found", "the too-large request did not run")
 
 	// Exactly MaxLine bytes, newline excluded, is a request like any other.
@@ -644,7 +645,7 @@ func TestProtocolTooLarge(t *testing.T) {
 	assert.Nil(t, r.err, "%.300s", r.raw)
 	assert.Equal(t, `"max"`, string(r.id))
 	assert.NoError(t, <-writeErr)
-	call(t, c, control.CmdProjectStatus{Project: "huge"})
+	call(t, c, api.CmdProjectStatus{Project: "huge"})
 }
 
 // TestProtocolTooLargeWithoutNewline: the limit holds for a line that never
@@ -670,7 +671,7 @@ func TestProtocolManyClients(t *testing.T) {
 		go func() {
 			for j := range 20 {
 				name := fmt.Sprintf("c%d-%d", i, j)
-				st, err := c.Call(context.Background(), control.CmdProjectCreate{Name: name, Workspace: d.workspace})
+				st, err := c.Call(context.Background(), api.CmdProjectCreate{Name: name, Workspace: d.workspace})
 				if err != nil {
 					errs <- err
 					return
@@ -708,9 +709,9 @@ func TestProtocolShutdownWhileIdle(t *testing.T) {
 func TestProtocolEventsAfterAnyU64(t *testing.T) {
 	d := startDaemon(t, nil)
 	c := d.client(t)
-	call(t, c, control.CmdProjectCreate{Name: "acme", Workspace: d.workspace})
+	call(t, c, api.CmdProjectCreate{Name: "acme", Workspace: d.workspace})
 	for _, after := range []uint64{1<<63 - 1, 1 << 63, 1<<64 - 1} {
-		raw, err := c.CallRaw(testCtx(t), control.CmdProjectEvents{Project: "acme", After: &after})
+		raw, err := c.CallRaw(testCtx(t), api.CmdProjectEvents{Project: "acme", After: &after})
 		if assert.NoError(t, err, "after %d", after) {
 			assert.Contains(t, string(raw), `"events":[]`, "after %d", after)
 		}
@@ -722,14 +723,14 @@ func TestProtocolEventsAfterAnyU64(t *testing.T) {
 func TestProtocolEventsPaging(t *testing.T) {
 	d := startDaemon(t, nil)
 	c := d.client(t)
-	call(t, c, control.CmdProjectCreate{Name: "acme", Workspace: d.workspace})
+	call(t, c, api.CmdProjectCreate{Name: "acme", Workspace: d.workspace})
 	const clients, each = 10, 101
 	errs := make(chan error, clients)
 	for range clients {
 		cl := d.client(t)
 		go func() {
 			for range each {
-				if _, err := cl.Call(context.Background(), control.CmdProjectHeartbeat{Project: "acme"}); err != nil {
+				if _, err := cl.Call(context.Background(), api.CmdProjectHeartbeat{Project: "acme"}); err != nil {
 					errs <- err
 					return
 				}
@@ -743,11 +744,11 @@ func TestProtocolEventsPaging(t *testing.T) {
 	total := 1 + clients*each
 	require.Greater(t, total, ledger.MaxPage)
 
-	var all []control.ProjectEvent
+	var all []api.ProjectEvent
 	var after *uint64
 	for pages := 0; ; pages++ {
 		require.Less(t, pages, 10, "paging ends")
-		ev := call(t, c, control.CmdProjectEvents{Project: "acme", After: after})
+		ev := call(t, c, api.CmdProjectEvents{Project: "acme", After: after})
 		assert.LessOrEqual(t, len(ev.Events), ledger.MaxPage)
 		if len(ev.Events) == 0 {
 			break
@@ -766,9 +767,9 @@ func TestProtocolEventsPaging(t *testing.T) {
 func TestProtocolLimits(t *testing.T) {
 	d := startDaemon(t, nil)
 	c := d.client(t)
-	call(t, c, control.CmdProjectCreate{Name: "acme", Workspace: d.workspace})
-	id := call(t, c, control.CmdProjectTaskAdd{Project: "acme", Title: "t", DependsOn: []string{}, MaxRetries: 4294967295}).TaskID
-	tasks := call(t, c, control.CmdProjectTasks{Project: "acme"})
+	call(t, c, api.CmdProjectCreate{Name: "acme", Workspace: d.workspace})
+	id := call(t, c, api.CmdProjectTaskAdd{Project: "acme", Title: "t", DependsOn: []string{}, MaxRetries: 4294967295}).TaskID
+	tasks := call(t, c, api.CmdProjectTasks{Project: "acme"})
 	assert.Equal(t, uint32(4294967295), taskByID(t, tasks.Tasks, id).MaxRetries)
 }
 
@@ -776,7 +777,7 @@ func TestProtocolLimits(t *testing.T) {
 // at end of file instead of a newline.
 func TestProtocolTooLargeLastLine(t *testing.T) {
 	d := startDaemon(t, nil)
-	create := encode(t, control.CmdProjectCreate{Name: "huge", Workspace: d.workspace})
+	create := encode(t, api.CmdProjectCreate{Name: "huge", Workspace: d.workspace})
 	rc := d.raw(t)
 	line := bigRequest(t, "1", create, control.MaxLine+1)
 	go func() {
@@ -788,7 +789,7 @@ func TestProtocolTooLargeLastLine(t *testing.T) {
 	assertError(t, r, `null`, -32600, "too_large")
 
 	c := d.client(t)
-	e := callErr(t, c, control.CmdProjectStatus{Project: "huge"})
+	e := callErr(t, c, api.CmdProjectStatus{Project: "huge"})
 	assertCode(t, e, -32001, "not_found", "the too-large request did not run")
 
 	// A last line within the limit is answered.

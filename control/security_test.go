@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"scv/control"
+	"scv/control/api"
 )
 
 // shortTempDir is a fresh 0700 folder short enough for sun_path.
@@ -198,7 +199,7 @@ func TestReliabilitySocketSecurity(t *testing.T) {
 		}
 		d := startDaemon(t, nil)
 		c := d.client(t)
-		call(t, c, control.CmdProjectCreate{Name: "acme", Workspace: d.workspace})
+		call(t, c, api.CmdProjectCreate{Name: "acme", Workspace: d.workspace})
 		before := lastSequence(t, d)
 		run := filepath.Dir(d.sock)
 
@@ -222,7 +223,7 @@ func TestReliabilitySocketSecurity(t *testing.T) {
 		assert.True(t, res.closedBy, "the daemon closes the refused connection:\n%s", res.out)
 
 		assert.Equal(t, before, lastSequence(t, d), "nothing appended for the other uid")
-		e := callErr(t, c, control.CmdProjectStatus{Project: "intruder"})
+		e := callErr(t, c, api.CmdProjectStatus{Project: "intruder"})
 		assertCode(t, e, -32001, "not_found", "the other uid's project_create did not run")
 		facts = append(facts, fmt.Sprintf("uid %d: EACCES through the folder, EACCES through the socket mode, -32008 forbidden past both", nobody))
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	scvdaemon "scv/control/daemon"
 )
 
@@ -121,7 +122,7 @@ func TestSeedDecodeAgreement(t *testing.T) {
 				return
 			}
 			require.NoError(t, err, "serde accepts: %s", v.out)
-			enc, err := control.EncodeCommand(cmd)
+			enc, err := api.EncodeCommand(cmd)
 			require.NoError(t, err)
 			assert.Equal(t, v.out, string(enc), "re-encoding differs from serde's")
 		})

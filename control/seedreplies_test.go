@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/channels"
 )
 
@@ -24,16 +24,16 @@ func TestSeedParsesDelegationReplies(t *testing.T) {
 	h := ulid.Make().String()
 	tree := startTree(t, h, "sleep 60 & wait")
 	var input strings.Builder
-	reply := func(name string, cmd control.Command) {
+	reply := func(name string, cmd api.Command) {
 		raw, err := c.CallRaw(testCtx(t), cmd)
 		require.NoError(t, err)
 		fmt.Fprintf(&input, "%s\tstatus\t%s\n", name, raw)
 	}
 	reply("register", register(h, tree.Pid))
-	reply("delegations", control.CmdDelegations{All: true})
-	reply("status", control.CmdStatus{})
-	reply("kill", control.CmdDelegationKill{Handle: &h})
-	reply("kill orphans", control.CmdDelegationKill{Orphans: true})
+	reply("delegations", api.CmdDelegations{All: true})
+	reply("status", api.CmdStatus{})
+	reply("kill", api.CmdDelegationKill{Handle: &h})
+	reply("kill orphans", api.CmdDelegationKill{Orphans: true})
 
 	sent := strings.Split(strings.TrimSuffix(input.String(), "\n"), "\n")
 	for i, v := range seedDecode(t, bin, sent) {
@@ -56,19 +56,19 @@ func TestSeedParsesChannelAndQuestionReplies(t *testing.T) {
 
 	var input strings.Builder
 	exact := map[string]bool{}
-	reply := func(name string, same bool, cmd control.Command) {
+	reply := func(name string, same bool, cmd api.Command) {
 		raw, err := c.CallRaw(testCtx(t), cmd)
 		require.NoError(t, err)
 		fmt.Fprintf(&input, "%s\tstatus\t%s\n", name, raw)
 		exact[name] = same
 	}
-	reply("channel_set wechat", true, control.CmdChannelSet{Channel: "wechat", Account: "main", Enabled: true,
-		RemoteTools: ptr(control.RemoteToolsOwner), Purpose: ptr(control.PurposeMail)})
-	reply("channel_set local", true, control.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
+	reply("channel_set wechat", true, api.CmdChannelSet{Channel: "wechat", Account: "main", Enabled: true,
+		RemoteTools: ptr(api.RemoteToolsOwner), Purpose: ptr(api.PurposeMail)})
+	reply("channel_set local", true, api.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
 	require.Eventually(t, func() bool { return d.srv.Service.Channels.(*channels.Manager).Connected("local:owner") }, 10*time.Second, 10*time.Millisecond)
-	reply("status", true, control.CmdStatus{})
-	reply("confirm_ask", true, control.CmdConfirmAsk{Question: "ship it?"})
-	reply("confirm_list", false, control.CmdConfirmList{})
+	reply("status", true, api.CmdStatus{})
+	reply("confirm_ask", true, api.CmdConfirmAsk{Question: "ship it?"})
+	reply("confirm_list", false, api.CmdConfirmList{})
 
 	sent := strings.Split(strings.TrimSuffix(input.String(), "\n"), "\n")
 	for i, v := range seedDecode(t, bin, sent) {

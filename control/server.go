@@ -13,6 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"scv/control/api"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -390,8 +391,8 @@ func (s *Server) waitsLocked() context.Context {
 
 // isWait reports whether cmd only waits for news, so that ending it early
 // loses nothing: a confirm_list with wait_seconds (a long poll).
-func isWait(cmd Command) bool {
-	c, ok := cmd.(CmdConfirmList)
+func isWait(cmd api.Command) bool {
+	c, ok := cmd.(api.CmdConfirmList)
 	return ok && c.WaitSeconds != nil && *c.WaitSeconds > 0
 }
 
@@ -399,7 +400,7 @@ func isWait(cmd Command) bool {
 // of holding them for its full length: at a shutdown it is answered
 // unavailable at once; at a pause (a restart) it is answered with what
 // there is now, as a wait that ended with nothing new.
-func (s *Server) handle(ctx context.Context, cmd Command) (*DaemonStatus, error) {
+func (s *Server) handle(ctx context.Context, cmd api.Command) (*api.DaemonStatus, error) {
 	if !isWait(cmd) {
 		return s.Service.Handle(ctx, cmd)
 	}
@@ -418,9 +419,9 @@ func (s *Server) handle(ctx context.Context, cmd Command) (*DaemonStatus, error)
 	closing := s.closing
 	s.mu.Unlock()
 	if closing {
-		return nil, Errorf(ErrUnavailable, "the daemon is shutting down")
+		return nil, api.Errorf(api.ErrUnavailable, "the daemon is shutting down")
 	}
-	c := cmd.(CmdConfirmList)
+	c := cmd.(api.CmdConfirmList)
 	c.WaitSeconds = nil
 	return s.Service.Handle(ctx, c)
 }
@@ -539,7 +540,7 @@ func (s *Server) serveConn(c net.Conn, st *connState) {
 		writeReply(w, errorReply(nil, perr))
 		return
 	}
-	ctx := context.WithValue(context.Background(), peerKey{}, peer)
+	ctx := api.WithPeer(context.Background(), peer)
 	r := bufio.NewReaderSize(c, 64<<10)
 	rc := rawConn(c)
 	timeout := s.LineTimeout
@@ -585,7 +586,7 @@ func (s *Server) serveConn(c net.Conn, st *connState) {
 		}
 		line, err := readLine(r)
 		if errors.Is(err, errTooLong) {
-			writeReply(w, errorReply(nil, newError(CodeInvalidRequest, ReasonTooLarge, "request line longer than %d bytes", MaxLine)))
+			writeReply(w, errorReply(nil, api.NewError(api.CodeInvalidRequest, api.ReasonTooLarge, "request line longer than %d bytes", MaxLine)))
 			return
 		}
 		if err != nil {
@@ -693,13 +694,13 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 
 // reply is one JSON-RPC response object.
 type reply struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Result  *DaemonStatus   `json:"result,omitempty"`
-	Error   *Error          `json:"error,omitempty"`
+	JSONRPC string            `json:"jsonrpc"`
+	ID      json.RawMessage   `json:"id"`
+	Result  *api.DaemonStatus `json:"result,omitempty"`
+	Error   *api.Error        `json:"error,omitempty"`
 }
 
-func errorReply(id json.RawMessage, e *Error) *reply {
+func errorReply(id json.RawMessage, e *api.Error) *reply {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
@@ -728,7 +729,7 @@ func appendReply(b []byte, r *reply) []byte {
 		b, err = marshal(r)
 	}
 	if err != nil {
-		b, _ = marshal(errorReply(r.ID, newError(CodeInternal, ReasonInternal, "encode reply: %v", err)))
+		b, _ = marshal(errorReply(r.ID, api.NewError(api.CodeInternal, api.ReasonInternal, "encode reply: %v", err)))
 	}
 	return append(b, '\n')
 }
@@ -783,11 +784,11 @@ func writeNow(c net.Conn, rc syscall.RawConn, b []byte) (int, error) {
 // did. The goroutine that commits it writes the reply to w, clears
 // st.busy, and sends on written whether the reply was written. Any other
 // command is left for handleRequest.
-func (s *Server) submit(ctx context.Context, c net.Conn, rc syscall.RawConn, w *bufio.Writer, st *connState, cmd Command, id json.RawMessage, written chan<- bool) bool {
+func (s *Server) submit(ctx context.Context, c net.Conn, rc syscall.RawConn, w *bufio.Writer, st *connState, cmd api.Command, id json.RawMessage, written chan<- bool) bool {
 	// The id is in the line's buffer, which is read into again before
 	// the reply is written.
 	id = bytes.Clone(id)
-	return s.Service.Submit(ctx, cmd, func(res *DaemonStatus, err error) {
+	return s.Service.Submit(ctx, cmd, func(res *api.DaemonStatus, err error) {
 		end := func(ok bool) {
 			st.busy.Store(false)
 			if s.stop.Load() {
@@ -821,7 +822,7 @@ func (s *Server) submit(ctx context.Context, c net.Conn, rc syscall.RawConn, w *
 
 // handleRequest answers a request line that parseRequest returned req, id
 // and e for.
-func (s *Server) handleRequest(ctx context.Context, req *parsedRequest, id json.RawMessage, e *Error) *reply {
+func (s *Server) handleRequest(ctx context.Context, req *parsedRequest, id json.RawMessage, e *api.Error) *reply {
 	if e != nil {
 		s.metrics().Request("", e.Data.Reason)
 		if req != nil && id == nil {
@@ -835,9 +836,9 @@ func (s *Server) handleRequest(ctx context.Context, req *parsedRequest, id json.
 
 // answer is the reply to cmd, whose request had id (nil: a notification,
 // which gets no reply), answered with st or err.
-func (s *Server) answer(cmd Command, id json.RawMessage, st *DaemonStatus, err error) *reply {
+func (s *Server) answer(cmd api.Command, id json.RawMessage, st *api.DaemonStatus, err error) *reply {
 	if err != nil {
-		s.metrics().Request(cmd.Action(), errorFor(err).Data.Reason)
+		s.metrics().Request(cmd.Action(), api.ErrorOf(err).Data.Reason)
 	} else {
 		s.metrics().Request(cmd.Action(), "")
 	}
@@ -848,19 +849,19 @@ func (s *Server) answer(cmd Command, id json.RawMessage, st *DaemonStatus, err e
 		return nil
 	}
 	if err != nil {
-		return errorReply(id, errorFor(err))
+		return errorReply(id, api.ErrorOf(err))
 	}
 	return &reply{JSONRPC: "2.0", ID: id, Result: st}
 }
 
-type parsedRequest struct{ cmd Command }
+type parsedRequest struct{ cmd api.Command }
 
 // parseRequest checks the JSON-RPC envelope and decodes the command. It
 // returns the request's id (nil for a notification) for the reply; req is
 // non-nil once the line was recognised as a request object.
-func parseRequest(line []byte) (req *parsedRequest, id json.RawMessage, e *Error) {
+func parseRequest(line []byte) (req *parsedRequest, id json.RawMessage, e *api.Error) {
 	if !utf8.Valid(line) {
-		return nil, nil, newError(CodeParseError, ReasonParseError, "request is not valid UTF-8")
+		return nil, nil, api.NewError(api.CodeParseError, api.ReasonParseError, "request is not valid UTF-8")
 	}
 	raw, trailing := json.RawMessage(line), false
 	if !validJSON(line) {
@@ -868,14 +869,14 @@ func parseRequest(line []byte) (req *parsedRequest, id json.RawMessage, e *Error
 		// after it, which is answered with the value's id if it has one.
 		var first json.RawMessage
 		if err := json.NewDecoder(bytes.NewReader(line)).Decode(&first); err != nil {
-			return nil, nil, newError(CodeParseError, ReasonParseError, "request is not JSON: %v", err)
+			return nil, nil, api.NewError(api.CodeParseError, api.ReasonParseError, "request is not JSON: %v", err)
 		}
 		raw, trailing = first, true
 	}
 	var buf [8]member
 	ms, err := splitMembers(buf[:0], raw) // valid JSON from here on
 	if err != nil {
-		return nil, nil, newError(CodeInvalidRequest, ReasonInvalidRequest, "request is not a JSON-RPC request object")
+		return nil, nil, api.NewError(api.CodeInvalidRequest, api.ReasonInvalidRequest, "request is not a JSON-RPC request object")
 	}
 	// Each is nil when absent: a member's value is never empty.
 	var version, method, params, rawID json.RawMessage
@@ -894,7 +895,7 @@ func parseRequest(line []byte) (req *parsedRequest, id json.RawMessage, e *Error
 			continue
 		}
 		if *slot != nil {
-			return nil, nil, newError(CodeInvalidRequest, ReasonInvalidRequest, "duplicate member %q", ms[i].key)
+			return nil, nil, api.NewError(api.CodeInvalidRequest, api.ReasonInvalidRequest, "duplicate member %q", ms[i].key)
 		}
 		*slot = ms[i].raw
 	}
@@ -903,29 +904,29 @@ func parseRequest(line []byte) (req *parsedRequest, id json.RawMessage, e *Error
 		case c == '"' || c == '-' || (c >= '0' && c <= '9') || c == 'n':
 			id = rawID
 		default:
-			return nil, nil, newError(CodeInvalidRequest, ReasonInvalidRequest, "id must be a string, a number or null")
+			return nil, nil, api.NewError(api.CodeInvalidRequest, api.ReasonInvalidRequest, "id must be a string, a number or null")
 		}
 	}
 	if !isString(version, "2.0") {
-		return nil, id, newError(CodeInvalidRequest, ReasonInvalidRequest, `jsonrpc must be "2.0"`)
+		return nil, id, api.NewError(api.CodeInvalidRequest, api.ReasonInvalidRequest, `jsonrpc must be "2.0"`)
 	}
 	name := Method
 	if !isString(method, Method) && (method == nil || decodeString(method, &name) != nil) {
-		return nil, id, newError(CodeInvalidRequest, ReasonInvalidRequest, "method must be a string")
+		return nil, id, api.NewError(api.CodeInvalidRequest, api.ReasonInvalidRequest, "method must be a string")
 	}
 	req = &parsedRequest{}
 	if name != Method {
-		return req, id, newError(CodeMethodNotFound, ReasonMethodNotFound, "method %q not found; the daemon serves %q", name, Method)
+		return req, id, api.NewError(api.CodeMethodNotFound, api.ReasonMethodNotFound, "method %q not found; the daemon serves %q", name, Method)
 	}
 	if trailing {
-		return req, id, newError(CodeInvalidParams, ReasonInvalidParams, "trailing characters after the request object")
+		return req, id, api.NewError(api.CodeInvalidParams, api.ReasonInvalidParams, "trailing characters after the request object")
 	}
 	if params == nil {
-		return req, id, newError(CodeInvalidParams, ReasonInvalidParams, "missing params: a DaemonCommand object")
+		return req, id, api.NewError(api.CodeInvalidParams, api.ReasonInvalidParams, "missing params: a DaemonCommand object")
 	}
 	cmd, err := decodeValid(params)
 	if err != nil {
-		return req, id, newError(CodeInvalidParams, ReasonInvalidParams, "invalid params: %v", err)
+		return req, id, api.NewError(api.CodeInvalidParams, api.ReasonInvalidParams, "invalid params: %v", err)
 	}
 	req.cmd = cmd
 	return req, id, nil
@@ -941,43 +942,25 @@ func isString(raw json.RawMessage, s string) bool {
 	return raw != nil && decodeString(raw, &v) == nil && v == s
 }
 
-// Peer is the process at the other end of a connection, as SO_PEERCRED
-// tells it when the connection was made.
-type Peer struct {
-	PID      int32
-	UID, GID uint32
-}
-
-func (p Peer) String() string { return fmt.Sprintf("uid %d pid %d", p.UID, p.PID) }
-
-type peerKey struct{}
-
-// PeerOf is the peer of the connection a request came on, if the request
-// came on one.
-func PeerOf(ctx context.Context) (Peer, bool) {
-	p, ok := ctx.Value(peerKey{}).(Peer)
-	return p, ok
-}
-
 // checkPeer refuses a peer whose uid is neither ours nor root.
-func (s *Server) checkPeer(c net.Conn) (Peer, *Error) {
+func (s *Server) checkPeer(c net.Conn) (api.Peer, *api.Error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return Peer{}, nil
+		return api.Peer{}, nil
 	}
 	raw, err := uc.SyscallConn()
 	if err != nil {
-		return Peer{}, newError(CodeForbidden, ReasonForbidden, "peer credentials: %v", err)
+		return api.Peer{}, api.NewError(api.CodeForbidden, api.ReasonForbidden, "peer credentials: %v", err)
 	}
 	var cred *syscall.Ucred
 	var credErr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, credErr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
 	}); err != nil || credErr != nil {
-		return Peer{}, newError(CodeForbidden, ReasonForbidden, "peer credentials unavailable")
+		return api.Peer{}, api.NewError(api.CodeForbidden, api.ReasonForbidden, "peer credentials unavailable")
 	}
 	if !s.allowUID[cred.Uid] {
-		return Peer{}, newError(CodeForbidden, ReasonForbidden, "uid %d may not use this daemon", cred.Uid)
+		return api.Peer{}, api.NewError(api.CodeForbidden, api.ReasonForbidden, "uid %d may not use this daemon", cred.Uid)
 	}
-	return Peer{PID: cred.Pid, UID: cred.Uid, GID: cred.Gid}, nil
+	return api.Peer{PID: cred.Pid, UID: cred.Uid, GID: cred.Gid}, nil
 }

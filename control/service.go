@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 
+	"scv/control/api"
 	"scv/ledger"
 	"scv/reducer"
 )
@@ -55,9 +55,9 @@ type Delegations interface {
 	Active(handle string) bool
 	// Summary counts the delegations; List lists them (all: the finished
 	// ones kept too).
-	Summary() DelegationSummary
-	List(all bool) DelegationSummary
-	Register(ctx context.Context, c CmdDelegationRegister) (DelegationInfo, error)
+	Summary() api.DelegationSummary
+	List(all bool) api.DelegationSummary
+	Register(ctx context.Context, c api.CmdDelegationRegister) (api.DelegationInfo, error)
 	// Done forgets a delegation whose command has exited, stopping what
 	// is left of its tree (stopped says so).
 	Done(ctx context.Context, handle string) (stopped bool, err error)
@@ -72,25 +72,25 @@ type Channels interface {
 	// Set creates or changes one account (channel_set); Logout stops it
 	// and removes its settings, credentials and state. Invalid input is
 	// refused (an *Error) and changes nothing.
-	Set(ctx context.Context, c CmdChannelSet) error
-	Logout(ctx context.Context, c CmdChannelLogout) error
+	Set(ctx context.Context, c api.CmdChannelSet) error
+	Logout(ctx context.Context, c api.CmdChannelLogout) error
 	// Reload rereads the settings file and reconciles the components.
 	Reload(ctx context.Context) error
 	// Components is every account's health, in ID order.
-	Components() []ComponentHealth
+	Components() []api.ComponentHealth
 }
 
 // Questions asks the owner yes/no questions in chat.
 type Questions interface {
 	// Ask hands a question to a chat (confirm_ask).
-	Ask(ctx context.Context, c CmdConfirmAsk) (ConfirmInfo, error)
+	Ask(ctx context.Context, c api.CmdConfirmAsk) (api.ConfirmInfo, error)
 	// Status reports where a question stands and keeps it alive
 	// (confirm_status).
-	Status(ctx context.Context, id string) (ConfirmInfo, error)
+	Status(ctx context.Context, id string) (api.ConfirmInfo, error)
 	// Answer records the owner's answer; by says who gave it.
-	Answer(ctx context.Context, id string, yes bool, by string) (ConfirmInfo, error)
+	Answer(ctx context.Context, id string, yes bool, by string) (api.ConfirmInfo, error)
 	// List is the questions that changed after c.After (confirm_list).
-	List(ctx context.Context, c CmdConfirmList) ([]Question, error)
+	List(ctx context.Context, c api.CmdConfirmList) ([]api.Question, error)
 }
 
 // Restarter restarts the daemon into the release installed at its own
@@ -98,9 +98,9 @@ type Questions interface {
 type Restarter interface {
 	// RestartWhenIdle checks the request and schedules the restart, or
 	// refuses it (an *Error) with nothing scheduled.
-	RestartWhenIdle(c CmdRestartWhenIdle) (*RestartInfo, error)
+	RestartWhenIdle(c api.CmdRestartWhenIdle) (*api.RestartInfo, error)
 	// Pending is the scheduled restart, or nil.
-	Pending() *RestartInfo
+	Pending() *api.RestartInfo
 }
 
 // DelegationActive reports whether the delegation handle is registered and
@@ -117,11 +117,11 @@ func (s *Service) now() time.Time {
 }
 
 // status is the DaemonStatus every reply starts from.
-func (s *Service) status(project *ProjectResponse) *DaemonStatus {
-	st := &DaemonStatus{
+func (s *Service) status(project *api.ProjectResponse) *api.DaemonStatus {
+	st := &api.DaemonStatus{
 		Version:    s.Version,
 		PID:        s.PID,
-		Components: []ComponentHealth{},
+		Components: []api.ComponentHealth{},
 		Project:    project,
 	}
 	if s.Restarter != nil {
@@ -137,7 +137,7 @@ func (s *Service) status(project *ProjectResponse) *DaemonStatus {
 }
 
 // Handle runs one command.
-func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error) {
+func (s *Service) Handle(ctx context.Context, cmd api.Command) (*api.DaemonStatus, error) {
 	if w, ok, err := s.write(ctx, cmd); ok {
 		if err != nil {
 			return nil, err
@@ -146,16 +146,16 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 		return w.answer(s, res, err)
 	}
 	switch c := cmd.(type) {
-	case CmdStatus:
+	case api.CmdStatus:
 		return s.status(nil), nil
-	case CmdReload:
+	case api.CmdReload:
 		if s.Channels != nil {
 			if err := s.Channels.Reload(ctx); err != nil {
 				return nil, err
 			}
 		}
 		return s.status(nil), nil
-	case CmdChannelSet:
+	case api.CmdChannelSet:
 		if s.Channels == nil {
 			break
 		}
@@ -163,7 +163,7 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 			return nil, err
 		}
 		return s.status(nil), nil
-	case CmdChannelLogout:
+	case api.CmdChannelLogout:
 		if s.Channels == nil {
 			break
 		}
@@ -171,39 +171,39 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 			return nil, err
 		}
 		return s.status(nil), nil
-	case CmdConfirmAsk, CmdConfirmStatus, CmdConfirmAnswer, CmdConfirmList:
+	case api.CmdConfirmAsk, api.CmdConfirmStatus, api.CmdConfirmAnswer, api.CmdConfirmList:
 		if s.Questions == nil {
 			break
 		}
 		return s.confirm(ctx, c)
-	case CmdProjectStatus:
+	case api.CmdProjectStatus:
 		p, err := s.project(ctx, c.Project)
 		if err != nil {
 			return nil, err
 		}
-		return s.status(&ProjectResponse{Kind: KindStatus, Project: ProjectSummaryOf(p)}), nil
-	case CmdProjectEvents:
+		return s.status(&api.ProjectResponse{Kind: api.KindStatus, Project: api.ProjectSummaryOf(p)}), nil
+	case api.CmdProjectEvents:
 		return s.events(ctx, c)
-	case CmdProjectTasks:
+	case api.CmdProjectTasks:
 		p, err := s.project(ctx, c.Project)
 		if err != nil {
 			return nil, err
 		}
-		return s.status(&ProjectResponse{Kind: KindTasks, ProjectID: p.ID, Tasks: ProjectTasksOf(p)}), nil
-	case CmdProjectReport:
+		return s.status(&api.ProjectResponse{Kind: api.KindTasks, ProjectID: p.ID, Tasks: api.ProjectTasksOf(p)}), nil
+	case api.CmdProjectReport:
 		p, err := s.project(ctx, c.Project)
 		if err != nil {
 			return nil, err
 		}
 		// A report is never older than the state it reports.
 		now := max(s.now().UnixMilli(), p.Updated)
-		return s.status(&ProjectResponse{Kind: KindReport, Report: ProjectReportOf(p, now)}), nil
-	case CmdDelegations, CmdDelegationKill, CmdDelegationRegister, CmdDelegationDone:
+		return s.status(&api.ProjectResponse{Kind: api.KindReport, Report: api.ProjectReportOf(p, now)}), nil
+	case api.CmdDelegations, api.CmdDelegationKill, api.CmdDelegationRegister, api.CmdDelegationDone:
 		if s.Delegations == nil {
 			break
 		}
 		return s.delegations(ctx, c)
-	case CmdRestartWhenIdle:
+	case api.CmdRestartWhenIdle:
 		if s.Restarter == nil {
 			break
 		}
@@ -214,7 +214,7 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 		st := s.status(nil)
 		st.Restart = info
 		return st, nil
-	case CmdLedgerCompact:
+	case api.CmdLedgerCompact:
 		retain := min(deref(c.Retain), math.MaxInt32)
 		if _, err := s.Ledger.Compact(ctx, c.Project, ledger.CompactOptions{Retain: int(retain), Drop: c.Drop}); err != nil {
 			return nil, err
@@ -223,39 +223,39 @@ func (s *Service) Handle(ctx context.Context, cmd Command) (*DaemonStatus, error
 		if err != nil {
 			return nil, err
 		}
-		return s.status(&ProjectResponse{Kind: KindUpdated, Project: ProjectSummaryOf(p)}), nil
-	case CmdProjectList:
+		return s.status(&api.ProjectResponse{Kind: api.KindUpdated, Project: api.ProjectSummaryOf(p)}), nil
+	case api.CmdProjectList:
 		rows, err := s.Ledger.Projects(ctx, c.All)
 		if err != nil {
 			return nil, err
 		}
 		st := s.status(nil)
-		st.Projects = ProjectListOf(rows)
+		st.Projects = api.ProjectListOf(rows)
 		return st, nil
 	}
-	return nil, newError(CodeUnimplemented, ReasonUnimplemented, "action %s is not implemented by this daemon yet", cmd.Action())
+	return nil, api.NewError(api.CodeUnimplemented, api.ReasonUnimplemented, "action %s is not implemented by this daemon yet", cmd.Action())
 }
 
 // confirm answers the question actions.
-func (s *Service) confirm(ctx context.Context, cmd Command) (*DaemonStatus, error) {
-	var info ConfirmInfo
+func (s *Service) confirm(ctx context.Context, cmd api.Command) (*api.DaemonStatus, error) {
+	var info api.ConfirmInfo
 	var err error
 	switch c := cmd.(type) {
-	case CmdConfirmAsk:
+	case api.CmdConfirmAsk:
 		info, err = s.Questions.Ask(ctx, c)
-	case CmdConfirmStatus:
+	case api.CmdConfirmStatus:
 		info, err = s.Questions.Status(ctx, c.ID)
-	case CmdConfirmAnswer:
+	case api.CmdConfirmAnswer:
 		var yes bool
 		switch c.Answer {
 		case "yes":
 			yes = true
 		case "no":
 		default:
-			return nil, Errorf(ErrInvalidArgument, "answer %q: want yes or no", c.Answer)
+			return nil, api.Errorf(api.ErrInvalidArgument, "answer %q: want yes or no", c.Answer)
 		}
 		info, err = s.Questions.Answer(ctx, c.ID, yes, who(ctx))
-	case CmdConfirmList:
+	case api.CmdConfirmList:
 		qs, err := s.Questions.List(ctx, c)
 		if err != nil {
 			return nil, err
@@ -273,15 +273,15 @@ func (s *Service) confirm(ctx context.Context, cmd Command) (*DaemonStatus, erro
 }
 
 // delegations answers the delegation actions.
-func (s *Service) delegations(ctx context.Context, cmd Command) (*DaemonStatus, error) {
+func (s *Service) delegations(ctx context.Context, cmd api.Command) (*api.DaemonStatus, error) {
 	st := s.status(nil)
 	switch c := cmd.(type) {
-	case CmdDelegations:
+	case api.CmdDelegations:
 		st.Delegations = s.Delegations.List(c.All)
-	case CmdDelegationKill:
+	case api.CmdDelegationKill:
 		switch {
 		case c.Handle != nil && c.Orphans:
-			return nil, Errorf(ErrInvalidArgument, "give a handle or orphans: true, not both")
+			return nil, api.Errorf(api.ErrInvalidArgument, "give a handle or orphans: true, not both")
 		case c.Handle != nil:
 			if err := s.Delegations.Kill(ctx, *c.Handle); err != nil {
 				return nil, err
@@ -296,16 +296,16 @@ func (s *Service) delegations(ctx context.Context, cmd Command) (*DaemonStatus, 
 			st.Delegations = s.Delegations.Summary()
 			st.Delegations.Killed = killed
 		default:
-			return nil, Errorf(ErrInvalidArgument, "give a handle, or orphans: true")
+			return nil, api.Errorf(api.ErrInvalidArgument, "give a handle, or orphans: true")
 		}
-	case CmdDelegationRegister:
+	case api.CmdDelegationRegister:
 		info, err := s.Delegations.Register(ctx, c)
 		if err != nil {
 			return nil, err
 		}
 		st.Delegations = s.Delegations.Summary()
-		st.Delegations.Entries = []DelegationInfo{info}
-	case CmdDelegationDone:
+		st.Delegations.Entries = []api.DelegationInfo{info}
+	case api.CmdDelegationDone:
 		stopped, err := s.Delegations.Done(ctx, c.Handle)
 		if err != nil {
 			return nil, err
@@ -322,7 +322,7 @@ func (s *Service) delegations(ctx context.Context, cmd Command) (*DaemonStatus, 
 // it, it does not wait: it reports true, and done is called with the
 // answer by the goroutine that committed it (see ledger.Submit). Any
 // other command is not run, and Submit reports false.
-func (s *Service) Submit(ctx context.Context, cmd Command, done func(*DaemonStatus, error)) bool {
+func (s *Service) Submit(ctx context.Context, cmd api.Command, done func(*api.DaemonStatus, error)) bool {
 	w, ok, err := s.write(ctx, cmd)
 	switch {
 	case !ok:
@@ -338,61 +338,61 @@ func (s *Service) Submit(ctx context.Context, cmd Command, done func(*DaemonStat
 // write is a command the ledger's writer executes: the reducer's command,
 // and what the reply says of it.
 type write struct {
-	kind ResponseKind
+	kind api.ResponseKind
 	id   string // the task or run ID the command minted
 	cmd  reducer.Command
 }
 
 // write translates the commands the ledger's writer executes; ok is false
 // for every other command.
-func (s *Service) write(ctx context.Context, cmd Command) (w write, ok bool, err error) {
+func (s *Service) write(ctx context.Context, cmd api.Command) (w write, ok bool, err error) {
 	switch c := cmd.(type) {
-	case CmdProjectCreate:
-		ws, err := CheckWorkspace(c.Workspace)
-		return write{kind: KindCreated, cmd: reducer.CreateProject{ProjectID: newID(), Name: c.Name, Workspace: ws}}, true, err
-	case CmdProjectTaskAdd:
+	case api.CmdProjectCreate:
+		ws, err := api.CheckWorkspace(c.Workspace)
+		return write{kind: api.KindCreated, cmd: reducer.CreateProject{ProjectID: newID(), Name: c.Name, Workspace: ws}}, true, err
+	case api.CmdProjectTaskAdd:
 		id := newID()
-		return write{KindTaskAdded, id, reducer.AddTask{
+		return write{api.KindTaskAdded, id, reducer.AddTask{
 			Project: c.Project, TaskID: id, Title: c.Title, DependsOn: c.DependsOn, MaxRetries: c.MaxRetries}}, true, nil
-	case CmdProjectTaskUpdate:
-		return write{kind: KindUpdated, cmd: reducer.UpdateTask{
+	case api.CmdProjectTaskUpdate:
+		return write{kind: api.KindUpdated, cmd: reducer.UpdateTask{
 			Project: c.Project, TaskID: c.Task, Status: c.Status, Progress: c.Progress}}, true, nil
-	case CmdProjectRunStart:
+	case api.CmdProjectRunStart:
 		id := newID()
-		return write{KindRunStarted, id, reducer.StartRun{
+		return write{api.KindRunStarted, id, reducer.StartRun{
 			Project: c.Project, TaskID: c.Task, RunID: id, Agent: c.Agent}}, true, nil
-	case CmdProjectRunProgress:
-		return write{kind: KindUpdated, cmd: reducer.ProgressRun{Project: c.Project, RunID: c.Run, Progress: c.Progress}}, true, nil
-	case CmdProjectRunFinish:
-		return write{kind: KindUpdated, cmd: reducer.FinishRun{Project: c.Project, RunID: c.Run, Status: c.Status}}, true, nil
-	case CmdProjectHeartbeat:
-		return write{kind: KindUpdated, cmd: reducer.RecordHeartbeat{
+	case api.CmdProjectRunProgress:
+		return write{kind: api.KindUpdated, cmd: reducer.ProgressRun{Project: c.Project, RunID: c.Run, Progress: c.Progress}}, true, nil
+	case api.CmdProjectRunFinish:
+		return write{kind: api.KindUpdated, cmd: reducer.FinishRun{Project: c.Project, RunID: c.Run, Status: c.Status}}, true, nil
+	case api.CmdProjectHeartbeat:
+		return write{kind: api.KindUpdated, cmd: reducer.RecordHeartbeat{
 			Project: c.Project, TaskID: deref(c.Task), RunID: deref(c.Run),
 			Every: s.HeartbeatEvery.Milliseconds()}}, true, nil
-	case CmdProjectTaskRetry:
-		return write{kind: KindUpdated, cmd: reducer.RetryTask{Project: c.Project, TaskID: c.Task, MaxRetries: c.MaxRetries, By: who(ctx)}}, true, nil
-	case CmdProjectRelease:
-		return write{kind: KindUpdated, cmd: reducer.ReleaseProject{Project: c.Project, By: who(ctx)}}, true, nil
-	case CmdProjectArchive:
-		return write{kind: KindUpdated, cmd: reducer.ArchiveProject{Project: c.Project, By: who(ctx)}}, true, nil
+	case api.CmdProjectTaskRetry:
+		return write{kind: api.KindUpdated, cmd: reducer.RetryTask{Project: c.Project, TaskID: c.Task, MaxRetries: c.MaxRetries, By: who(ctx)}}, true, nil
+	case api.CmdProjectRelease:
+		return write{kind: api.KindUpdated, cmd: reducer.ReleaseProject{Project: c.Project, By: who(ctx)}}, true, nil
+	case api.CmdProjectArchive:
+		return write{kind: api.KindUpdated, cmd: reducer.ArchiveProject{Project: c.Project, By: who(ctx)}}, true, nil
 	}
 	return write{}, false, nil
 }
 
 // answer is the reply to w, executed with res or err: the committed
 // project summary.
-func (w write) answer(s *Service, res ledger.Result, err error) (*DaemonStatus, error) {
+func (w write) answer(s *Service, res ledger.Result, err error) (*api.DaemonStatus, error) {
 	if err != nil {
 		return nil, err
 	}
 	if res.Project == nil {
 		return nil, fmt.Errorf("%s appended no event", w.kind)
 	}
-	r := &ProjectResponse{Kind: w.kind, Project: ProjectSummaryOf(res.Project)}
+	r := &api.ProjectResponse{Kind: w.kind, Project: api.ProjectSummaryOf(res.Project)}
 	switch w.kind {
-	case KindTaskAdded:
+	case api.KindTaskAdded:
 		r.TaskID = w.id
-	case KindRunStarted:
+	case api.KindRunStarted:
 		r.RunID = w.id
 	}
 	return s.status(r), nil
@@ -402,7 +402,7 @@ func (s *Service) project(ctx context.Context, ref string) (*reducer.Project, er
 	return s.Ledger.Project(ctx, ref)
 }
 
-func (s *Service) events(ctx context.Context, c CmdProjectEvents) (*DaemonStatus, error) {
+func (s *Service) events(ctx context.Context, c api.CmdProjectEvents) (*api.DaemonStatus, error) {
 	p, err := s.project(ctx, c.Project)
 	if err != nil {
 		return nil, err
@@ -412,34 +412,18 @@ func (s *Service) events(ctx context.Context, c CmdProjectEvents) (*DaemonStatus
 		return nil, err
 	}
 	rows := page.Rows
-	events := make([]ProjectEvent, len(rows))
+	events := make([]api.ProjectEvent, len(rows))
 	for i, r := range rows {
-		events[i] = ProjectEvent{
+		events[i] = api.ProjectEvent{
 			Sequence: r.Sequence, ProjectID: r.ProjectID, Kind: r.Kind,
 			TimestampUnixSeconds: uint64(r.Timestamp), Data: []byte(r.Data),
 		}
 	}
-	r := &ProjectResponse{Kind: KindEvents, ProjectID: p.ID, Events: events}
+	r := &api.ProjectResponse{Kind: api.KindEvents, ProjectID: p.ID, Events: events}
 	if page.CompactedBefore > 0 {
 		r.CompactedBefore = &page.CompactedBefore
 	}
 	return s.status(r), nil
-}
-
-// CheckWorkspace checks that dir is an absolute path to an existing
-// directory, with no control characters (a name that could rewrite the
-// owner's terminal is refused, not displayed), and returns it cleaned:
-// what is stored is what was checked.
-func CheckWorkspace(dir string) (string, error) {
-	dir, err := reducer.CleanWorkspace(dir)
-	if err != nil {
-		return "", err
-	}
-	fi, err := os.Stat(dir)
-	if err != nil || !fi.IsDir() {
-		return "", Errorf(ErrInvalidArgument, "workspace %q is not an existing directory", dir)
-	}
-	return dir, nil
 }
 
 func newID() string { return ulid.Make().String() }
@@ -447,7 +431,7 @@ func newID() string { return ulid.Make().String() }
 // who names the peer of the request in ctx, for the events that record
 // who decided: "uid U pid P".
 func who(ctx context.Context) string {
-	if p, ok := PeerOf(ctx); ok {
+	if p, ok := api.PeerOf(ctx); ok {
 		return p.String()
 	}
 	return "unknown peer"
@@ -459,16 +443,4 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
-}
-
-// seconds turns the reducer's Unix milliseconds into the wire's seconds.
-func seconds(ms int64) uint64 { return uint64(ms / 1000) }
-
-// unixOrNil is seconds, with the reducer's zero (never) as null.
-func unixOrNil(ms int64) *uint64 {
-	if ms == 0 {
-		return nil
-	}
-	u := seconds(ms)
-	return &u
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 )
 
 // A write the ledger commits is answered by the goroutine that committed
@@ -28,9 +29,9 @@ import (
 func runFixture(t *testing.T, d *daemon) string {
 	t.Helper()
 	c := d.client(t)
-	call(t, c, control.CmdProjectCreate{Name: "acme", Workspace: d.workspace})
-	task := call(t, c, control.CmdProjectTaskAdd{Project: "acme", Title: "build", DependsOn: []string{}}).TaskID
-	return call(t, c, control.CmdProjectRunStart{Project: "acme", Task: task, Agent: "codex"}).RunID
+	call(t, c, api.CmdProjectCreate{Name: "acme", Workspace: d.workspace})
+	task := call(t, c, api.CmdProjectTaskAdd{Project: "acme", Title: "build", DependsOn: []string{}}).TaskID
+	return call(t, c, api.CmdProjectRunStart{Project: "acme", Task: task, Agent: "codex"}).RunID
 }
 
 // TestPipelinedRepliesKeepRequestOrder sends writes, reads, notifications
@@ -69,9 +70,9 @@ func TestPipelinedRepliesKeepRequestOrder(t *testing.T) {
 		switch i % 5 {
 		case 1:
 			tasks++
-			var st control.DaemonStatus
+			var st api.DaemonStatus
 			require.NoError(t, json.Unmarshal(r.result, &st), "%s", r.raw)
-			assert.Equal(t, control.KindTaskAdded, st.Project.Kind)
+			assert.Equal(t, api.KindTaskAdded, st.Project.Kind)
 			assert.Equal(t, tasks, st.Project.Project.TaskCount, "task_add %s answered with the state after it", id)
 		case 3:
 			require.NotNil(t, r.err, "progress of an unknown run: %s", r.raw)
@@ -126,7 +127,7 @@ func TestClientThatDoesNotReadHoldsUpNoOther(t *testing.T) {
 			}
 			defer c.Close()
 			for i := range 200 {
-				_, err := c.Call(ctx, control.CmdProjectRunProgress{Project: "acme", Run: run, Progress: fmt.Sprintf("client %d step %d", k, i)})
+				_, err := c.Call(ctx, api.CmdProjectRunProgress{Project: "acme", Run: run, Progress: fmt.Sprintf("client %d step %d", k, i)})
 				if err != nil {
 					errs <- fmt.Errorf("client %d, write %d: %w", k, i, err)
 					return

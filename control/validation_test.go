@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"scv/control/api"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"scv/control"
 )
 
 // q is s as a JSON string literal (control characters escaped as \u00XX).
@@ -31,8 +30,8 @@ func q(s string) string {
 func TestReliabilityValidation(t *testing.T) {
 	d := startDaemon(t, nil)
 	c := d.client(t)
-	call(t, c, control.CmdProjectCreate{Name: "acme", Workspace: d.workspace})
-	task := call(t, c, control.CmdProjectTaskAdd{Project: "acme", Title: "build", DependsOn: []string{}, MaxRetries: 0}).TaskID
+	call(t, c, api.CmdProjectCreate{Name: "acme", Workspace: d.workspace})
+	task := call(t, c, api.CmdProjectTaskAdd{Project: "acme", Title: "build", DependsOn: []string{}, MaxRetries: 0}).TaskID
 
 	// The file system's hostile shapes.
 	file := filepath.Join(d.dir, "file")
@@ -158,12 +157,12 @@ func TestReliabilityValidation(t *testing.T) {
 		assertError(t, r, wantID, tc.code, tc.reason)
 		assert.Equal(t, before, lastSequence(t, d), "%s: nothing appended", tc.name)
 	}
-	dels, err := c.Call(testCtx(t), control.CmdDelegations{All: true})
+	dels, err := c.Call(testCtx(t), api.CmdDelegations{All: true})
 	require.NoError(t, err)
 	assert.Empty(t, dels.Delegations.Entries, "no delegation registered")
 	projects := 0
 	for _, p := range []string{"w1", "w5", "w17", "acme\x00"} {
-		if _, err := c.Call(testCtx(t), control.CmdProjectStatus{Project: p}); err == nil {
+		if _, err := c.Call(testCtx(t), api.CmdProjectStatus{Project: p}); err == nil {
 			projects++
 		}
 	}
@@ -191,7 +190,7 @@ func TestReliabilityValidation(t *testing.T) {
 	}
 	for _, tc := range accepted {
 		seq := lastSequence(t, d)
-		p := call(t, c, control.CmdProjectCreate{Name: tc.project, Workspace: tc.ws})
+		p := call(t, c, api.CmdProjectCreate{Name: tc.project, Workspace: tc.ws})
 		require.NotNil(t, p.Project, tc.name)
 		assert.Equal(t, tc.project, p.Project.Name, "%s: name stored as given", tc.name)
 		assert.Equal(t, tc.stored, p.Project.Workspace, "%s: workspace stored", tc.name)

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/reducer"
 )
 
@@ -37,7 +37,7 @@ func projectOf(t *testing.T, n int) *reducer.Project {
 // a write's cost does not grow with the project.
 func TestSummaryCostIndependentOfSize(t *testing.T) {
 	small, big := projectOf(t, 10), projectOf(t, 20_000)
-	s := control.ProjectSummaryOf(big)
+	s := api.ProjectSummaryOf(big)
 	assert.Equal(t, uint64(20_000), s.TaskCount)
 	assert.Equal(t, reducer.PhaseImplementation, s.Phase)
 	// Bytes allocated per summary: a copy of 20,000 task pointers alone
@@ -47,7 +47,7 @@ func TestSummaryCostIndependentOfSize(t *testing.T) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		for range 20 {
-			control.ProjectSummaryOf(p)
+			api.ProjectSummaryOf(p)
 		}
 		runtime.ReadMemStats(&after)
 		return (after.TotalAlloc - before.TotalAlloc) / 20

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 )
 
 // wireExamples is a verbatim copy of shared/wire-examples.jsonl (beside
@@ -67,11 +68,11 @@ func TestWireExamples(t *testing.T) {
 				require.NoError(t, json.Unmarshal(ex.JSON, &tag))
 				assert.Equal(t, tag.Action, cmd.Action(), "decoded into the wrong variant")
 				actions[cmd.Action()] = true
-				got, err := control.EncodeCommand(cmd)
+				got, err := api.EncodeCommand(cmd)
 				require.NoError(t, err)
 				assert.Equal(t, string(ex.JSON), string(got))
 			case strings.HasPrefix(ex.Name, "DaemonStatus "):
-				var st control.DaemonStatus
+				var st api.DaemonStatus
 				require.NoError(t, json.Unmarshal(ex.JSON, &st))
 				if st.Project != nil {
 					kinds[string(st.Project.Kind)] = true
@@ -111,7 +112,7 @@ func TestWireExampleCompactedBefore(t *testing.T) {
 		if ex.Name != "DaemonStatus events after compaction" {
 			continue
 		}
-		var st control.DaemonStatus
+		var st api.DaemonStatus
 		require.NoError(t, json.Unmarshal(ex.JSON, &st))
 		require.NotNil(t, st.Project)
 		require.NotNil(t, st.Project.CompactedBefore)

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/daemon"
 	"scv/reducer"
 )
@@ -26,7 +26,7 @@ func TestProjectAt(t *testing.T) {
 	task := cliNewID(t, cliOK(t, sock, "project", "task", "add", "acme", "build"), "task", "added")
 	run := cliNewID(t, cliOK(t, sock, "project", "run", "start", "acme", task, "--agent", "codex"), "run", "started")
 
-	var events control.DaemonStatus
+	var events api.DaemonStatus
 	require.NoError(t, json.Unmarshal([]byte(cliOK(t, sock, "--json", "project", "events", "acme")), &events))
 	require.NotEmpty(t, events.Project.Events)
 	running := events.Project.Events[len(events.Project.Events)-1]
@@ -39,10 +39,10 @@ func TestProjectAt(t *testing.T) {
 
 	taskStatus := func(out string) reducer.TaskStatus {
 		t.Helper()
-		var st control.DaemonStatus
+		var st api.DaemonStatus
 		require.NoError(t, json.Unmarshal([]byte(out), &st), out)
 		require.NotNil(t, st.Project)
-		require.Equal(t, control.KindTasks, st.Project.Kind)
+		require.Equal(t, api.KindTasks, st.Project.Kind)
 		require.Len(t, st.Project.Tasks, 1)
 		assert.Equal(t, task, st.Project.Tasks[0].ID)
 		return st.Project.Tasks[0].Status
@@ -54,7 +54,7 @@ func TestProjectAt(t *testing.T) {
 	// At the newest sequence (or past it) the views are the live ones.
 	projectJSON := func(out string) string {
 		t.Helper()
-		var st control.DaemonStatus
+		var st api.DaemonStatus
 		require.NoError(t, json.Unmarshal([]byte(out), &st), out)
 		b, err := json.Marshal(st.Project)
 		require.NoError(t, err)
@@ -81,7 +81,7 @@ func TestProjectAt(t *testing.T) {
 	nowhere := filepath.Join(cliShortDir(t), "none.sock")
 	assert.Equal(t, then, cliOK(t, nowhere, "project", "tasks", "acme", "--at", seq, "--db", db, "--json"))
 	assert.Equal(t, report, cliOK(t, nowhere, "--json", "project", "report", "acme", "--at", seq, "--db", db))
-	var rep control.DaemonStatus
+	var rep api.DaemonStatus
 	require.NoError(t, json.Unmarshal([]byte(report), &rep))
 	require.NotNil(t, rep.Project.Report)
 	assert.Equal(t, rep.Project.Report.Project.UpdatedUnixSeconds, rep.Project.Report.GeneratedUnixSeconds)

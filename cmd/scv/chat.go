@@ -13,13 +13,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"scv/control"
+	"scv/control/api"
 )
 
 // DefaultChat is the owner's chat on this machine, which `scv chat` opens.
 const DefaultChat = "local:owner"
 
 // chatWait is how long one confirm_list of `scv chat` waits for news.
-const chatWait = 25 // seconds, under callTimeout and control.MaxListWait
+const chatWait = 25 // seconds, under callTimeout and api.MaxListWait
 
 // chatReconnect is how long `scv chat` tries to reach a daemon that
 // closed its connection (a restart hands over within it) before it ends.
@@ -63,13 +64,13 @@ func (o *ChatOptions) run() error {
 	c, chat := o.c, o.Chat
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	st, err := c.do(control.CmdStatus{})
+	st, err := c.do(api.CmdStatus{})
 	if err != nil {
 		return err
 	}
 	connected := false
 	for _, comp := range st.Components {
-		connected = connected || (comp.ID == chat && comp.State == control.ComponentConnected)
+		connected = connected || (comp.ID == chat && comp.State == api.ComponentConnected)
 	}
 	if !connected {
 		c.note("%s is not connected, so questions do not come here; `scv channel set %s --enable` turns it on", chat, chat)
@@ -78,7 +79,7 @@ func (o *ChatOptions) run() error {
 		fmt.Fprintf(c.stdout, "chat %s: answer with yes or no (the latest question), or ID yes|no\n", chat)
 	}
 
-	v := &chatView{c: c, p: c.printer(), chat: chat, shown: map[string]control.ConfirmState{}}
+	v := &chatView{c: c, p: c.printer(), chat: chat, shown: map[string]api.ConfirmState{}}
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
@@ -112,14 +113,14 @@ type chatView struct {
 	c      *client
 	p      *printer
 	chat   string
-	shown  map[string]control.ConfirmState
+	shown  map[string]api.ConfirmState
 	latest string // the latest question shown while pending
 }
 
 // chatNews is one answer of the daemon: the questions that changed, and
 // whether it is the first look.
 type chatNews struct {
-	questions []control.Question
+	questions []api.Question
 	first     bool
 }
 
@@ -161,13 +162,13 @@ func (v *chatView) follow(ctx context.Context, news chan<- chatNews, failed chan
 			}
 			lostAt = time.Time{}
 		}
-		st, err := cl.Call(ctx, control.CmdConfirmList{Chat: &v.chat, After: &after, WaitSeconds: &wait})
+		st, err := cl.Call(ctx, api.CmdConfirmList{Chat: &v.chat, After: &after, WaitSeconds: &wait})
 		if ctx.Err() != nil {
 			return
 		}
-		var e *control.Error
+		var e *api.Error
 		switch {
-		case errors.As(err, &e) && e.Data.Reason == control.ReasonUnavailable:
+		case errors.As(err, &e) && e.Data.Reason == api.ReasonUnavailable:
 			failed <- unreachableError{"chat ended: " + e.Message}
 			return
 		case err != nil && lostConnection(err):
@@ -199,7 +200,7 @@ func (v *chatView) show(n chatNews) {
 		v.shown[q.ID] = q.State
 		news := false
 		switch {
-		case q.State == control.ConfirmPending:
+		case q.State == api.ConfirmPending:
 			if !seen {
 				news = true
 				v.latest = q.ID
@@ -243,7 +244,7 @@ func (v *chatView) answer(line string) {
 		fmt.Fprintln(v.c.stderr, "scv: no question to answer")
 		return
 	}
-	st, err := v.c.do(control.CmdConfirmAnswer{ID: id, Answer: ans})
+	st, err := v.c.do(api.CmdConfirmAnswer{ID: id, Answer: ans})
 	if err != nil {
 		fmt.Fprintf(v.c.stderr, "scv: %v\n", err)
 		return

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"os/exec"
+	"scv/control/api"
 	"strings"
 	"syscall"
 	"testing"
@@ -11,8 +12,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"scv/control"
 )
 
 // run runs `scv ARGS...` against the fleet's daemon and returns its exit
@@ -29,15 +28,15 @@ func (f *fleet) run(t *testing.T, args ...string) (int, string) {
 }
 
 // ask asks through the CLI and returns the question's ID and state.
-func (f *fleet) ask(t *testing.T, args ...string) (id string, state control.ConfirmState) {
+func (f *fleet) ask(t *testing.T, args ...string) (id string, state api.ConfirmState) {
 	t.Helper()
 	code, out := f.run(t, append([]string{"confirm", "ask"}, args...)...)
 	// question ID STATE in CHAT, deadline …
 	fields := strings.Fields(out)
 	require.GreaterOrEqual(t, len(fields), 3, out)
 	require.Equal(t, "question", fields[0], out)
-	state = control.ConfirmState(fields[2])
-	if state == control.ConfirmFailed {
+	state = api.ConfirmState(fields[2])
+	if state == api.ConfirmFailed {
 		require.Equal(t, 6, code, "a question no chat could take: exit 6: %s", out)
 	} else {
 		require.Zero(t, code, out)
@@ -45,14 +44,14 @@ func (f *fleet) ask(t *testing.T, args ...string) (id string, state control.Conf
 	return fields[1], state
 }
 
-func (f *fleet) component(t *testing.T, id string) (control.ComponentHealth, bool) {
+func (f *fleet) component(t *testing.T, id string) (api.ComponentHealth, bool) {
 	t.Helper()
-	for _, c := range f.status(t, control.CmdStatus{}).Components {
+	for _, c := range f.status(t, api.CmdStatus{}).Components {
 		if c.ID == id {
 			return c, true
 		}
 	}
-	return control.ComponentHealth{}, false
+	return api.ComponentHealth{}, false
 }
 
 // enableLocal turns on the owner's local chat and waits until it is
@@ -63,13 +62,13 @@ func (f *fleet) enableLocal(t *testing.T) {
 	require.Zero(t, code, out)
 	require.Eventually(t, func() bool {
 		c, ok := f.component(t, "local:owner")
-		return ok && c.State == control.ComponentConnected
+		return ok && c.State == api.ComponentConnected
 	}, 10*time.Second, 20*time.Millisecond)
 }
 
-func (f *fleet) confirm(t *testing.T, id string) control.ConfirmInfo {
+func (f *fleet) confirm(t *testing.T, id string) api.ConfirmInfo {
 	t.Helper()
-	return *f.status(t, control.CmdConfirmStatus{ID: id}).Confirm
+	return *f.status(t, api.CmdConfirmStatus{ID: id}).Confirm
 }
 
 // TestQuestionsInLocalChat is the owner's side of questions, on the real
@@ -81,14 +80,14 @@ func TestQuestionsInLocalChat(t *testing.T) {
 	f := startFleet(t, "--config", "/nonexistent/channels.json")
 
 	id, state := f.ask(t, "ship it?")
-	assert.Equal(t, control.ConfirmFailed, state, "no chat configured")
+	assert.Equal(t, api.ConfirmFailed, state, "no chat configured")
 	assert.Empty(t, f.confirm(t, id).Chat)
 
 	f.enableLocal(t)
 
 	// Asked, pending in local:owner, answered yes once.
 	id, state = f.ask(t, "deploy acme to staging?")
-	assert.Equal(t, control.ConfirmPending, state)
+	assert.Equal(t, api.ConfirmPending, state)
 	assert.Equal(t, "local:owner", f.confirm(t, id).Chat)
 	code, out := f.run(t, "confirm", "answer", id, "yes")
 	require.Zero(t, code, out)
@@ -96,23 +95,23 @@ func TestQuestionsInLocalChat(t *testing.T) {
 	code, out = f.run(t, "confirm", "answer", id, "no")
 	assert.Equal(t, 1, code, "a second answer is refused: %s", out)
 	assert.Contains(t, out, "[conflict]")
-	assert.Equal(t, control.ConfirmYes, f.confirm(t, id).State)
+	assert.Equal(t, api.ConfirmYes, f.confirm(t, id).State)
 
 	// A 2-second question expires.
 	quick, state := f.ask(t, "quick one?", "--timeout", "2s")
-	assert.Equal(t, control.ConfirmPending, state)
+	assert.Equal(t, api.ConfirmPending, state)
 	// An unwatched one: nobody asks about it.
 	unwatched, _ := f.ask(t, "anyone there?")
 	require.Eventually(t, func() bool {
-		return f.confirm(t, quick).State == control.ConfirmExpired
+		return f.confirm(t, quick).State == api.ConfirmExpired
 	}, 10*time.Second, 200*time.Millisecond, "expired at its deadline")
 
 	asked := time.Now()
 	require.Eventually(t, func() bool {
-		qs := f.status(t, control.CmdConfirmList{}).Questions
+		qs := f.status(t, api.CmdConfirmList{}).Questions
 		for _, q := range qs {
 			if q.ID == unwatched {
-				return q.State == control.ConfirmWithdrawn
+				return q.State == api.ConfirmWithdrawn
 			}
 		}
 		return false
@@ -126,10 +125,10 @@ func TestQuestionsInLocalChat(t *testing.T) {
 
 	// One that is pending when the daemon restarts.
 	restarted, state := f.ask(t, "still there after a restart?")
-	require.Equal(t, control.ConfirmPending, state)
+	require.Equal(t, api.ConfirmPending, state)
 	f.restartDaemon(t)
-	assert.Equal(t, control.ConfirmFailed, f.confirm(t, restarted).State, "its answer could not be kept")
-	assert.Equal(t, control.ConfirmYes, f.confirm(t, id).State, "decided questions stay decided")
+	assert.Equal(t, api.ConfirmFailed, f.confirm(t, restarted).State, "its answer could not be kept")
+	assert.Equal(t, api.ConfirmYes, f.confirm(t, id).State, "decided questions stay decided")
 }
 
 // TestChatTerminal: `scv chat` shows a question as it is asked and takes
@@ -177,7 +176,7 @@ func TestChatTerminal(t *testing.T) {
 	require.NoError(t, err)
 	expect("answered " + id + " yes")
 	assert.Contains(t, expect("= "+id), "yes")
-	assert.Equal(t, control.ConfirmYes, f.confirm(t, id).State)
+	assert.Equal(t, api.ConfirmYes, f.confirm(t, id).State)
 
 	require.NoError(t, stdin.Close())
 	require.NoError(t, chat.Wait(), "the end of input ends the chat")
@@ -192,25 +191,25 @@ func TestChannelAccountsCLI(t *testing.T) {
 	f := startFleet(t, "--config", "/nonexistent/channels.json")
 	code, out := f.run(t, "channel", "set", "wechat:main", "--enable", "--remote-tools", "owner", "--senders", "anyone")
 	require.Zero(t, code, out)
-	var c control.ComponentHealth
+	var c api.ComponentHealth
 	require.Eventually(t, func() bool {
 		c, _ = f.component(t, "wechat:main")
-		return c.State == control.ComponentFailed
+		return c.State == api.ComponentFailed
 	}, 10*time.Second, 20*time.Millisecond)
 	require.NotNil(t, c.Error)
 	assert.Contains(t, *c.Error, "connector")
-	assert.Equal(t, control.RemoteToolsNone, c.RemoteTools, "no owner ID: no tools")
+	assert.Equal(t, api.RemoteToolsNone, c.RemoteTools, "no owner ID: no tools")
 	assert.True(t, c.Enabled)
 
 	code, out = f.run(t, "channel", "set", "wechat:main", "--disable")
 	require.Zero(t, code, out)
 	c, ok := f.component(t, "wechat:main")
 	require.True(t, ok, "disabling keeps the account")
-	assert.Equal(t, control.ComponentDisabled, c.State)
+	assert.Equal(t, api.ComponentDisabled, c.State)
 	require.NotNil(t, c.Senders)
-	assert.Equal(t, control.SendersAnyone, *c.Senders, "and its settings")
+	assert.Equal(t, api.SendersAnyone, *c.Senders, "and its settings")
 
-	before := f.status(t, control.CmdStatus{}).Components
+	before := f.status(t, api.CmdStatus{}).Components
 	for _, bad := range [][]string{
 		{"channel", "set", ":main", "--enable"},
 		{"channel", "set", "wechat:", "--enable"},
@@ -220,7 +219,7 @@ func TestChannelAccountsCLI(t *testing.T) {
 		code, out := f.run(t, bad...)
 		assert.NotZero(t, code, "%v: %s", bad, out)
 	}
-	assert.Equal(t, before, f.status(t, control.CmdStatus{}).Components, "refused input changed nothing")
+	assert.Equal(t, before, f.status(t, api.CmdStatus{}).Components, "refused input changed nothing")
 
 	code, out = f.run(t, "channel", "logout", "wechat:main")
 	require.Zero(t, code, out)

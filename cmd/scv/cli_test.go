@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/control/daemon"
 	"scv/reducer"
 )
@@ -249,54 +250,54 @@ func TestCLILifecycleJSON(t *testing.T) {
 	ws := t.TempDir()
 
 	// call runs a command in --json mode and decodes its one line.
-	call := func(args ...string) *control.DaemonStatus {
+	call := func(args ...string) *api.DaemonStatus {
 		t.Helper()
 		out := cliOK(t, sock, append([]string{"--json"}, args...)...)
 		require.True(t, strings.HasSuffix(out, "\n"), out)
 		require.Equal(t, 1, strings.Count(out, "\n"), "one line: %q", out)
-		var st control.DaemonStatus
+		var st api.DaemonStatus
 		require.NoError(t, json.Unmarshal([]byte(out), &st), out)
 		assert.Equal(t, version, st.Version)
 		assert.Equal(t, uint32(os.Getpid()), st.PID)
-		assert.Equal(t, []control.ComponentHealth{}, st.Components)
+		assert.Equal(t, []api.ComponentHealth{}, st.Components)
 		return &st
 	}
 
 	st := call("status")
 	assert.Nil(t, st.Project)
-	assert.Equal(t, control.DelegationSummary{}, st.Delegations)
+	assert.Equal(t, api.DelegationSummary{}, st.Delegations)
 
 	st = call("project", "create", "acme", "--workspace", ws)
 	require.NotNil(t, st.Project)
-	assert.Equal(t, control.KindCreated, st.Project.Kind)
+	assert.Equal(t, api.KindCreated, st.Project.Kind)
 	assert.Equal(t, "acme", st.Project.Project.Name)
 	assert.Equal(t, ws, st.Project.Project.Workspace)
 	assert.Equal(t, reducer.PhaseDiscovery, st.Project.Project.Phase)
 	pid := st.Project.Project.ID
 
 	st = call("project", "task", "add", pid, "build", "--max-retries", "1")
-	assert.Equal(t, control.KindTaskAdded, st.Project.Kind)
+	assert.Equal(t, api.KindTaskAdded, st.Project.Kind)
 	task := st.Project.TaskID
 	assert.Regexp(t, cliULID, task)
 	assert.Equal(t, uint64(1), st.Project.Project.TaskCount)
 
 	st = call("project", "run", "start", "acme", task, "--agent", "codex")
-	assert.Equal(t, control.KindRunStarted, st.Project.Kind)
+	assert.Equal(t, api.KindRunStarted, st.Project.Kind)
 	runID := st.Project.RunID
 	assert.Regexp(t, cliULID, runID)
 
 	st = call("project", "run", "progress", "acme", runID, "half way")
-	assert.Equal(t, control.KindUpdated, st.Project.Kind)
+	assert.Equal(t, api.KindUpdated, st.Project.Kind)
 	require.NotNil(t, st.Project.Project.LastHeartbeatUnixSeconds)
 
 	st = call("project", "heartbeat", "acme")
-	assert.Equal(t, control.KindUpdated, st.Project.Kind)
+	assert.Equal(t, api.KindUpdated, st.Project.Kind)
 
 	// --json works after the command as well.
 	out := cliOK(t, sock, "project", "tasks", "acme", "--json")
-	var tasks control.DaemonStatus
+	var tasks api.DaemonStatus
 	require.NoError(t, json.Unmarshal([]byte(out), &tasks))
-	require.Equal(t, control.KindTasks, tasks.Project.Kind)
+	require.Equal(t, api.KindTasks, tasks.Project.Kind)
 	require.Len(t, tasks.Project.Tasks, 1)
 	got := tasks.Project.Tasks[0]
 	assert.Equal(t, reducer.TaskRunning, got.Status)
@@ -314,17 +315,17 @@ func TestCLILifecycleJSON(t *testing.T) {
 	assert.Equal(t, uint64(1), st.Project.Project.CompletedTasks)
 
 	st = call("project", "status", "acme")
-	assert.Equal(t, control.KindStatus, st.Project.Kind)
+	assert.Equal(t, api.KindStatus, st.Project.Kind)
 	assert.Equal(t, pid, st.Project.Project.ID)
 
 	st = call("project", "report", "acme")
-	require.Equal(t, control.KindReport, st.Project.Kind)
+	require.Equal(t, api.KindReport, st.Project.Kind)
 	require.Len(t, st.Project.Report.Runs, 1)
 	assert.Equal(t, reducer.RunCancelled, st.Project.Report.Runs[0].Status)
 	assert.Contains(t, st.Project.Report.Evidence, "1/1 tasks done")
 
 	st = call("project", "events", "acme", "--after", "2")
-	require.Equal(t, control.KindEvents, st.Project.Kind)
+	require.Equal(t, api.KindEvents, st.Project.Kind)
 	require.NotEmpty(t, st.Project.Events)
 	assert.Equal(t, uint64(3), st.Project.Events[0].Sequence)
 	assert.Equal(t, "run_started", st.Project.Events[0].Kind)
@@ -334,7 +335,7 @@ func TestCLILifecycleJSON(t *testing.T) {
 	cl, err := control.Dial(context.Background(), sock)
 	require.NoError(t, err)
 	defer cl.Close()
-	raw, err := cl.CallRaw(context.Background(), control.CmdProjectTasks{Project: "acme"})
+	raw, err := cl.CallRaw(context.Background(), api.CmdProjectTasks{Project: "acme"})
 	require.NoError(t, err)
 	assert.Equal(t, string(raw)+"\n", cliOK(t, sock, "--json", "project", "tasks", "acme"))
 }
@@ -354,7 +355,7 @@ func TestCLIDependsOnForms(t *testing.T) {
 	none := add("none")
 
 	out := cliOK(t, sock, "--json", "project", "tasks", "p")
-	var st control.DaemonStatus
+	var st api.DaemonStatus
 	require.NoError(t, json.Unmarshal([]byte(out), &st))
 	deps := map[string][]string{}
 	for _, task := range st.Project.Tasks {
@@ -516,7 +517,7 @@ func TestCLIDaemonError(t *testing.T) {
 	var f failure
 	require.NoError(t, json.Unmarshal([]byte(r.stderr), &f), r.stderr)
 	assert.Equal(t, 1, f.Exit)
-	assert.Equal(t, control.CodeNotFound, f.Code)
+	assert.Equal(t, api.CodeNotFound, f.Code)
 	assert.Equal(t, "not_found", f.Reason)
 	assert.Contains(t, f.Message, `"nope"`)
 
@@ -580,7 +581,7 @@ func TestCLIWorkspaceDefault(t *testing.T) {
 	t.Chdir(ws)
 
 	out := cliOK(t, sock, "--json", "project", "create", "here")
-	var st control.DaemonStatus
+	var st api.DaemonStatus
 	require.NoError(t, json.Unmarshal([]byte(out), &st))
 	assert.Equal(t, ws, st.Project.Project.Workspace)
 
@@ -610,9 +611,9 @@ func TestFlagsAnywhere(t *testing.T) {
 		{[]string{"p", "--", "-T"}, "-T", []string{}, 0},
 		{[]string{"--depends-on", " " + a + " , ," + b + " ", "p", "T"}, "T", []string{a, b}, 0},
 	} {
-		var st control.DaemonStatus
+		var st api.DaemonStatus
 		require.NoError(t, json.Unmarshal([]byte(cliOK(t, sock, append([]string{"--json", "project", "task", "add"}, tc.args...)...)), &st))
-		var tasks control.DaemonStatus
+		var tasks api.DaemonStatus
 		require.NoError(t, json.Unmarshal([]byte(cliOK(t, sock, "--json", "project", "tasks", "p")), &tasks))
 		got := tasks.Project.Tasks[len(tasks.Project.Tasks)-1]
 		assert.Equal(t, st.Project.TaskID, got.ID, "%v", tc.args)
@@ -654,7 +655,7 @@ func TestClean(t *testing.T) {
 func TestPrintReport(t *testing.T) {
 	t.Parallel()
 	const reply = `{"version":"0.1.0","pid":4242,"components":[],"delegations":{"active":0,"reaped":0},"project":{"kind":"report","report":{"project":{"id":"01J0PROJ","name":"acme","workspace":"/home/me/acme","phase":"implementation","status":"active","created_unix_seconds":1764400000,"updated_unix_seconds":1764400100,"task_count":2,"completed_tasks":1,"last_heartbeat_unix_seconds":null},"tasks":[{"id":"01J0TASK","title":"build","status":"running","depends_on":[],"retries":0,"max_retries":2,"run_id":"01J0RUN","progress":null,"last_heartbeat_unix_seconds":1764400090}],"runs":[{"id":"01J0RUN","task_id":"01J0TASK","agent":"codex","status":"running","attempt":1,"started_unix_seconds":1764400050,"updated_unix_seconds":1764400090,"progress":"tests pass"}],"generated_unix_seconds":1764400200,"evidence":["1/2 tasks done"]}}}`
-	var st control.DaemonStatus
+	var st api.DaemonStatus
 	require.NoError(t, json.Unmarshal([]byte(reply), &st))
 	now := time.Unix(1764400200, 0)
 	at := func(u int64) string { return time.Unix(u, 0).Format(timeLayout) }
@@ -689,7 +690,7 @@ func TestPrintReport(t *testing.T) {
 // without a width nothing is cut.
 func TestTableWidth(t *testing.T) {
 	t.Parallel()
-	tasks := []control.ProjectTask{{
+	tasks := []api.ProjectTask{{
 		ID: "01M8KF5HZMR2V8G5FA1F7A82HB", Title: strings.Repeat("a very long title ", 6), Status: reducer.TaskRunning,
 		DependsOn: []string{"01M8KF5HYJ2DXGJ2HQ3HH93JQJ", "01M8KF5J0PP2NA8S5K35ED2TYA"}, RunID: ptr("01M8KF5J2AHEJ2C6P21WKYJZ9B"),
 		Progress: ptr(strings.Repeat("compiling the world ", 5)),
@@ -714,7 +715,7 @@ func TestTableWidth(t *testing.T) {
 // TestColor: status words are coloured when the printer is, and only the
 // word: the padding is outside the colour, so columns line up.
 func TestColor(t *testing.T) {
-	tasks := []control.ProjectTask{
+	tasks := []api.ProjectTask{
 		{ID: "A", Title: "build", Status: reducer.TaskDone, DependsOn: []string{}},
 		{ID: "B", Title: "test", Status: reducer.TaskFailed, DependsOn: []string{}},
 	}

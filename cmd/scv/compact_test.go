@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/control/daemon"
 	"scv/ledger/drivertest"
 	"scv/ledger/sqlite/sqlitetest"
@@ -34,7 +35,7 @@ func TestCompactThroughTheDaemon(t *testing.T) {
 	c, err := control.Dial(ctx, sock)
 	require.NoError(t, err)
 	for i := range 620 {
-		_, err := c.Call(ctx, control.CmdProjectRunProgress{Project: "acme", Run: run, Progress: "step " + strconv.Itoa(i)})
+		_, err := c.Call(ctx, api.CmdProjectRunProgress{Project: "acme", Run: run, Progress: "step " + strconv.Itoa(i)})
 		require.NoError(t, err)
 	}
 	c.Close()
@@ -54,7 +55,7 @@ func TestCompactThroughTheDaemon(t *testing.T) {
 	assert.Regexp(t, `acme: events up to \d+ are in the snapshot and the archive; 100 live`, out)
 	st, err := control.Dial(ctx, sock)
 	require.NoError(t, err)
-	ev, err := st.Call(ctx, control.CmdProjectEvents{Project: "acme"})
+	ev, err := st.Call(ctx, api.CmdProjectEvents{Project: "acme"})
 	require.NoError(t, err)
 	st.Close()
 	require.Len(t, ev.Project.Events, 100)
@@ -92,20 +93,20 @@ func TestAutoCompaction(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	for i := range 80 {
-		_, err := c.Call(ctx, control.CmdProjectRunProgress{Project: "acme", Run: run, Progress: "step " + strconv.Itoa(i)})
+		_, err := c.Call(ctx, api.CmdProjectRunProgress{Project: "acme", Run: run, Progress: "step " + strconv.Itoa(i)})
 		require.NoError(t, err)
 	}
 	before := cliOK(t, sock, "--json", "project", "tasks", "acme")
 
 	d.Sweep(ctx) // one sweep, as the ticker would run it
-	ev, err := c.Call(ctx, control.CmdProjectEvents{Project: "acme"})
+	ev, err := c.Call(ctx, api.CmdProjectEvents{Project: "acme"})
 	require.NoError(t, err)
 	assert.Len(t, ev.Project.Events, 10)
 	assert.NotNil(t, ev.Project.CompactedBefore)
 	assert.Equal(t, before, cliOK(t, sock, "--json", "project", "tasks", "acme"))
 
 	d.Sweep(ctx) // nothing due any more
-	ev2, err := c.Call(ctx, control.CmdProjectEvents{Project: "acme"})
+	ev2, err := c.Call(ctx, api.CmdProjectEvents{Project: "acme"})
 	require.NoError(t, err)
 	assert.Equal(t, ev.Project.Events, ev2.Project.Events)
 }

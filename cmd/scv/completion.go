@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/ledger/driver"
 )
 
@@ -34,7 +35,7 @@ func words(ws ...string) completion {
 }
 
 // ask sends cmd to the daemon for completion; nil when it does not answer.
-func (c *client) ask(cmd control.Command) *control.DaemonStatus {
+func (c *client) ask(cmd api.Command) *api.DaemonStatus {
 	ctx, cancel := context.WithTimeout(context.Background(), completeTimeout)
 	defer cancel()
 	cl, err := control.Dial(ctx, c.socket)
@@ -74,7 +75,7 @@ func (c *client) projectNames() []cobra.Completion {
 				Status string `json:"status"`
 			} `json:"projects"`
 		} `json:"result"`
-		Error *control.Error `json:"error"`
+		Error *api.Error `json:"error"`
 	}
 	if json.Unmarshal(resp, &r) != nil {
 		return nil
@@ -85,7 +86,7 @@ func (c *client) projectNames() []cobra.Completion {
 		for _, p := range r.Result.Projects {
 			out = append(out, cobra.CompletionWithDesc(p.Name, p.Status))
 		}
-	case r.Error != nil && r.Error.Code == control.CodeInvalidParams:
+	case r.Error != nil && r.Error.Code == api.CodeInvalidParams:
 		drv, err := openReadOnly(ctx, defaultDBPath())
 		if err != nil {
 			return nil
@@ -112,7 +113,7 @@ func (c *client) completeProjects(cmd *cobra.Command, args []string, toComplete 
 
 // taskIDs are the tasks of project, their titles as descriptions.
 func (c *client) taskIDs(project string) []cobra.Completion {
-	st := c.ask(control.CmdProjectTasks{Project: project})
+	st := c.ask(api.CmdProjectTasks{Project: project})
 	if st == nil || st.Project == nil {
 		return nil
 	}
@@ -125,7 +126,7 @@ func (c *client) taskIDs(project string) []cobra.Completion {
 
 // runIDs are the runs of project, running ones first.
 func (c *client) runIDs(project string) []cobra.Completion {
-	st := c.ask(control.CmdProjectReport{Project: project})
+	st := c.ask(api.CmdProjectReport{Project: project})
 	if st == nil || st.Project == nil || st.Project.Report == nil {
 		return nil
 	}
@@ -208,7 +209,7 @@ func (c *client) completeChats(cmd *cobra.Command, args []string, toComplete str
 		return nil, noFiles
 	}
 	out := []cobra.Completion{DefaultChat}
-	if st := c.ask(control.CmdStatus{}); st != nil {
+	if st := c.ask(api.CmdStatus{}); st != nil {
 		for _, comp := range st.Components {
 			if comp.ID != DefaultChat {
 				out = append(out, cobra.CompletionWithDesc(comp.ID, string(comp.State)))
@@ -220,7 +221,7 @@ func (c *client) completeChats(cmd *cobra.Command, args []string, toComplete str
 
 // questionIDs are the pending questions, their text as descriptions.
 func (c *client) questionIDs() []cobra.Completion {
-	st := c.ask(control.CmdConfirmList{})
+	st := c.ask(api.CmdConfirmList{})
 	if st == nil {
 		return nil
 	}
@@ -253,7 +254,7 @@ func (c *client) completeHandles(cmd *cobra.Command, args []string, toComplete s
 	if len(args) > 0 {
 		return nil, noFiles
 	}
-	st := c.ask(control.CmdDelegations{All: true})
+	st := c.ask(api.CmdDelegations{All: true})
 	if st == nil {
 		return nil, noFiles
 	}

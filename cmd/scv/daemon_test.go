@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/control/daemon"
 )
 
@@ -85,7 +86,7 @@ func TestDaemonProcess(t *testing.T) {
 	ctx := context.Background()
 	c, err := control.Dial(ctx, sock)
 	require.NoError(t, err)
-	st, err := c.Call(ctx, control.CmdStatus{})
+	st, err := c.Call(ctx, api.CmdStatus{})
 	require.NoError(t, err)
 	assert.Equal(t, "9.8.7-test", st.Version)
 	assert.Equal(t, uint32(d.Process.Pid), st.PID)
@@ -114,7 +115,7 @@ func TestDaemonProcess(t *testing.T) {
 	d, logs = start()
 	c, err = control.Dial(ctx, sock)
 	require.NoError(t, err)
-	st, err = c.Call(ctx, control.CmdProjectStatus{Project: "acme"})
+	st, err = c.Call(ctx, api.CmdProjectStatus{Project: "acme"})
 	require.NoError(t, err)
 	assert.Equal(t, "acme", st.Project.Project.Name)
 	c.Close()
@@ -136,7 +137,7 @@ func TestDaemonProcess(t *testing.T) {
 	assert.Contains(t, string(out), "another daemon is using "+db)
 	c, err = control.Dial(ctx, sock)
 	require.NoError(t, err)
-	_, err = c.Call(ctx, control.CmdStatus{})
+	_, err = c.Call(ctx, api.CmdStatus{})
 	assert.NoError(t, err, "the first daemon still answers")
 	c.Close()
 	require.NoError(t, d.Process.Signal(syscall.SIGTERM))

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/reducer"
 )
 
@@ -63,9 +63,9 @@ same way, every other field as it came.`,
 }
 
 func (o *ProjectListOptions) run() error {
-	req := control.CmdProjectList{All: o.All || o.status == reducer.ProjectArchived}
+	req := api.CmdProjectList{All: o.All || o.status == reducer.ProjectArchived}
 	if o.status == "" || !o.c.json {
-		_, err := o.c.call(req, func(p *printer, st *control.DaemonStatus) error {
+		_, err := o.c.call(req, func(p *printer, st *api.DaemonStatus) error {
 			if st.Projects == nil {
 				return fmt.Errorf("the daemon's reply carries no projects")
 			}
@@ -86,11 +86,11 @@ func (o *ProjectListOptions) run() error {
 }
 
 // filter keeps the projects of --status (all of them without it).
-func (o *ProjectListOptions) filter(ps []control.ProjectListItem) []control.ProjectListItem {
+func (o *ProjectListOptions) filter(ps []api.ProjectListItem) []api.ProjectListItem {
 	if o.status == "" {
 		return ps
 	}
-	var out []control.ProjectListItem
+	var out []api.ProjectListItem
 	for _, p := range ps {
 		if p.Status == o.status {
 			out = append(out, p)
@@ -152,7 +152,7 @@ func (o *ProjectListOptions) filterJSON(raw []byte) ([]byte, error) {
 }
 
 // printProjects is `scv project list`.
-func printProjects(p *printer, ps []control.ProjectListItem, status reducer.ProjectStatus, all bool) error {
+func printProjects(p *printer, ps []api.ProjectListItem, status reducer.ProjectStatus, all bool) error {
 	if len(ps) == 0 {
 		msg := "no projects"
 		if status != "" {
@@ -211,20 +211,20 @@ project records who retried it.`,
 }
 
 func (o *TaskRetryOptions) run() error {
-	c := control.CmdProjectTaskRetry{Project: o.Project, Task: o.Task}
+	c := api.CmdProjectTaskRetry{Project: o.Project, Task: o.Task}
 	headline := fmt.Sprintf("task %s retried", o.Task)
 	if o.set("max-retries") {
 		n := uint32(o.MaxRetries)
 		c.MaxRetries = &n
 		headline += fmt.Sprintf(" (max retries %d)", n)
 	}
-	_, err := o.c.call(c, func(p *printer, st *control.DaemonStatus) error { return printProjectBlock(p, st, headline) })
+	_, err := o.c.call(c, func(p *printer, st *api.DaemonStatus) error { return printProjectBlock(p, st, headline) })
 	return err
 }
 
 // newProjectDecisionCmd is `scv project release` or `scv project archive`:
 // one project, one action, the project's block after it.
-func newProjectDecisionCmd(c *client, use, short, long, example, done string, cmdOf func(string) control.Command) *cobra.Command {
+func newProjectDecisionCmd(c *client, use, short, long, example, done string, cmdOf func(string) api.Command) *cobra.Command {
 	return &cobra.Command{
 		Use:               use + " PROJECT",
 		Short:             short,
@@ -233,7 +233,7 @@ func newProjectDecisionCmd(c *client, use, short, long, example, done string, cm
 		Args:              exactArgs("PROJECT"),
 		ValidArgsFunction: c.completeProjects,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(cmdOf(args[0]), func(p *printer, st *control.DaemonStatus) error {
+			_, err := c.call(cmdOf(args[0]), func(p *printer, st *api.DaemonStatus) error {
 				name := args[0]
 				if st.Project != nil && st.Project.Project != nil {
 					name = st.Project.Project.Name
@@ -252,7 +252,7 @@ production (its status stays completed), and the project records who
 released it. A task added afterwards is new work: the phase is derived
 again, and the project can be released again once that is done too.`,
 		`  scv project release acme`, "released",
-		func(p string) control.Command { return control.CmdProjectRelease{Project: p} })
+		func(p string) api.Command { return api.CmdProjectRelease{Project: p} })
 }
 
 func newProjectArchiveCmd(c *client) *cobra.Command {
@@ -264,5 +264,5 @@ write to it is refused; reads, --at, ledger verify and export work as
 before, and scv project list shows it only with --all.`,
 		`  scv project archive acme
   scv project list --all`, "archived",
-		func(p string) control.Command { return control.CmdProjectArchive{Project: p} })
+		func(p string) api.Command { return api.CmdProjectArchive{Project: p} })
 }

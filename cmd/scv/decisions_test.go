@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/reducer"
 )
 
@@ -63,7 +63,7 @@ func TestOwnerDecisions(t *testing.T) {
 			assert.Equal(t, string(v), string(failed[k]), k)
 		}
 	}
-	var items []control.ProjectListItem
+	var items []api.ProjectListItem
 	require.NoError(t, json.Unmarshal(failed["projects"], &items))
 	require.Len(t, items, 1)
 	assert.Equal(t, "acme", items[0].Name)
@@ -145,7 +145,7 @@ func TestApproval(t *testing.T) {
 	cliOK(t, sock, "confirm", "answer", q, "yes")
 	assert.Equal(t, "active", cliRow(t, cliOK(t, sock, "project", "list"), "acme")[1])
 	cliNewID(t, cliOK(t, sock, "project", "run", "start", "acme", "deploy", "--agent", "codex"), "run", "started")
-	var ev control.DaemonStatus
+	var ev api.DaemonStatus
 	require.NoError(t, json.Unmarshal([]byte(cliOK(t, sock, "--json", "project", "events", "acme")), &ev))
 	var kinds []string
 	for _, e := range ev.Project.Events {
@@ -159,7 +159,7 @@ func TestApproval(t *testing.T) {
 // another task's ID, is shown as the ID.
 func TestTaskNames(t *testing.T) {
 	t.Parallel()
-	tasks := []control.ProjectTask{
+	tasks := []api.ProjectTask{
 		{ID: "A", Title: "build", Status: reducer.TaskDone, DependsOn: []string{}},
 		{ID: "B", Title: "twin", Status: reducer.TaskDone, DependsOn: []string{}},
 		{ID: "C", Title: "twin", Status: reducer.TaskDone, DependsOn: []string{}},
@@ -170,7 +170,7 @@ func TestTaskNames(t *testing.T) {
 	require.NoError(t, printTasks(&printer{w: &out, now: time.Now()}, tasks))
 	assert.Equal(t, "build, B, C, D, GONE", cliRow(t, out.String(), "E")[4])
 	out.Reset()
-	runs := []control.ProjectRun{{ID: "R1", TaskID: "B", Agent: "codex", Status: reducer.RunSucceeded, Attempt: 1},
+	runs := []api.ProjectRun{{ID: "R1", TaskID: "B", Agent: "codex", Status: reducer.RunSucceeded, Attempt: 1},
 		{ID: "R2", TaskID: "A", Agent: "codex", Status: reducer.RunSucceeded, Attempt: 1}}
 	require.NoError(t, printRuns(&printer{w: &out, now: time.Now()}, runs, tasks))
 	assert.Equal(t, "B", cliRow(t, out.String(), "R1")[1])

@@ -19,7 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/delegations"
 	"scv/control/proc"
 	"scv/reducer"
@@ -94,7 +94,7 @@ func (d *delegation) run() (unix.WaitStatus, error) {
 		return 0, exitError{exitFailed, err}
 	}
 	d.pid = p.Pid
-	_, err = d.c.do(control.CmdDelegationRegister{
+	_, err = d.c.do(api.CmdDelegationRegister{
 		Handle: d.handle, Agent: d.agent, Session: d.session, Parent: proc.ExtendChain(chain, d.handle),
 		PID: uint32(p.Pid), OwnerPID: uint32(os.Getpid()), Cwd: cwd,
 		// The chat that started the work, where its questions go.
@@ -150,10 +150,10 @@ func (d *delegation) run() (unix.WaitStatus, error) {
 func (d *delegation) done() {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, err := d.c.do(control.CmdDelegationDone{Handle: d.handle})
-		var e *control.Error
+		_, err := d.c.do(api.CmdDelegationDone{Handle: d.handle})
+		var e *api.Error
 		switch {
-		case err == nil, errors.As(err, &e) && e.Data.Reason == control.ReasonNotFound:
+		case err == nil, errors.As(err, &e) && e.Data.Reason == api.ReasonNotFound:
 			return
 		case time.Now().After(deadline):
 			fmt.Fprintf(d.stderr, "scv: unregister delegation %s: %v; stopping what is left of it here\n", d.handle, err)
@@ -301,7 +301,7 @@ func (o *RunExecOptions) run() error {
 		return exitError{exitNotFound, err}
 	}
 	name := agentName(o.Agent, command)
-	st, err := c.do(control.CmdProjectRunStart{Project: pos[0], Task: pos[1], Agent: name})
+	st, err := c.do(api.CmdProjectRunStart{Project: pos[0], Task: pos[1], Agent: name})
 	if err != nil {
 		return exitError{exitFailed, err}
 	}
@@ -385,7 +385,7 @@ func (r *supervisedRun) copyOutput(from io.ReadCloser, w io.Writer) {
 		if line != "" {
 			io.WriteString(w, line)
 			if text, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), progressPrefix); ok && text != "" {
-				r.report(control.CmdProjectRunProgress{Project: r.project, Run: r.run, Progress: text})
+				r.report(api.CmdProjectRunProgress{Project: r.project, Run: r.run, Progress: text})
 			}
 		}
 		if err != nil {
@@ -404,21 +404,21 @@ func (r *supervisedRun) heartbeats(every time.Duration, stop <-chan struct{}) {
 			return
 		case <-t.C:
 			run := r.run
-			r.report(control.CmdProjectHeartbeat{Project: r.project, Run: &run})
+			r.report(api.CmdProjectHeartbeat{Project: r.project, Run: &run})
 		}
 	}
 }
 
 // report sends cmd, saying on stderr when the daemon refused it: the
 // command goes on whatever the ledger says.
-func (r *supervisedRun) report(cmd control.Command) {
+func (r *supervisedRun) report(cmd api.Command) {
 	if _, err := r.c.do(cmd); err != nil {
 		fmt.Fprintf(r.stderr, "scv: %s: %v\n", cmd.Action(), err)
 	}
 }
 
 func (r *supervisedRun) finish(status reducer.RunStatus) {
-	if _, err := r.c.do(control.CmdProjectRunFinish{Project: r.project, Run: r.run, Status: status}); err != nil {
+	if _, err := r.c.do(api.CmdProjectRunFinish{Project: r.project, Run: r.run, Status: status}); err != nil {
 		fmt.Fprintf(r.stderr, "scv: finish run %s as %s: %v\n", r.run, status, err)
 		return
 	}

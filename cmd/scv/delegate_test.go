@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/control/proc"
 	"scv/reducer"
 )
@@ -53,7 +54,7 @@ func (f *fleet) cmd(args ...string) *exec.Cmd {
 }
 
 // status is the daemon's reply to cmd.
-func (f *fleet) status(t *testing.T, cmd control.Command) *control.DaemonStatus {
+func (f *fleet) status(t *testing.T, cmd api.Command) *api.DaemonStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -101,9 +102,9 @@ func TestDelegateOrphanReaped(t *testing.T) {
 	require.NoError(t, owner.Start())
 	pids := f.pids(t, "leader.pid", "child.pid", "grandchild.pid")
 
-	var e control.DelegationInfo
+	var e api.DelegationInfo
 	require.Eventually(t, func() bool {
-		st := f.status(t, control.CmdDelegations{})
+		st := f.status(t, api.CmdDelegations{})
 		if len(st.Delegations.Entries) != 1 {
 			return false
 		}
@@ -131,14 +132,14 @@ func TestDelegateOrphanReaped(t *testing.T) {
 	require.NoError(t, owner.Process.Kill())
 	owner.Wait()
 	require.Eventually(t, func() bool {
-		st := f.status(t, control.CmdStatus{})
+		st := f.status(t, api.CmdStatus{})
 		return st.Delegations.Reaped == 1 && st.Delegations.Active == 0
 	}, 10*time.Second, 20*time.Millisecond, "reaped")
 	t.Logf("reaped %v after the owner's SIGKILL", time.Since(killedAt).Round(time.Millisecond))
 	for _, pid := range pids {
 		assert.True(t, procGone(pid), "process %d stopped", pid)
 	}
-	assert.Empty(t, f.status(t, control.CmdDelegations{All: true}).Delegations.Entries)
+	assert.Empty(t, f.status(t, api.CmdDelegations{All: true}).Delegations.Entries)
 }
 
 // TestDelegateKillByHandle: `scv delegations kill HANDLE` stops the whole
@@ -151,7 +152,7 @@ func TestDelegateKillByHandle(t *testing.T) {
 	pids := f.pids(t, "leader.pid", "child.pid", "grandchild.pid")
 	var handle string
 	require.Eventually(t, func() bool {
-		st := f.status(t, control.CmdDelegations{})
+		st := f.status(t, api.CmdDelegations{})
 		if len(st.Delegations.Entries) == 1 {
 			handle = st.Delegations.Entries[0].Handle
 			assert.Equal(t, "sh", st.Delegations.Entries[0].Agent, "the command's name by default")
@@ -169,7 +170,7 @@ func TestDelegateKillByHandle(t *testing.T) {
 	for _, pid := range pids {
 		assert.True(t, procGone(pid), "process %d stopped", pid)
 	}
-	st := f.status(t, control.CmdStatus{})
+	st := f.status(t, api.CmdStatus{})
 	assert.Zero(t, st.Delegations.Active)
 	assert.Zero(t, st.Delegations.Reaped, "a kill by handle is not an orphan reaped")
 }
@@ -187,7 +188,7 @@ func TestDelegateExitCode(t *testing.T) {
 	assert.Equal(t, 7, exit.ExitCode())
 	left := f.pids(t, "left.pid")[0]
 	assert.True(t, procGone(left), "the command's leftover was stopped when it ended")
-	assert.Zero(t, f.status(t, control.CmdStatus{}).Delegations.Active)
+	assert.Zero(t, f.status(t, api.CmdStatus{}).Delegations.Active)
 
 	out, err = f.cmd("delegate", "--", "no-such-command-here").CombinedOutput()
 	require.ErrorAs(t, err, &exit, "%s", out)
@@ -210,15 +211,15 @@ func TestRunExec(t *testing.T) {
 		return cliNewID(t, string(out), "task", "added")
 	}
 	// report returns a task and its runs, from project_report.
-	report := func(id string) (control.ProjectTask, []control.ProjectRun) {
-		r := f.status(t, control.CmdProjectReport{Project: "acme"}).Project.Report
-		var tk control.ProjectTask
+	report := func(id string) (api.ProjectTask, []api.ProjectRun) {
+		r := f.status(t, api.CmdProjectReport{Project: "acme"}).Project.Report
+		var tk api.ProjectTask
 		for _, x := range r.Tasks {
 			if x.ID == id {
 				tk = x
 			}
 		}
-		var runs []control.ProjectRun
+		var runs []api.ProjectRun
 		for _, x := range r.Runs {
 			if x.TaskID == id {
 				runs = append(runs, x)
@@ -273,7 +274,7 @@ func TestRunExec(t *testing.T) {
 	// The whole history as JSON: every run finished.
 	raw, err := f.cmd("--json", "project", "events", "acme").Output()
 	require.NoError(t, err)
-	var st control.DaemonStatus
+	var st api.DaemonStatus
 	require.NoError(t, json.Unmarshal(raw, &st))
 	finished := 0
 	for _, e := range st.Project.Events {

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"scv/control/api"
 	"syscall"
-
-	"scv/control"
 )
 
 // Exit codes of scv (docs/cli.md). Commands that run another command
@@ -53,7 +52,7 @@ func (e unreachableError) Error() string { return e.msg }
 
 // daemonError is an error the daemon answered with, shown as
 // `message [reason]`.
-type daemonError struct{ e *control.Error }
+type daemonError struct{ e *api.Error }
 
 func (d daemonError) Error() string { return fmt.Sprintf("%s [%s]", d.e.Message, d.e.Data.Reason) }
 func (d daemonError) Unwrap() error { return d.e }
@@ -104,7 +103,7 @@ func classify(err error) failure {
 		d  daemonError
 		v  verifyError
 		x  exitError
-		ce *control.Error
+		ce *api.Error
 	)
 	switch {
 	case errors.As(err, &x) && !errors.As(x.err, &d):
@@ -124,7 +123,7 @@ func classify(err error) failure {
 		return failure{Exit: exitVerify, Reason: reasonVerify, Message: err.Error()}
 	case errors.As(err, &d):
 		f := failure{Exit: exitRefused, Code: d.e.Code, Reason: d.e.Data.Reason, Message: d.e.Message}
-		if d.e.Data.Reason == control.ReasonUnavailable {
+		if d.e.Data.Reason == api.ReasonUnavailable {
 			f.Exit = exitUnavailable
 		}
 		if errors.As(err, &x) {
@@ -136,11 +135,11 @@ func classify(err error) failure {
 	}
 	// An error of the ledger file or of this machine: the daemon's
 	// mapping names its kind (not_found, invalid_argument, …).
-	e := control.ErrorOf(err)
+	e := api.ErrorOf(err)
 	f := failure{Exit: exitRefused, Reason: reasonError, Message: err.Error()}
-	if e.Data.Reason != control.ReasonInternal {
+	if e.Data.Reason != api.ReasonInternal {
 		f.Code, f.Reason = e.Code, e.Data.Reason
-		if e.Data.Reason == control.ReasonUnavailable {
+		if e.Data.Reason == api.ReasonUnavailable {
 			f.Exit = exitUnavailable
 		}
 	}
@@ -184,7 +183,7 @@ func dialError(socket string, err error) error {
 // daemon's refusal, or a connection lost before the reply (the request
 // was then not executed, as the protocol promises).
 func callError(err error) error {
-	var e *control.Error
+	var e *api.Error
 	if errors.As(err, &e) {
 		return daemonError{e}
 	}

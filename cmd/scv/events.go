@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/ledger"
 )
 
@@ -61,12 +62,12 @@ With --json each line is one event as the daemon wrote it (without
 }
 
 func (o *ProjectEventsOptions) run() error {
-	c := control.CmdProjectEvents{Project: o.Project}
+	c := api.CmdProjectEvents{Project: o.Project}
 	if o.afterSet {
 		c.After = &o.After
 	}
-	_, err := o.c.call(c, func(p *printer, st *control.DaemonStatus) error {
-		r, err := projectOf(st, control.KindEvents)
+	_, err := o.c.call(c, func(p *printer, st *api.DaemonStatus) error {
+		r, err := projectOf(st, api.KindEvents)
 		if err != nil {
 			return err
 		}
@@ -89,7 +90,7 @@ func (o *ProjectEventsOptions) run() error {
 }
 
 // compacted notes that the events before a compaction are not served.
-func (o *ProjectEventsOptions) compacted(r *control.ProjectResponse) {
+func (o *ProjectEventsOptions) compacted(r *api.ProjectResponse) {
 	if r.CompactedBefore != nil {
 		o.c.note("events up to %d are compacted into a snapshot and the archive (scv ledger export has them)", *r.CompactedBefore)
 	}
@@ -144,7 +145,7 @@ func (o *ProjectEventsOptions) follow() error {
 				away = false
 			}
 		}
-		cmd := control.CmdProjectEvents{Project: o.Project}
+		cmd := api.CmdProjectEvents{Project: o.Project}
 		if o.afterSet || after > 0 {
 			cmd.After = &after
 		}
@@ -152,8 +153,8 @@ func (o *ProjectEventsOptions) follow() error {
 		if ctx.Err() != nil {
 			return nil // interrupted: the normal end of --follow
 		}
-		var e *control.Error
-		if err != nil && (!errors.As(err, &e) || e.Data.Reason == control.ReasonUnavailable) {
+		var e *api.Error
+		if err != nil && (!errors.As(err, &e) || e.Data.Reason == api.ReasonUnavailable) {
 			// The daemon stopped or restarts: wait for it.
 			if !away {
 				o.c.note("the daemon went away (%v); waiting for it", callError(err))
@@ -169,7 +170,7 @@ func (o *ProjectEventsOptions) follow() error {
 		if err != nil {
 			return callError(err)
 		}
-		r, err := projectOf(st, control.KindEvents)
+		r, err := projectOf(st, api.KindEvents)
 		if err != nil {
 			return err
 		}

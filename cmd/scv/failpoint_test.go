@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/ledger"
 	"scv/ledger/sqlite/sqlitetest"
 )
@@ -43,16 +44,16 @@ func TestReliabilityFailpoints(t *testing.T) {
 	baseDir := shortDir(t)
 	base := filepath.Join(baseDir, "l.db")
 	d := startTestDaemon(t, bin, base, filepath.Join(baseDir, "d.sock"), "")
-	d.must(t, control.CmdProjectCreate{Name: "acme", Workspace: baseDir})
-	task := d.must(t, control.CmdProjectTaskAdd{Project: "acme", Title: "first", DependsOn: []string{}}).Project.TaskID
-	d.must(t, control.CmdProjectTaskAdd{Project: "acme", Title: "second", DependsOn: []string{task}})
+	d.must(t, api.CmdProjectCreate{Name: "acme", Workspace: baseDir})
+	task := d.must(t, api.CmdProjectTaskAdd{Project: "acme", Title: "first", DependsOn: []string{}}).Project.TaskID
+	d.must(t, api.CmdProjectTaskAdd{Project: "acme", Title: "second", DependsOn: []string{task}})
 	before := fpRead(t, d.sock)
 	d.stop(t)
 	baseDump := fpDump(t, base)
 	baseVerify := fpVerify(t, bin, base)
 
-	addTask := control.CmdProjectTaskAdd{Project: "acme", Title: "in flight", DependsOn: []string{}}
-	compact := control.CmdLedgerCompact{Project: "acme", Retain: ptr[uint64](1)}
+	addTask := api.CmdProjectTaskAdd{Project: "acme", Title: "in flight", DependsOn: []string{}}
+	compact := api.CmdLedgerCompact{Project: "acme", Retain: ptr[uint64](1)}
 
 	// What the compaction leaves when nothing fails: the same command on
 	// a copy, through a daemon without failpoints.
@@ -70,7 +71,7 @@ func TestReliabilityFailpoints(t *testing.T) {
 	passed := map[ledger.Failpoint]bool{}
 	for _, tc := range []struct {
 		point ledger.Failpoint
-		write control.Command
+		write api.Command
 		after bool // the write is durable: the state is exactly after it
 	}{
 		{ledger.FailAfterBegin, addTask, false},
@@ -91,7 +92,7 @@ func TestReliabilityFailpoints(t *testing.T) {
 
 			_, err := d.call(tc.write)
 			require.Error(t, err, "the client must get no reply")
-			var ce *control.Error
+			var ce *api.Error
 			assert.False(t, errors.As(err, &ce), "no reply at all, not an error reply: %v", err)
 			d.assertKilled(t, tc.point)
 
@@ -115,7 +116,7 @@ func TestReliabilityFailpoints(t *testing.T) {
 				assertOneTaskMore(t, before, got, addTask.Title)
 			}
 			// The ledger goes on: the next write is answered.
-			d.must(t, control.CmdProjectTaskAdd{Project: "acme", Title: "next", DependsOn: []string{}})
+			d.must(t, api.CmdProjectTaskAdd{Project: "acme", Title: "next", DependsOn: []string{}})
 			d.stop(t)
 			fpVerify(t, bin, db)
 			if !t.Failed() {
@@ -129,7 +130,7 @@ func TestReliabilityFailpoints(t *testing.T) {
 	t.Run("whole database", func(t *testing.T) {
 		for _, tc := range []struct {
 			point ledger.Failpoint
-			write control.Command
+			write api.Command
 			want  string
 		}{
 			{ledger.FailAfterInsert, addTask, baseDump},
@@ -149,7 +150,7 @@ func TestReliabilityFailpoints(t *testing.T) {
 
 	// restart-exec: the daemon, started from a path a second release is
 	// then installed over, is asked to restart into it.
-	restartInto := func(t *testing.T, spec string) (*testDaemon, *control.DaemonStatus) {
+	restartInto := func(t *testing.T, spec string) (*testDaemon, *api.DaemonStatus) {
 		dir := shortDir(t)
 		exe := filepath.Join(dir, "bin", "scv")
 		install(t, bin, exe)
@@ -157,7 +158,7 @@ func TestReliabilityFailpoints(t *testing.T) {
 		d := startTestDaemon(t, exe, filepath.Join(dir, "l.db"), filepath.Join(dir, "d.sock"), spec)
 		require.Equal(t, before, fpRead(t, d.sock))
 		install(t, newBin, exe)
-		st := d.must(t, control.CmdRestartWhenIdle{Version: ptr("2.0.0-new")})
+		st := d.must(t, api.CmdRestartWhenIdle{Version: ptr("2.0.0-new")})
 		require.NotNil(t, st.Restart, "the restart is scheduled")
 		return d, st
 	}
@@ -166,12 +167,12 @@ func TestReliabilityFailpoints(t *testing.T) {
 		require.Eventually(t, func() bool { return strings.Contains(d.logs(), "restart failed") },
 			30*time.Second, 20*time.Millisecond, "the restart fails: %s", d.logs())
 		assert.Contains(t, d.logs(), "injected failure at failpoint restart-exec")
-		st := d.must(t, control.CmdStatus{})
+		st := d.must(t, api.CmdStatus{})
 		assert.Equal(t, "1.0.0-old", st.Version, "the old release serves on")
 		assert.Equal(t, uint32(d.cmd.Process.Pid), st.PID)
 		assert.Nil(t, st.Restart, "the failed restart is cleared")
 		assert.Equal(t, before, fpRead(t, d.sock), "the same state")
-		d.must(t, control.CmdProjectTaskAdd{Project: "acme", Title: "next", DependsOn: []string{}})
+		d.must(t, api.CmdProjectTaskAdd{Project: "acme", Title: "next", DependsOn: []string{}})
 		require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
 		require.NoError(t, d.waitExit(t))
 		fpVerify(t, bin, d.db)
@@ -191,7 +192,7 @@ func TestReliabilityFailpoints(t *testing.T) {
 		assert.Equal(t, baseVerify, fpVerify(t, bin, d.db))
 		assert.Equal(t, baseDump, fpDump(t, d.db))
 		fresh := startTestDaemon(t, d.bin, d.db, d.sock, "")
-		assert.Equal(t, "2.0.0-new", fresh.must(t, control.CmdStatus{}).Version)
+		assert.Equal(t, "2.0.0-new", fresh.must(t, api.CmdStatus{}).Version)
 		assert.Equal(t, before, fpRead(t, d.sock), "exactly before")
 		fresh.stop(t)
 		if !t.Failed() {
@@ -229,7 +230,7 @@ func fpRead(t *testing.T, sock string) fpReads {
 	c, err := control.Dial(ctx, sock)
 	require.NoError(t, err)
 	defer c.Close()
-	member := func(cmd control.Command) string {
+	member := func(cmd api.Command) string {
 		raw, err := c.CallRaw(ctx, cmd)
 		require.NoError(t, err, "%s", cmd.Action())
 		var m map[string]json.RawMessage
@@ -238,9 +239,9 @@ func fpRead(t *testing.T, sock string) fpReads {
 		return string(m["project"])
 	}
 	return fpReads{
-		Status: member(control.CmdProjectStatus{Project: "acme"}),
-		Tasks:  member(control.CmdProjectTasks{Project: "acme"}),
-		Events: member(control.CmdProjectEvents{Project: "acme"}),
+		Status: member(api.CmdProjectStatus{Project: "acme"}),
+		Tasks:  member(api.CmdProjectTasks{Project: "acme"}),
+		Events: member(api.CmdProjectEvents{Project: "acme"}),
 	}
 }
 
@@ -259,7 +260,7 @@ func assertOneTaskMore(t *testing.T, before, got fpReads, title string) {
 	bt, gt := list(before.Tasks, "tasks"), list(got.Tasks, "tasks")
 	require.Len(t, gt, len(bt)+1, "exactly one task more")
 	assert.Equal(t, bt, gt[:len(bt)])
-	var tk control.ProjectTask
+	var tk api.ProjectTask
 	require.NoError(t, json.Unmarshal(gt[len(bt)], &tk))
 	assert.Equal(t, title, tk.Title)
 	be, ge := list(before.Events, "events"), list(got.Events, "events")
@@ -272,9 +273,9 @@ func assertOneTaskMore(t *testing.T, before, got fpReads, title string) {
 	require.NoError(t, json.Unmarshal(ge[len(be)], &ev))
 	assert.Equal(t, "task_added", ev.Kind)
 	assert.Contains(t, string(ev.Data), `"task_id":"`+tk.ID+`"`)
-	var bs, gs control.ProjectSummary
-	require.NoError(t, json.Unmarshal([]byte(before.Status), &struct{ Project *control.ProjectSummary }{&bs}))
-	require.NoError(t, json.Unmarshal([]byte(got.Status), &struct{ Project *control.ProjectSummary }{&gs}))
+	var bs, gs api.ProjectSummary
+	require.NoError(t, json.Unmarshal([]byte(before.Status), &struct{ Project *api.ProjectSummary }{&bs}))
+	require.NoError(t, json.Unmarshal([]byte(got.Status), &struct{ Project *api.ProjectSummary }{&gs}))
 	assert.Equal(t, bs.TaskCount+1, gs.TaskCount)
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"scv/cmd/internal/daemonproc"
 	"scv/control"
+	"scv/control/api"
 	"scv/control/daemon"
 	"scv/ledger/postgres/pgcluster"
 	"scv/ledger/postgres/pgtest"
@@ -93,7 +94,7 @@ func (d *fleetDaemon) client(t *testing.T) *control.Client {
 	return c
 }
 
-func fleetCall(t *testing.T, c *control.Client, cmd control.Command) *control.DaemonStatus {
+func fleetCall(t *testing.T, c *control.Client, cmd api.Command) *api.DaemonStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -104,12 +105,12 @@ func fleetCall(t *testing.T, c *control.Client, cmd control.Command) *control.Da
 
 // allEvents pages through a project's events with after, as a follower
 // does.
-func allEvents(t *testing.T, c *control.Client, project string) []control.ProjectEvent {
+func allEvents(t *testing.T, c *control.Client, project string) []api.ProjectEvent {
 	t.Helper()
-	var out []control.ProjectEvent
+	var out []api.ProjectEvent
 	var after uint64
 	for {
-		st := fleetCall(t, c, control.CmdProjectEvents{Project: project, After: &after})
+		st := fleetCall(t, c, api.CmdProjectEvents{Project: project, After: &after})
 		if len(st.Project.Events) == 0 {
 			return out
 		}
@@ -121,7 +122,7 @@ func allEvents(t *testing.T, c *control.Client, project string) []control.Projec
 // written counts, in evs, each run_progress event's progress text and
 // each task_added event's title: the texts the fleet tests' clients
 // write, each unique, to find afterwards what of theirs was stored.
-func written(t *testing.T, evs []control.ProjectEvent) map[string]int {
+func written(t *testing.T, evs []api.ProjectEvent) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, e := range evs {
@@ -148,7 +149,7 @@ func TestFleetThreeDaemons(t *testing.T) {
 	ws := t.TempDir()
 	projects := []string{"north", "south"}
 	for _, p := range projects {
-		fleetCall(t, setup, control.CmdProjectCreate{Name: p, Workspace: ws})
+		fleetCall(t, setup, api.CmdProjectCreate{Name: p, Workspace: ws})
 	}
 
 	const perDaemon = 64
@@ -177,7 +178,7 @@ func TestFleetThreeDaemons(t *testing.T) {
 		page := func() {
 			for _, p := range projects {
 				a := after[p]
-				st, err := c.Call(ctx, control.CmdProjectEvents{Project: p, After: &a})
+				st, err := c.Call(ctx, api.CmdProjectEvents{Project: p, After: &a})
 				if err != nil {
 					followErr = err
 					return
@@ -224,13 +225,13 @@ func TestFleetThreeDaemons(t *testing.T) {
 					}
 					// A whole unit of work, then a few progress reports.
 					title := fmt.Sprintf("%s unit %d", me, n)
-					st, err := c.Call(ctx, control.CmdProjectTaskAdd{Project: project, Title: title, DependsOn: []string{}})
+					st, err := c.Call(ctx, api.CmdProjectTaskAdd{Project: project, Title: title, DependsOn: []string{}})
 					if err != nil {
 						t.Errorf("%s: task add: %v", me, err)
 						return
 					}
 					acked.Store(title, true)
-					st, err = c.Call(ctx, control.CmdProjectRunStart{Project: project, Task: st.Project.TaskID, Agent: me})
+					st, err = c.Call(ctx, api.CmdProjectRunStart{Project: project, Task: st.Project.TaskID, Agent: me})
 					if err != nil {
 						t.Errorf("%s: run start: %v", me, err)
 						return
@@ -238,14 +239,14 @@ func TestFleetThreeDaemons(t *testing.T) {
 					run := st.Project.RunID
 					for k := range 3 {
 						text := fmt.Sprintf("%s unit %d step %d", me, n, k)
-						if _, err := c.Call(ctx, control.CmdProjectRunProgress{Project: project, Run: run, Progress: text}); err != nil {
+						if _, err := c.Call(ctx, api.CmdProjectRunProgress{Project: project, Run: run, Progress: text}); err != nil {
 							t.Errorf("%s: progress: %v", me, err)
 							return
 						}
 						acked.Store(text, true)
 						progress.Add(1)
 					}
-					if _, err := c.Call(ctx, control.CmdProjectRunFinish{Project: project, Run: run, Status: reducer.RunSucceeded}); err != nil {
+					if _, err := c.Call(ctx, api.CmdProjectRunFinish{Project: project, Run: run, Status: reducer.RunSucceeded}); err != nil {
 						t.Errorf("%s: finish: %v", me, err)
 						return
 					}
@@ -317,9 +318,9 @@ func TestFleetRaceForARun(t *testing.T) {
 	url := pgtest.Database(t)
 	ds := startPGFleet(t, url, 3)
 	clients := []*control.Client{ds[0].client(t), ds[1].client(t), ds[2].client(t)}
-	fleetCall(t, clients[0], control.CmdProjectCreate{Name: "race", Workspace: t.TempDir()})
+	fleetCall(t, clients[0], api.CmdProjectCreate{Name: "race", Workspace: t.TempDir()})
 	for round := range 10 {
-		task := fleetCall(t, clients[round%3], control.CmdProjectTaskAdd{Project: "race", Title: fmt.Sprintf("t%d", round), DependsOn: []string{}}).Project.TaskID
+		task := fleetCall(t, clients[round%3], api.CmdProjectTaskAdd{Project: "race", Title: fmt.Sprintf("t%d", round), DependsOn: []string{}}).Project.TaskID
 		var wins, refused atomic.Int64
 		var wg sync.WaitGroup
 		start := make(chan struct{})
@@ -328,12 +329,12 @@ func TestFleetRaceForARun(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				_, err := c.Call(context.Background(), control.CmdProjectRunStart{Project: "race", Task: task, Agent: fmt.Sprint("agent-", i)})
-				var e *control.Error
+				_, err := c.Call(context.Background(), api.CmdProjectRunStart{Project: "race", Task: task, Agent: fmt.Sprint("agent-", i)})
+				var e *api.Error
 				switch {
 				case err == nil:
 					wins.Add(1)
-				case errors.As(err, &e) && e.Data.Reason == control.ReasonInvalidTransition:
+				case errors.As(err, &e) && e.Data.Reason == api.ReasonInvalidTransition:
 					refused.Add(1)
 				default:
 					t.Errorf("round %d: %v", round, err)
@@ -353,15 +354,15 @@ func TestFleetReadYourWrites(t *testing.T) {
 	url := pgtest.Database(t)
 	ds := startPGFleet(t, url, 2)
 	a, b := ds[0].client(t), ds[1].client(t)
-	fleetCall(t, a, control.CmdProjectCreate{Name: "ryw", Workspace: t.TempDir()})
-	fleetCall(t, b, control.CmdProjectStatus{Project: "ryw"}) // b caches it
+	fleetCall(t, a, api.CmdProjectCreate{Name: "ryw", Workspace: t.TempDir()})
+	fleetCall(t, b, api.CmdProjectStatus{Project: "ryw"}) // b caches it
 	for i := range 20 {
 		writer, reader := a, b
 		if i%2 == 1 {
 			writer, reader = b, a
 		}
-		fleetCall(t, writer, control.CmdProjectTaskAdd{Project: "ryw", Title: fmt.Sprint("t", i), DependsOn: []string{}})
-		st := fleetCall(t, reader, control.CmdProjectStatus{Project: "ryw"})
+		fleetCall(t, writer, api.CmdProjectTaskAdd{Project: "ryw", Title: fmt.Sprint("t", i), DependsOn: []string{}})
+		st := fleetCall(t, reader, api.CmdProjectStatus{Project: "ryw"})
 		require.Equal(t, uint64(i+1), st.Project.Project.TaskCount, "write %d, read at once on the other daemon", i)
 	}
 }
@@ -386,10 +387,10 @@ func TestFleetOneSweeper(t *testing.T) {
 	const lease = 3 * time.Second
 	ds := startPGFleet(t, url, 3, "--stale-after", "2s", "--lease", lease.String())
 	c := ds[0].client(t)
-	fleetCall(t, c, control.CmdProjectCreate{Name: "sweep", Workspace: t.TempDir()})
+	fleetCall(t, c, api.CmdProjectCreate{Name: "sweep", Workspace: t.TempDir()})
 	silent := func(c *control.Client, title string) (string, time.Time) {
-		task := fleetCall(t, c, control.CmdProjectTaskAdd{Project: "sweep", Title: title, DependsOn: []string{}}).Project.TaskID
-		return fleetCall(t, c, control.CmdProjectRunStart{Project: "sweep", Task: task, Agent: "quiet"}).Project.RunID, time.Now()
+		task := fleetCall(t, c, api.CmdProjectTaskAdd{Project: "sweep", Title: title, DependsOn: []string{}}).Project.TaskID
+		return fleetCall(t, c, api.CmdProjectRunStart{Project: "sweep", Task: task, Agent: "quiet"}).Project.RunID, time.Now()
 	}
 	run, started := silent(c, "first")
 	require.Eventually(t, func() bool { return staleMarks(t, c, "sweep", run) > 0 }, 10*time.Second, 50*time.Millisecond)
@@ -470,12 +471,12 @@ func databaseRestart(t *testing.T, url, what string, cut, restore func() error) 
 	ds := startPGFleet(t, url, 2)
 	setup := ds[0].client(t)
 	ws := t.TempDir()
-	fleetCall(t, setup, control.CmdProjectCreate{Name: "fault", Workspace: ws})
+	fleetCall(t, setup, api.CmdProjectCreate{Name: "fault", Workspace: ws})
 	const clients = 16
 	runs := make([]string, clients)
 	for i := range runs {
-		task := fleetCall(t, setup, control.CmdProjectTaskAdd{Project: "fault", Title: fmt.Sprint("t", i), DependsOn: []string{}}).Project.TaskID
-		runs[i] = fleetCall(t, setup, control.CmdProjectRunStart{Project: "fault", Task: task, Agent: "a"}).Project.RunID
+		task := fleetCall(t, setup, api.CmdProjectTaskAdd{Project: "fault", Title: fmt.Sprint("t", i), DependsOn: []string{}}).Project.TaskID
+		runs[i] = fleetCall(t, setup, api.CmdProjectRunStart{Project: "fault", Task: task, Agent: "a"}).Project.RunID
 	}
 
 	var acked, refused sync.Map
@@ -509,9 +510,9 @@ func databaseRestart(t *testing.T, url, what string, cut, restore func() error) 
 				}
 				text := fmt.Sprintf("c%d n%d", i, n)
 				cctx, cancel := context.WithTimeout(ctx, time.Minute)
-				_, err := c.Call(cctx, control.CmdProjectRunProgress{Project: "fault", Run: runs[i], Progress: text})
+				_, err := c.Call(cctx, api.CmdProjectRunProgress{Project: "fault", Run: runs[i], Progress: text})
 				cancel()
-				var e *control.Error
+				var e *api.Error
 				switch {
 				case err == nil:
 					acked.Store(text, true)
@@ -519,7 +520,7 @@ func databaseRestart(t *testing.T, url, what string, cut, restore func() error) 
 				case errors.As(err, &e):
 					refused.Store(text, true)
 					nRefused.Add(1)
-					if e.Data.Reason == control.ReasonUnavailable && strings.Contains(e.Message, "host=") {
+					if e.Data.Reason == api.ReasonUnavailable && strings.Contains(e.Message, "host=") {
 						nNamed.Add(1)
 					}
 					time.Sleep(20 * time.Millisecond)

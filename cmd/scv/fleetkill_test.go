@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/ledger/postgres/pgtest"
 )
 
@@ -25,12 +26,12 @@ func TestFleetDaemonKilled(t *testing.T) {
 	url := pgtest.Database(t)
 	ds := startPGFleet(t, url, 2)
 	setup := ds[1].client(t)
-	fleetCall(t, setup, control.CmdProjectCreate{Name: "kill", Workspace: t.TempDir()})
+	fleetCall(t, setup, api.CmdProjectCreate{Name: "kill", Workspace: t.TempDir()})
 	const clients = 32
 	runs := make([]string, clients)
 	for i := range runs {
-		task := fleetCall(t, setup, control.CmdProjectTaskAdd{Project: "kill", Title: fmt.Sprint("t", i), DependsOn: []string{}}).Project.TaskID
-		runs[i] = fleetCall(t, setup, control.CmdProjectRunStart{Project: "kill", Task: task, Agent: "a"}).Project.RunID
+		task := fleetCall(t, setup, api.CmdProjectTaskAdd{Project: "kill", Title: fmt.Sprint("t", i), DependsOn: []string{}}).Project.TaskID
+		runs[i] = fleetCall(t, setup, api.CmdProjectRunStart{Project: "kill", Task: task, Agent: "a"}).Project.RunID
 	}
 
 	var acked sync.Map
@@ -56,9 +57,9 @@ func TestFleetDaemonKilled(t *testing.T) {
 				}
 				text := fmt.Sprintf("c%d n%d", i, n)
 				cctx, cancel := context.WithTimeout(ctx, time.Minute)
-				_, err := c.Call(cctx, control.CmdProjectRunProgress{Project: "kill", Run: runs[i], Progress: text})
+				_, err := c.Call(cctx, api.CmdProjectRunProgress{Project: "kill", Run: runs[i], Progress: text})
 				cancel()
-				var e *control.Error
+				var e *api.Error
 				switch {
 				case err == nil:
 					acked.Store(text, true)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/daemon"
 	"scv/ledger"
 	"scv/ledger/driver"
@@ -373,7 +373,7 @@ func (o *CompactOptions) run() error {
 		return err
 	}
 	defer cl.Close()
-	cmd := control.CmdLedgerCompact{Project: o.Project, Retain: &o.Retain, Drop: o.Drop}
+	cmd := api.CmdLedgerCompact{Project: o.Project, Retain: &o.Retain, Drop: o.Drop}
 	if o.c.json {
 		raw, err := cl.CallRaw(ctx, cmd)
 		if err != nil {
@@ -392,7 +392,7 @@ func (o *CompactOptions) run() error {
 	if err != nil {
 		return callError(err)
 	}
-	ev, err := cl.Call(ctx, control.CmdProjectEvents{Project: o.Project})
+	ev, err := cl.Call(ctx, api.CmdProjectEvents{Project: o.Project})
 	if err != nil {
 		return callError(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/reducer"
 )
 
@@ -200,7 +200,7 @@ func cut(s string, w int) string {
 }
 
 // printDaemonStatus is `scv status`.
-func printDaemonStatus(p *printer, st *control.DaemonStatus) error {
+func printDaemonStatus(p *printer, st *api.DaemonStatus) error {
 	t := block()
 	t.add("version", st.Version)
 	t.add("pid", fmt.Sprint(st.PID))
@@ -217,7 +217,7 @@ func printDaemonStatus(p *printer, st *control.DaemonStatus) error {
 }
 
 // printDelegations is `scv delegations` and `scv delegations kill`.
-func printDelegations(p *printer, st *control.DaemonStatus) error {
+func printDelegations(p *printer, st *api.DaemonStatus) error {
 	d := st.Delegations
 	for _, h := range d.Killed {
 		fmt.Fprintf(p.w, "stopped %s\n", h)
@@ -239,7 +239,7 @@ func printDelegations(p *printer, st *control.DaemonStatus) error {
 }
 
 // projectOf returns the reply's project payload and checks it is of kind.
-func projectOf(st *control.DaemonStatus, kinds ...control.ResponseKind) (*control.ProjectResponse, error) {
+func projectOf(st *api.DaemonStatus, kinds ...api.ResponseKind) (*api.ProjectResponse, error) {
 	if st.Project == nil {
 		return nil, fmt.Errorf("the daemon's reply carries no project (want %s)", kinds[0])
 	}
@@ -254,8 +254,8 @@ func projectOf(st *control.DaemonStatus, kinds ...control.ResponseKind) (*contro
 // printProjectBlock is the reply to create, status and every command that
 // answers `updated`: headline (what happened, if anything) and the
 // summary block.
-func printProjectBlock(p *printer, st *control.DaemonStatus, headline string) error {
-	r, err := projectOf(st, control.KindCreated, control.KindStatus, control.KindUpdated)
+func printProjectBlock(p *printer, st *api.DaemonStatus, headline string) error {
+	r, err := projectOf(st, api.KindCreated, api.KindStatus, api.KindUpdated)
 	if err != nil {
 		return err
 	}
@@ -269,7 +269,7 @@ func printProjectBlock(p *printer, st *control.DaemonStatus, headline string) er
 }
 
 // printSummary writes a project's summary block.
-func printSummary(p *printer, s *control.ProjectSummary) error {
+func printSummary(p *printer, s *api.ProjectSummary) error {
 	t := block()
 	t.add("project", s.Name)
 	t.add("id", s.ID)
@@ -284,7 +284,7 @@ func printSummary(p *printer, s *control.ProjectSummary) error {
 }
 
 // summaryLine is a project on one line.
-func summaryLine(s *control.ProjectSummary) string {
+func summaryLine(s *api.ProjectSummary) string {
 	return fmt.Sprintf("%s: %s, phase %s, status %s", clean(s.Name, 0), doneLine(s.CompletedTasks, s.TaskCount), s.Phase, s.Status)
 }
 
@@ -294,7 +294,7 @@ func doneLine(done, total uint64) string { return fmt.Sprintf("%d/%d tasks done"
 // `<what> <ID> <verb>`, so the ID is its second word
 // (`scv ... | awk 'NR==1{print $2}'`); the second is the project on one
 // line.
-func printNewID(p *printer, what, id, verb string, s *control.ProjectSummary) error {
+func printNewID(p *printer, what, id, verb string, s *api.ProjectSummary) error {
 	if _, err := fmt.Fprintf(p.w, "%s %s %s\n", what, id, verb); err != nil {
 		return err
 	}
@@ -306,8 +306,8 @@ func printNewID(p *printer, what, id, verb string, s *control.ProjectSummary) er
 }
 
 // printTasksReply is `scv project tasks`.
-func printTasksReply(p *printer, st *control.DaemonStatus) error {
-	r, err := projectOf(st, control.KindTasks)
+func printTasksReply(p *printer, st *api.DaemonStatus) error {
+	r, err := projectOf(st, api.KindTasks)
 	if err != nil {
 		return err
 	}
@@ -325,7 +325,7 @@ func printTasksReply(p *printer, st *control.DaemonStatus) error {
 }
 
 // printTasks writes the tasks table.
-func printTasks(p *printer, tasks []control.ProjectTask) error {
+func printTasks(p *printer, tasks []api.ProjectTask) error {
 	if len(tasks) == 0 {
 		_, err := fmt.Fprintln(p.w, "no tasks")
 		return err
@@ -352,7 +352,7 @@ func printTasks(p *printer, tasks []control.ProjectTask) error {
 // and it is no task's ID), else by ID.
 type taskName map[string]string
 
-func taskNames(tasks []control.ProjectTask) taskName {
+func taskNames(tasks []api.ProjectTask) taskName {
 	uses := map[string]int{}
 	for _, t := range tasks {
 		uses[t.Title]++
@@ -376,7 +376,7 @@ func (n taskName) of(id string) string {
 }
 
 // printRuns writes the runs table; tasks name the runs' tasks.
-func printRuns(p *printer, runs []control.ProjectRun, tasks []control.ProjectTask) error {
+func printRuns(p *printer, runs []api.ProjectRun, tasks []api.ProjectTask) error {
 	if len(runs) == 0 {
 		_, err := fmt.Fprintln(p.w, "no runs")
 		return err
@@ -391,8 +391,8 @@ func printRuns(p *printer, runs []control.ProjectRun, tasks []control.ProjectTas
 }
 
 // printReportReply is `scv project report`.
-func printReportReply(p *printer, st *control.DaemonStatus) error {
-	r, err := projectOf(st, control.KindReport)
+func printReportReply(p *printer, st *api.DaemonStatus) error {
+	r, err := projectOf(st, api.KindReport)
 	if err != nil {
 		return err
 	}
@@ -433,7 +433,7 @@ type eventLines struct {
 // write prints events, the header first if it was not yet printed. The
 // widths of the sequence and kind columns are those of the first events
 // written (at least 3 and 12), so that later lines line up with them.
-func (l *eventLines) write(events []control.ProjectEvent) {
+func (l *eventLines) write(events []api.ProjectEvent) {
 	if len(events) == 0 {
 		return
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/proc"
 )
 
@@ -21,7 +21,7 @@ func newChannelsCmd(c *client) *cobra.Command {
 		Example: `  scv channels`,
 		Args:    exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(control.CmdStatus{}, printComponentsReply)
+			_, err := c.call(api.CmdStatus{}, printComponentsReply)
 			return err
 		},
 	}
@@ -37,7 +37,7 @@ reconcile the accounts with it; an invalid file changes nothing.`,
 		Example: `  scv reload`,
 		Args:    exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(control.CmdReload{}, printComponentsReply)
+			_, err := c.call(api.CmdReload{}, printComponentsReply)
 			return err
 		},
 	}
@@ -97,26 +97,26 @@ on this machine). Flags left out keep the saved value; a new account gets
 }
 
 func (o *ChannelSetOptions) run() error {
-	c := control.CmdChannelSet{Channel: o.Channel, Account: o.Account, Enabled: o.Enable}
+	c := api.CmdChannelSet{Channel: o.Channel, Account: o.Account, Enabled: o.Enable}
 	if o.set("workspace") {
 		c.Workspace = &o.Workspace
 	}
 	if o.set("remote-tools") {
-		var v control.RemoteTools
+		var v api.RemoteTools
 		if err := v.UnmarshalText([]byte(o.RemoteTools)); err != nil {
 			return usagef("--remote-tools: %v", err)
 		}
 		c.RemoteTools = &v
 	}
 	if o.set("senders") {
-		var v control.Senders
+		var v api.Senders
 		if err := v.UnmarshalText([]byte(o.Senders)); err != nil {
 			return usagef("--senders: %v", err)
 		}
 		c.Senders = &v
 	}
 	if o.set("purpose") {
-		var v control.Purpose
+		var v api.Purpose
 		if err := v.UnmarshalText([]byte(o.Purpose)); err != nil {
 			return usagef("--purpose: %v", err)
 		}
@@ -138,7 +138,7 @@ func newChannelLogoutCmd(c *client) *cobra.Command {
 			if err != nil {
 				return usageError{err.Error()}
 			}
-			_, err = c.call(control.CmdChannelLogout{Channel: channel, Account: account}, printComponentsReply)
+			_, err = c.call(api.CmdChannelLogout{Channel: channel, Account: account}, printComponentsReply)
 			return err
 		},
 	}
@@ -172,24 +172,24 @@ confirm status, and confirm ask --wait, exit by the question's state:
 }
 
 // confirmExit is the exit code for a question's state.
-func confirmExit(s control.ConfirmState) int {
+func confirmExit(s api.ConfirmState) int {
 	switch s {
-	case control.ConfirmYes:
+	case api.ConfirmYes:
 		return exitOK
-	case control.ConfirmNo:
+	case api.ConfirmNo:
 		return exitRefused
-	case control.ConfirmExpired:
+	case api.ConfirmExpired:
 		return exitExpired
-	case control.ConfirmFailed:
+	case api.ConfirmFailed:
 		return exitQFailed
-	case control.ConfirmWithdrawn:
+	case api.ConfirmWithdrawn:
 		return exitWithdrawn
 	}
 	return exitPending
 }
 
 // byState ends with the exit code of the reply's question (none for 0).
-func byState(st *control.DaemonStatus) error {
+func byState(st *api.DaemonStatus) error {
 	if st == nil || st.Confirm == nil {
 		return errors.New("the daemon's reply carries no question")
 	}
@@ -270,7 +270,7 @@ command fail (exit 1).`,
 }
 
 func (o *ConfirmAskOptions) run() error {
-	c := control.CmdConfirmAsk{Question: o.Question}
+	c := api.CmdConfirmAsk{Question: o.Question}
 	if o.set("project") {
 		c.Project = &o.Project
 	}
@@ -290,7 +290,7 @@ func (o *ConfirmAskOptions) run() error {
 		if err != nil {
 			return err
 		}
-		if st.Confirm != nil && st.Confirm.State == control.ConfirmFailed {
+		if st.Confirm != nil && st.Confirm.State == api.ConfirmFailed {
 			return exitError{code: exitQFailed}
 		}
 		return nil
@@ -306,16 +306,16 @@ func (o *ConfirmAskOptions) run() error {
 		printConfirmReply(o.c.printer(), st)
 	}
 	id := st.Confirm.ID
-	for st.Confirm.State == control.ConfirmPending {
+	for st.Confirm.State == api.ConfirmPending {
 		time.Sleep(confirmPoll)
-		if st, err = o.c.do(control.CmdConfirmStatus{ID: id}); err != nil {
+		if st, err = o.c.do(api.CmdConfirmStatus{ID: id}); err != nil {
 			return err
 		}
 		if st.Confirm == nil {
 			return errors.New("the daemon's reply carries no question")
 		}
 	}
-	if st, err = o.c.call(control.CmdConfirmStatus{ID: id}, printConfirmReply); err != nil {
+	if st, err = o.c.call(api.CmdConfirmStatus{ID: id}, printConfirmReply); err != nil {
 		return err
 	}
 	return byState(st)
@@ -333,7 +333,7 @@ a question nobody asks about for a minute is withdrawn.`,
 		Args:              exactArgs("ID"),
 		ValidArgsFunction: c.completeQuestions,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := c.call(control.CmdConfirmStatus{ID: args[0]}, printConfirmReply)
+			st, err := c.call(api.CmdConfirmStatus{ID: args[0]}, printConfirmReply)
 			if err != nil {
 				return err
 			}
@@ -353,7 +353,7 @@ func newConfirmAnswerCmd(c *client) *cobra.Command {
 			if args[1] != "yes" && args[1] != "no" {
 				return usagef("ANSWER %q: want yes or no", args[1])
 			}
-			_, err := c.call(control.CmdConfirmAnswer{ID: args[0], Answer: args[1]}, printConfirmReply)
+			_, err := c.call(api.CmdConfirmAnswer{ID: args[0], Answer: args[1]}, printConfirmReply)
 			return err
 		},
 	}
@@ -375,11 +375,11 @@ func newConfirmListCmd(c *client) *cobra.Command {
   scv confirm list --chat local:owner --pending`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c := control.CmdConfirmList{}
+			c := api.CmdConfirmList{}
 			if o.Chat != "" {
 				c.Chat = &o.Chat
 			}
-			_, err := o.c.call(c, func(p *printer, st *control.DaemonStatus) error {
+			_, err := o.c.call(c, func(p *printer, st *api.DaemonStatus) error {
 				qs := st.Questions
 				if o.Pending {
 					qs = pendingOf(qs)
@@ -395,10 +395,10 @@ func newConfirmListCmd(c *client) *cobra.Command {
 	return cmd
 }
 
-func pendingOf(qs []control.Question) []control.Question {
-	var out []control.Question
+func pendingOf(qs []api.Question) []api.Question {
+	var out []api.Question
 	for _, q := range qs {
-		if q.State == control.ConfirmPending {
+		if q.State == api.ConfirmPending {
 			out = append(out, q)
 		}
 	}
@@ -407,7 +407,7 @@ func pendingOf(qs []control.Question) []control.Question {
 
 // printComponentsReply is the reply to the channel commands: every
 // account's health.
-func printComponentsReply(p *printer, st *control.DaemonStatus) error {
+func printComponentsReply(p *printer, st *api.DaemonStatus) error {
 	if len(st.Components) == 0 {
 		_, err := fmt.Fprintln(p.w, "no channel accounts")
 		return err
@@ -425,7 +425,7 @@ func printComponentsReply(p *printer, st *control.DaemonStatus) error {
 }
 
 // printConfirmReply is the reply to confirm ask, status and answer.
-func printConfirmReply(p *printer, st *control.DaemonStatus) error {
+func printConfirmReply(p *printer, st *api.DaemonStatus) error {
 	q := st.Confirm
 	if q == nil {
 		return errors.New("the daemon's reply carries no question")
@@ -439,7 +439,7 @@ func printConfirmReply(p *printer, st *control.DaemonStatus) error {
 }
 
 // printQuestions is `scv confirm list`.
-func printQuestions(p *printer, qs []control.Question) error {
+func printQuestions(p *printer, qs []api.Question) error {
 	if len(qs) == 0 {
 		_, err := fmt.Fprintln(p.w, "no questions")
 		return err

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/html"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/daemon"
 )
 
@@ -68,7 +68,7 @@ func newDiamond(t *testing.T) *diamond {
 // head is the sequence of acme's newest event.
 func (g *diamond) head(t *testing.T) uint64 {
 	t.Helper()
-	var st control.DaemonStatus
+	var st api.DaemonStatus
 	require.NoError(t, json.Unmarshal([]byte(cliOK(t, g.sock, "--json", "project", "events", "acme")), &st))
 	return st.Project.Events[len(st.Project.Events)-1].Sequence
 }

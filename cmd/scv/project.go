@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/daemon"
 	"scv/ledger"
 	"scv/reducer"
@@ -25,10 +25,10 @@ func newProjectCmd(c *client) *cobra.Command {
 		newProjectCreateCmd(c),
 		newProjectListCmd(c),
 		newProjectViewCmd(c, "status", "A project's phase, status and progress",
-			func(p string) control.Command { return control.CmdProjectStatus{Project: p} },
-			func(pr *printer, st *control.DaemonStatus) error { return printProjectBlock(pr, st, "") }),
+			func(p string) api.Command { return api.CmdProjectStatus{Project: p} },
+			func(pr *printer, st *api.DaemonStatus) error { return printProjectBlock(pr, st, "") }),
 		newProjectViewCmd(c, "tasks", "A project's tasks: status, retries, dependencies, run, progress",
-			func(p string) control.Command { return control.CmdProjectTasks{Project: p} }, printTasksReply),
+			func(p string) api.Command { return api.CmdProjectTasks{Project: p} }, printTasksReply),
 		newProjectReportCmd(c),
 		newProjectEventsCmd(c),
 		newProjectGraphCmd(c),
@@ -92,7 +92,7 @@ func (o *ProjectCreateOptions) run() error {
 	if err != nil {
 		return fmt.Errorf("--workspace: %w", err)
 	}
-	_, err = o.c.call(control.CmdProjectCreate{Name: o.Name, Workspace: abs}, func(p *printer, st *control.DaemonStatus) error {
+	_, err = o.c.call(api.CmdProjectCreate{Name: o.Name, Workspace: abs}, func(p *printer, st *api.DaemonStatus) error {
 		if st.Project == nil || st.Project.Project == nil {
 			return errors.New("the daemon's reply carries no project")
 		}
@@ -112,19 +112,19 @@ type ProjectViewOptions struct {
 	HTML       bool
 	Output     string
 	StaleAfter time.Duration
-	cmd        func(string) control.Command
-	print      func(*printer, *control.DaemonStatus) error
+	cmd        func(string) api.Command
+	print      func(*printer, *api.DaemonStatus) error
 	atSet      bool
 	dbSet      bool
 	set        func(string) bool
 }
 
-func newProjectViewCmd(c *client, name, short string, cmdOf func(string) control.Command, print func(*printer, *control.DaemonStatus) error) *cobra.Command {
+func newProjectViewCmd(c *client, name, short string, cmdOf func(string) api.Command, print func(*printer, *api.DaemonStatus) error) *cobra.Command {
 	cmd, _ := projectViewCmd(c, name, short, cmdOf, print)
 	return cmd
 }
 
-func projectViewCmd(c *client, name, short string, cmdOf func(string) control.Command, print func(*printer, *control.DaemonStatus) error) (*cobra.Command, *ProjectViewOptions) {
+func projectViewCmd(c *client, name, short string, cmdOf func(string) api.Command, print func(*printer, *api.DaemonStatus) error) (*cobra.Command, *ProjectViewOptions) {
 	o := &ProjectViewOptions{c: c, cmd: cmdOf, print: print, StaleAfter: daemon.DefaultStaleAfter}
 	cmd := &cobra.Command{
 		Use:   name + " PROJECT",
@@ -155,7 +155,7 @@ refused, naming the newest.`,
 // with --html the HTML report, drawn from the database file.
 func newProjectReportCmd(c *client) *cobra.Command {
 	cmd, o := projectViewCmd(c, "report", "A project's report: summary, tasks, runs with attempts, evidence",
-		func(p string) control.Command { return control.CmdProjectReport{Project: p} }, printReportReply)
+		func(p string) api.Command { return api.CmdProjectReport{Project: p} }, printReportReply)
 	cmd.Long += `
 
 With --html -o FILE it writes the report as one HTML file that needs
@@ -217,16 +217,16 @@ func (o *ProjectViewOptions) run() error {
 	if err != nil {
 		return atError(o.At, err)
 	}
-	r := &control.ProjectResponse{}
+	r := &api.ProjectResponse{}
 	switch o.cmd(o.Project).(type) {
-	case control.CmdProjectStatus:
-		r.Kind, r.Project = control.KindStatus, control.ProjectSummaryOf(p)
-	case control.CmdProjectTasks:
-		r.Kind, r.ProjectID, r.Tasks = control.KindTasks, p.ID, control.ProjectTasksOf(p)
-	case control.CmdProjectReport:
-		r.Kind, r.Report = control.KindReport, control.ProjectReportOf(p, p.Updated)
+	case api.CmdProjectStatus:
+		r.Kind, r.Project = api.KindStatus, api.ProjectSummaryOf(p)
+	case api.CmdProjectTasks:
+		r.Kind, r.ProjectID, r.Tasks = api.KindTasks, p.ID, api.ProjectTasksOf(p)
+	case api.CmdProjectReport:
+		r.Kind, r.Report = api.KindReport, api.ProjectReportOf(p, p.Updated)
 	}
-	st := &control.DaemonStatus{Version: version, Components: []control.ComponentHealth{}, Project: r}
+	st := &api.DaemonStatus{Version: version, Components: []api.ComponentHealth{}, Project: r}
 	if o.c.json {
 		return o.c.printJSON(st) // one line, like the daemon's reply
 	}
@@ -265,7 +265,7 @@ A running run silent for the daemon's --stale-after is marked stale.`,
 }
 
 func (o *ProjectHeartbeatOptions) run() error {
-	c := control.CmdProjectHeartbeat{Project: o.Project}
+	c := api.CmdProjectHeartbeat{Project: o.Project}
 	headline := "heartbeat recorded"
 	if o.set("task") {
 		c.Task = &o.Task
@@ -275,7 +275,7 @@ func (o *ProjectHeartbeatOptions) run() error {
 		c.Run = &o.Run
 		headline = "heartbeat recorded for run " + o.Run
 	}
-	_, err := o.c.call(c, func(p *printer, st *control.DaemonStatus) error { return printProjectBlock(p, st, headline) })
+	_, err := o.c.call(c, func(p *printer, st *api.DaemonStatus) error { return printProjectBlock(p, st, headline) })
 	return err
 }
 
@@ -332,10 +332,10 @@ func (o *TaskAddOptions) run() error {
 	if o.MaxRetries > math.MaxUint32 {
 		return usagef("--max-retries %d is too large (at most %d)", o.MaxRetries, uint64(math.MaxUint32))
 	}
-	_, err := o.c.call(control.CmdProjectTaskAdd{
+	_, err := o.c.call(api.CmdProjectTaskAdd{
 		Project: o.Project, Title: o.Title, DependsOn: o.DependsOn.list(), MaxRetries: uint32(o.MaxRetries),
-	}, func(p *printer, st *control.DaemonStatus) error {
-		r, err := projectOf(st, control.KindTaskAdded)
+	}, func(p *printer, st *api.DaemonStatus) error {
+		r, err := projectOf(st, api.KindTaskAdded)
 		if err != nil {
 			return err
 		}
@@ -388,11 +388,11 @@ stale come from runs only: a running task changes only through its run.`,
 }
 
 func (o *TaskUpdateOptions) run() error {
-	c := control.CmdProjectTaskUpdate{Project: o.Project, Task: o.Task, Status: o.Status}
+	c := api.CmdProjectTaskUpdate{Project: o.Project, Task: o.Task, Status: o.Status}
 	if o.set("progress") {
 		c.Progress = &o.Progress
 	}
-	_, err := o.c.call(c, func(p *printer, st *control.DaemonStatus) error {
+	_, err := o.c.call(c, func(p *printer, st *api.DaemonStatus) error {
 		return printProjectBlock(p, st, fmt.Sprintf("task %s updated (%s)", o.Task, o.Status))
 	})
 	return err
@@ -441,8 +441,8 @@ func newRunStartCmd(c *client) *cobra.Command {
 }
 
 func (o *RunStartOptions) run() error {
-	_, err := o.c.call(control.CmdProjectRunStart{Project: o.Project, Task: o.Task, Agent: o.Agent}, func(p *printer, st *control.DaemonStatus) error {
-		r, err := projectOf(st, control.KindRunStarted)
+	_, err := o.c.call(api.CmdProjectRunStart{Project: o.Project, Task: o.Task, Agent: o.Agent}, func(p *printer, st *api.DaemonStatus) error {
+		r, err := projectOf(st, api.KindRunStarted)
 		if err != nil {
 			return err
 		}
@@ -469,8 +469,8 @@ stale run is fenced, and what it says is refused.`,
 		ValidArgsFunction: c.completeProjectRun(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Project, o.Run, o.Text = args[0], args[1], args[2]
-			_, err := o.c.call(control.CmdProjectRunProgress{Project: o.Project, Run: o.Run, Progress: o.Text},
-				func(p *printer, st *control.DaemonStatus) error {
+			_, err := o.c.call(api.CmdProjectRunProgress{Project: o.Project, Run: o.Run, Progress: o.Text},
+				func(p *printer, st *api.DaemonStatus) error {
 					return printProjectBlock(p, st, fmt.Sprintf("run %s progress recorded", o.Run))
 				})
 			return err
@@ -509,8 +509,8 @@ func newRunFinishCmd(c *client) *cobra.Command {
 				return usageError{err.Error()}
 			}
 			o.Status = status
-			_, err = o.c.call(control.CmdProjectRunFinish{Project: o.Project, Run: o.Run, Status: o.Status},
-				func(p *printer, st *control.DaemonStatus) error {
+			_, err = o.c.call(api.CmdProjectRunFinish{Project: o.Project, Run: o.Run, Status: o.Status},
+				func(p *printer, st *api.DaemonStatus) error {
 					return printProjectBlock(p, st, fmt.Sprintf("run %s finished (%s)", o.Run, o.Status))
 				})
 			return err

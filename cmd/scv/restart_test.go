@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/control/proc"
 	"scv/control/restart"
 	"scv/reducer"
@@ -99,15 +100,15 @@ func TestRestartWhenIdle(t *testing.T) {
 	// state, and owns the socket (removes it when it stops).
 	t.Run("upgrade", func(t *testing.T) {
 		d := start(t)
-		st := d.must(t, control.CmdStatus{})
+		st := d.must(t, api.CmdStatus{})
 		assert.Equal(t, "1.0.0-old", st.Version)
 		oldPID := st.PID
-		d.must(t, control.CmdProjectCreate{Name: "acme", Workspace: d.dir})
-		task := d.must(t, control.CmdProjectTaskAdd{Project: "acme", Title: "survive", DependsOn: []string{}}).Project.TaskID
+		d.must(t, api.CmdProjectCreate{Name: "acme", Workspace: d.dir})
+		task := d.must(t, api.CmdProjectTaskAdd{Project: "acme", Title: "survive", DependsOn: []string{}}).Project.TaskID
 
 		install(t, newBin, d.bin)
 		asked := time.Now()
-		st = d.must(t, control.CmdRestartWhenIdle{Version: ptr("2.0.0-new"), Commit: ptr("abc123")})
+		st = d.must(t, api.CmdRestartWhenIdle{Version: ptr("2.0.0-new"), Commit: ptr("abc123")})
 		assert.Equal(t, "1.0.0-old", st.Version, "the old daemon answers the request")
 		require.NotNil(t, st.Restart)
 		assert.Equal(t, "2.0.0-new", st.Restart.ToVersion)
@@ -115,11 +116,11 @@ func TestRestartWhenIdle(t *testing.T) {
 		assert.InDelta(t, asked.Add(restart.DefaultRestartMaxWait).Unix(), int64(st.Restart.DeadlineUnixSeconds), 2, "default max wait")
 
 		require.NoError(t, d.waitExit(t), "the old daemon exits 0")
-		st = d.must(t, control.CmdStatus{})
+		st = d.must(t, api.CmdStatus{})
 		assert.Equal(t, "2.0.0-new", st.Version)
 		assert.NotEqual(t, oldPID, st.PID)
 		assert.Nil(t, st.Restart, "nothing pending after the restart")
-		tasks := d.must(t, control.CmdProjectTasks{Project: "acme"}).Project.Tasks
+		tasks := d.must(t, api.CmdProjectTasks{Project: "acme"}).Project.Tasks
 		require.Len(t, tasks, 1)
 		assert.Equal(t, task, tasks[0].ID)
 		assert.Equal(t, "survive", tasks[0].Title)
@@ -141,25 +142,25 @@ func TestRestartWhenIdle(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
 		d := start(t)
 		install(t, newBin, d.bin)
-		_, err := d.call(control.CmdRestartWhenIdle{Version: ptr("9.9.9")})
-		var e *control.Error
+		_, err := d.call(api.CmdRestartWhenIdle{Version: ptr("9.9.9")})
+		var e *api.Error
 		require.ErrorAs(t, err, &e)
-		assert.Equal(t, control.CodeConflict, e.Code)
-		assert.Equal(t, control.ReasonConflict, e.Data.Reason)
+		assert.Equal(t, api.CodeConflict, e.Code)
+		assert.Equal(t, api.ReasonConflict, e.Data.Reason)
 		for _, s := range []string{"9.9.9", "2.0.0-new", d.bin} {
 			assert.Contains(t, e.Message, s)
 		}
-		st := d.must(t, control.CmdStatus{})
+		st := d.must(t, api.CmdStatus{})
 		assert.Nil(t, st.Restart)
 		assert.Equal(t, "1.0.0-old", st.Version)
 
 		require.NoError(t, os.Remove(d.bin))
-		_, err = d.call(control.CmdRestartWhenIdle{})
+		_, err = d.call(api.CmdRestartWhenIdle{})
 		require.ErrorAs(t, err, &e)
-		assert.Equal(t, control.ReasonConflict, e.Data.Reason)
+		assert.Equal(t, api.ReasonConflict, e.Data.Reason)
 		assert.Contains(t, e.Message, d.bin)
 		time.Sleep(200 * time.Millisecond)
-		st = d.must(t, control.CmdStatus{})
+		st = d.must(t, api.CmdStatus{})
 		assert.Nil(t, st.Restart)
 		assert.Equal(t, "1.0.0-old", st.Version)
 		assert.Equal(t, uint32(d.cmd.Process.Pid), st.PID)
@@ -182,7 +183,7 @@ func TestRestartWhenIdle(t *testing.T) {
 		require.NoError(t, agent.Start())
 		var handle string
 		require.Eventually(t, func() bool {
-			st, err := d.call(control.CmdDelegations{})
+			st, err := d.call(api.CmdDelegations{})
 			if err == nil && len(st.Delegations.Entries) == 1 {
 				handle = st.Delegations.Entries[0].Handle
 			}
@@ -191,7 +192,7 @@ func TestRestartWhenIdle(t *testing.T) {
 		}, 20*time.Second, 20*time.Millisecond, "the agent asked: %s", &out)
 
 		time.Sleep(300 * time.Millisecond) // the restart would be due by now, were it not waiting
-		st := d.must(t, control.CmdStatus{})
+		st := d.must(t, api.CmdStatus{})
 		assert.Equal(t, "1.0.0-old", st.Version, "still waiting")
 		require.NotNil(t, st.Restart)
 		require.NotNil(t, st.Restart.Requester)
@@ -202,7 +203,7 @@ func TestRestartWhenIdle(t *testing.T) {
 		require.NoError(t, os.WriteFile(gate, nil, 0o600))
 		require.NoError(t, agent.Wait(), "%s", &out)
 		require.NoError(t, d.waitExit(t), "the old daemon handed over")
-		st = d.must(t, control.CmdStatus{})
+		st = d.must(t, api.CmdStatus{})
 		assert.Equal(t, "2.0.0-new", st.Version)
 		assert.Zero(t, st.Delegations.Active)
 	})
@@ -213,11 +214,11 @@ func TestRestartWhenIdle(t *testing.T) {
 	// acknowledged task exactly once.
 	t.Run("requests through the restart", func(t *testing.T) {
 		d := start(t)
-		d.must(t, control.CmdProjectCreate{Name: "load", Workspace: d.dir})
+		d.must(t, api.CmdProjectCreate{Name: "load", Workspace: d.dir})
 		stop := runLoad(d.sock, "load")
 		time.Sleep(300 * time.Millisecond)
 		install(t, newBin, d.bin)
-		d.must(t, control.CmdRestartWhenIdle{Version: ptr("2.0.0-new")})
+		d.must(t, api.CmdRestartWhenIdle{Version: ptr("2.0.0-new")})
 		require.NoError(t, d.waitExit(t))
 		time.Sleep(300 * time.Millisecond)
 		o := stop()
@@ -227,7 +228,7 @@ func TestRestartWhenIdle(t *testing.T) {
 		assert.Positive(t, o.versions["2.0.0-new"], "answered by the new daemon")
 		assert.GreaterOrEqual(t, o.reconnects, 1, "the restart closed the client's connection")
 
-		st := d.must(t, control.CmdProjectTasks{Project: "load"})
+		st := d.must(t, api.CmdProjectTasks{Project: "load"})
 		assert.Equal(t, "2.0.0-new", st.Version)
 		assert.ElementsMatch(t, o.acked, taskIDs(st), "nothing lost, nothing doubled")
 	})
@@ -238,17 +239,17 @@ func TestRestartWhenIdle(t *testing.T) {
 	t.Run("new release fails", func(t *testing.T) {
 		d := start(t, "--stale-after", "1s")
 		pid := uint32(d.cmd.Process.Pid)
-		d.must(t, control.CmdProjectCreate{Name: "acme", Workspace: d.dir})
-		task := d.must(t, control.CmdProjectTaskAdd{Project: "acme", Title: "before", DependsOn: []string{}, MaxRetries: 1}).Project.TaskID
+		d.must(t, api.CmdProjectCreate{Name: "acme", Workspace: d.dir})
+		task := d.must(t, api.CmdProjectTaskAdd{Project: "acme", Title: "before", DependsOn: []string{}, MaxRetries: 1}).Project.TaskID
 
 		writeScript(t, d.bin, `if [ "$1" = version ]; then echo 2.0.0-broken; exit 0; fi
 echo "broken release: $*" >&2
 exit 1
 `)
-		d.must(t, control.CmdProjectCreate{Name: "load", Workspace: d.dir})
+		d.must(t, api.CmdProjectCreate{Name: "load", Workspace: d.dir})
 		stop := runLoad(d.sock, "load")
 		time.Sleep(200 * time.Millisecond)
-		st := d.must(t, control.CmdRestartWhenIdle{Version: ptr("2.0.0-broken")})
+		st := d.must(t, api.CmdRestartWhenIdle{Version: ptr("2.0.0-broken")})
 		require.NotNil(t, st.Restart)
 		assert.Equal(t, "2.0.0-broken", st.Restart.ToVersion)
 		require.Eventually(t, func() bool { return strings.Contains(d.logs(), "restart failed") },
@@ -259,16 +260,16 @@ exit 1
 		t.Logf("%d tasks acknowledged (%v), %d reconnects", len(o.acked), o.versions, o.reconnects)
 		assert.Equal(t, len(o.acked), o.versions["1.0.0-old"], "all answered by the old daemon")
 		assert.GreaterOrEqual(t, o.reconnects, 1, "the pause closed the client's connection")
-		assert.ElementsMatch(t, o.acked, taskIDs(d.must(t, control.CmdProjectTasks{Project: "load"})))
+		assert.ElementsMatch(t, o.acked, taskIDs(d.must(t, api.CmdProjectTasks{Project: "load"})))
 		assert.Contains(t, d.logs(), "broken release: daemon --db "+d.db+" --socket "+d.sock+" --stale-after 1s",
 			"the release ran with the daemon's arguments")
 
-		st = d.must(t, control.CmdStatus{})
+		st = d.must(t, api.CmdStatus{})
 		assert.Nil(t, st.Restart, "the failed restart is cleared")
 		assert.Equal(t, "1.0.0-old", st.Version)
 		assert.Equal(t, pid, st.PID)
-		d.must(t, control.CmdProjectTaskAdd{Project: "acme", Title: "after", DependsOn: []string{}})
-		tasks := d.must(t, control.CmdProjectTasks{Project: "acme"}).Project.Tasks
+		d.must(t, api.CmdProjectTaskAdd{Project: "acme", Title: "after", DependsOn: []string{}})
+		tasks := d.must(t, api.CmdProjectTasks{Project: "acme"}).Project.Tasks
 		require.Len(t, tasks, 2)
 		assert.Equal(t, task, tasks[0].ID)
 
@@ -280,9 +281,9 @@ exit 1
 		assert.Error(t, err)
 		assert.Contains(t, string(out), "another daemon is using "+d.db)
 		// ...and the sweeper runs again: a silent run goes stale.
-		d.must(t, control.CmdProjectRunStart{Project: "acme", Task: task, Agent: "codex"})
+		d.must(t, api.CmdProjectRunStart{Project: "acme", Task: task, Agent: "codex"})
 		assert.Eventually(t, func() bool {
-			for _, tk := range d.must(t, control.CmdProjectTasks{Project: "acme"}).Project.Tasks {
+			for _, tk := range d.must(t, api.CmdProjectTasks{Project: "acme"}).Project.Tasks {
 				if tk.ID == task {
 					return tk.Status == reducer.TaskStale
 				}
@@ -322,7 +323,7 @@ func runLoad(sock, project string) (stop func() loadOutcome) {
 			default:
 			}
 			title := fmt.Sprintf("task-%04d", i)
-			st, err := rc.call(control.CmdProjectTaskAdd{Project: project, Title: title, DependsOn: []string{}})
+			st, err := rc.call(api.CmdProjectTaskAdd{Project: project, Title: title, DependsOn: []string{}})
 			if err != nil {
 				o.err = fmt.Errorf("add %s: %w", title, err)
 				return
@@ -330,7 +331,7 @@ func runLoad(sock, project string) (stop func() loadOutcome) {
 			o.acked = append(o.acked, st.Project.TaskID)
 			o.versions[st.Version]++
 			if i%3 == 0 {
-				if _, err := rc.call(control.CmdProjectStatus{Project: project}); err != nil {
+				if _, err := rc.call(api.CmdProjectStatus{Project: project}); err != nil {
 					o.err = fmt.Errorf("status after %s: %w", title, err)
 					return
 				}
@@ -344,7 +345,7 @@ func runLoad(sock, project string) (stop func() loadOutcome) {
 }
 
 // taskIDs lists a project's task IDs.
-func taskIDs(st *control.DaemonStatus) []string {
+func taskIDs(st *api.DaemonStatus) []string {
 	var ids []string
 	for _, tk := range st.Project.Tasks {
 		ids = append(ids, tk.ID)
@@ -361,7 +362,7 @@ type resendingClient struct {
 	reconnects int
 }
 
-func (rc *resendingClient) call(cmd control.Command) (*control.DaemonStatus, error) {
+func (rc *resendingClient) call(cmd api.Command) (*api.DaemonStatus, error) {
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		if rc.c == nil {

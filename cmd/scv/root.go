@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/control/daemon"
 )
 
@@ -252,12 +253,12 @@ func (c *client) dial(ctx context.Context) (*control.Client, error) {
 
 // call sends cmd on a connection of its own and prints the reply: the
 // daemon's bytes under --json, else print's form. It returns the reply.
-func (c *client) call(cmd control.Command, print func(*printer, *control.DaemonStatus) error) (*control.DaemonStatus, error) {
+func (c *client) call(cmd api.Command, print func(*printer, *api.DaemonStatus) error) (*api.DaemonStatus, error) {
 	raw, err := c.raw(cmd)
 	if err != nil {
 		return nil, err
 	}
-	var st control.DaemonStatus
+	var st api.DaemonStatus
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return nil, fmt.Errorf("decode reply: %w", err)
 	}
@@ -273,7 +274,7 @@ func (c *client) call(cmd control.Command, print func(*printer, *control.DaemonS
 
 // raw sends cmd on a connection of its own and returns the daemon's
 // reply as it came, printing nothing.
-func (c *client) raw(cmd control.Command) (json.RawMessage, error) {
+func (c *client) raw(cmd api.Command) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	cl, err := c.dial(ctx)
@@ -291,7 +292,7 @@ func (c *client) raw(cmd control.Command) (json.RawMessage, error) {
 // do sends one command on a connection of its own and returns the reply,
 // printing nothing: a delegation outlives connections, and the daemon may
 // restart while its command runs.
-func (c *client) do(cmd control.Command) (*control.DaemonStatus, error) {
+func (c *client) do(cmd api.Command) (*api.DaemonStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	cl, err := c.dial(ctx)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/control/daemon"
 )
 
@@ -30,10 +31,10 @@ func TestShutdownEndsLongPoll(t *testing.T) {
 	cl, err := control.Dial(ctx, sock)
 	require.NoError(t, err)
 	defer cl.Close()
-	chat, after, wait := "local:owner", uint64(1<<40), uint64(control.MaxListWait)
+	chat, after, wait := "local:owner", uint64(1<<40), uint64(api.MaxListWait)
 	answered := make(chan error, 1)
 	go func() {
-		_, err := cl.Call(ctx, control.CmdConfirmList{Chat: &chat, After: &after, WaitSeconds: &wait})
+		_, err := cl.Call(ctx, api.CmdConfirmList{Chat: &chat, After: &after, WaitSeconds: &wait})
 		answered <- err
 	}()
 	require.Eventually(t, func() bool { return d.Server().InFlight() == 1 }, 5*time.Second, 5*time.Millisecond,
@@ -52,9 +53,9 @@ func TestShutdownEndsLongPoll(t *testing.T) {
 	assert.Less(t, took, 2*time.Second, "shutdown took %s", took)
 	select {
 	case err := <-answered:
-		var e *control.Error
+		var e *api.Error
 		require.True(t, errors.As(err, &e), "an error reply, not a lost connection: %v", err)
-		assert.Equal(t, control.ReasonUnavailable, e.Data.Reason)
+		assert.Equal(t, api.ReasonUnavailable, e.Data.Reason)
 	case <-time.After(5 * time.Second):
 		t.Fatal("the waiting client got nothing")
 	}
@@ -125,9 +126,9 @@ func TestDaemonSignal(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				var err error
 				if i%4 == 0 {
-					_, err = c.Call(ctx, control.CmdProjectHeartbeat{Project: "acme"})
+					_, err = c.Call(ctx, api.CmdProjectHeartbeat{Project: "acme"})
 				} else {
-					_, err = c.Call(ctx, control.CmdStatus{})
+					_, err = c.Call(ctx, api.CmdStatus{})
 				}
 				cancel()
 				if err != nil {

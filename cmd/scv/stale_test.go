@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/reducer"
 )
 
@@ -36,34 +37,34 @@ func TestStaleAfterTwoSeconds(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 
-	call := func(cmd control.Command) *control.DaemonStatus {
+	call := func(cmd api.Command) *api.DaemonStatus {
 		t.Helper()
 		st, err := c.Call(ctx, cmd)
 		require.NoError(t, err, "%s", cmd.Action())
 		return st
 	}
-	task := func(p, id string) control.ProjectTask {
+	task := func(p, id string) api.ProjectTask {
 		t.Helper()
-		for _, tk := range call(control.CmdProjectTasks{Project: p}).Project.Tasks {
+		for _, tk := range call(api.CmdProjectTasks{Project: p}).Project.Tasks {
 			if tk.ID == id {
 				return tk
 			}
 		}
 		t.Fatalf("task %s not found", id)
-		return control.ProjectTask{}
+		return api.ProjectTask{}
 	}
 	events := func(p string) int {
 		t.Helper()
-		return len(call(control.CmdProjectEvents{Project: p}).Project.Events)
+		return len(call(api.CmdProjectEvents{Project: p}).Project.Events)
 	}
 
-	call(control.CmdProjectCreate{Name: "acme", Workspace: dir})
-	silent := call(control.CmdProjectTaskAdd{Project: "acme", Title: "silent", DependsOn: []string{}, MaxRetries: 1}).Project.TaskID
-	live := call(control.CmdProjectTaskAdd{Project: "acme", Title: "live", DependsOn: []string{}, MaxRetries: 0}).Project.TaskID
+	call(api.CmdProjectCreate{Name: "acme", Workspace: dir})
+	silent := call(api.CmdProjectTaskAdd{Project: "acme", Title: "silent", DependsOn: []string{}, MaxRetries: 1}).Project.TaskID
+	live := call(api.CmdProjectTaskAdd{Project: "acme", Title: "live", DependsOn: []string{}, MaxRetries: 0}).Project.TaskID
 
 	// A silent run: stale within 3 seconds of its last word.
-	run := call(control.CmdProjectRunStart{Project: "acme", Task: silent, Agent: "codex"}).Project.RunID
-	call(control.CmdProjectRunProgress{Project: "acme", Run: run, Progress: "started"})
+	run := call(api.CmdProjectRunStart{Project: "acme", Task: silent, Agent: "codex"}).Project.RunID
+	call(api.CmdProjectRunProgress{Project: "acme", Run: run, Progress: "started"})
 	lastWord := time.Now()
 	require.Eventually(t, func() bool { return task("acme", silent).Status == reducer.TaskStale },
 		5*time.Second, 20*time.Millisecond)
@@ -73,17 +74,17 @@ func TestStaleAfterTwoSeconds(t *testing.T) {
 	assert.Equal(t, uint32(1), task("acme", silent).Retries)
 
 	// The zombie is fenced.
-	_, err = c.Call(ctx, control.CmdProjectHeartbeat{Project: "acme", Run: &run})
-	var e *control.Error
+	_, err = c.Call(ctx, api.CmdProjectHeartbeat{Project: "acme", Run: &run})
+	var e *api.Error
 	require.ErrorAs(t, err, &e)
-	assert.Equal(t, control.ReasonRunNotRunning, e.Data.Reason)
+	assert.Equal(t, api.ReasonRunNotRunning, e.Data.Reason)
 
 	// A burst of 300 heartbeats from a live run appends a handful.
-	liveRun := call(control.CmdProjectRunStart{Project: "acme", Task: live, Agent: "codex"}).Project.RunID
+	liveRun := call(api.CmdProjectRunStart{Project: "acme", Task: live, Agent: "codex"}).Project.RunID
 	before := events("acme")
 	for range 300 {
-		st := call(control.CmdProjectHeartbeat{Project: "acme", Run: &liveRun})
-		require.Equal(t, control.KindUpdated, st.Project.Kind)
+		st := call(api.CmdProjectHeartbeat{Project: "acme", Run: &liveRun})
+		require.Equal(t, api.KindUpdated, st.Project.Kind)
 	}
 	appended := events("acme") - before
 	t.Logf("300 heartbeats appended %d events", appended)
@@ -92,9 +93,9 @@ func TestStaleAfterTwoSeconds(t *testing.T) {
 
 	// The silent task starts again and goes silent again: max_retries 1 is
 	// spent, so the task and the project fail.
-	call(control.CmdProjectRunStart{Project: "acme", Task: silent, Agent: "codex"})
+	call(api.CmdProjectRunStart{Project: "acme", Task: silent, Agent: "codex"})
 	require.Eventually(t, func() bool { return task("acme", silent).Status == reducer.TaskFailed },
 		5*time.Second, 20*time.Millisecond)
 	assert.Equal(t, uint32(2), task("acme", silent).Retries)
-	assert.Equal(t, reducer.ProjectFailed, call(control.CmdProjectStatus{Project: "acme"}).Project.Project.Status)
+	assert.Equal(t, reducer.ProjectFailed, call(api.CmdProjectStatus{Project: "acme"}).Project.Project.Status)
 }

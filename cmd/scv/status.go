@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/proc"
 )
 
@@ -23,7 +23,7 @@ and a pending restart.`,
   scv status --json | jq .version`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(control.CmdStatus{}, printDaemonStatus)
+			_, err := c.call(api.CmdStatus{}, printDaemonStatus)
 			return err
 		},
 	}
@@ -92,7 +92,7 @@ connection, and no request is lost or run twice (docs/operations.md).`,
 }
 
 func (o *RestartWhenIdleOptions) run() error {
-	c := control.CmdRestartWhenIdle{}
+	c := api.CmdRestartWhenIdle{}
 	if o.Version != "" {
 		c.Version = &o.Version
 	}
@@ -129,7 +129,7 @@ delegation's whole process tree.`,
   scv delegations --all --json`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := o.c.call(control.CmdDelegations{All: o.All}, printDelegations)
+			_, err := o.c.call(api.CmdDelegations{All: o.All}, printDelegations)
 			return err
 		},
 	}
@@ -157,7 +157,7 @@ every orphaned one.`,
 		Args:              rangeArgs(0, "HANDLE"),
 		ValidArgsFunction: c.completeHandles,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var k control.CmdDelegationKill
+			var k api.CmdDelegationKill
 			switch {
 			case o.Orphans && len(args) == 0:
 				k.Orphans = true

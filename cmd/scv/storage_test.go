@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/ledger/sqlite/sqlitetest"
 )
 
@@ -47,11 +48,11 @@ func TestReliabilityStorageFull(t *testing.T) {
 	pid := d.Process.Pid
 	ctx := context.Background()
 	c := dialDaemon(t, sock)
-	_, err := c.Call(ctx, control.CmdProjectCreate{Name: "acme", Workspace: dir})
+	_, err := c.Call(ctx, api.CmdProjectCreate{Name: "acme", Workspace: dir})
 	require.NoError(t, err)
 
 	addTask := func(c *control.Client, title string) error {
-		_, err := c.Call(ctx, control.CmdProjectTaskAdd{Project: "acme", Title: title, DependsOn: []string{}})
+		_, err := c.Call(ctx, api.CmdProjectTaskAdd{Project: "acme", Title: title, DependsOn: []string{}})
 		return err
 	}
 	// Some growth, less than SQLite's automatic checkpoint (1000 WAL
@@ -99,12 +100,12 @@ func TestReliabilityStorageFull(t *testing.T) {
 				}
 				title := fmt.Sprintf("writer %d task %d", w, i)
 				err := addTask(wc, title)
-				var e *control.Error
+				var e *api.Error
 				mu.Lock()
 				switch {
 				case err == nil:
 					ackedLow = append(ackedLow, title)
-				case errors.As(err, &e) && e.Code == control.CodeStorageFull && e.Data.Reason == control.ReasonStorageFull:
+				case errors.As(err, &e) && e.Code == api.CodeStorageFull && e.Data.Reason == api.ReasonStorageFull:
 					refused = append(refused, title)
 					message = e.Message
 				default:
@@ -123,7 +124,7 @@ func TestReliabilityStorageFull(t *testing.T) {
 
 	// Reads still work: every acknowledged task is there, no refused one.
 	tasks := func() []string {
-		st, err := c.Call(ctx, control.CmdProjectTasks{Project: "acme"})
+		st, err := c.Call(ctx, api.CmdProjectTasks{Project: "acme"})
 		require.NoError(t, err)
 		var out []string
 		for _, task := range st.Project.Tasks {
@@ -153,7 +154,7 @@ func TestReliabilityStorageFull(t *testing.T) {
 		require.NoError(t, addTask(c, title), "writes resume once there is room")
 	}
 	acked = append(acked, after...)
-	st, err := c.Call(ctx, control.CmdStatus{})
+	st, err := c.Call(ctx, api.CmdStatus{})
 	require.NoError(t, err)
 	assert.Equal(t, uint32(pid), st.PID, "no restart")
 	assert.Equal(t, slices.Sorted(slices.Values(acked)), tasks())
@@ -289,7 +290,7 @@ func TestReliabilityReadOnlyDatabase(t *testing.T) {
 		sock := filepath.Join(dir, "run-new", "d.sock")
 		d, logs := startDaemon(t, bin, "--db", db, "--socket", sock)
 		// Answered once the ledger is open (the socket accepts before).
-		_, err := dialDaemon(t, sock).Call(context.Background(), control.CmdStatus{})
+		_, err := dialDaemon(t, sock).Call(context.Background(), api.CmdStatus{})
 		require.NoError(t, err)
 		require.NoError(t, d.Process.Signal(syscall.SIGTERM))
 		require.NoError(t, d.Wait(), "daemon exit: %s", logs)
@@ -365,10 +366,10 @@ func TestReliabilityCorruptDatabase(t *testing.T) {
 			if tc.starts {
 				d, logs := startDaemon(t, bin, "--db", db, "--socket", sock)
 				c := dialDaemon(t, sock)
-				_, err := c.Call(context.Background(), control.CmdProjectEvents{Project: "acme"})
-				e := control.ErrorOf(err)
+				_, err := c.Call(context.Background(), api.CmdProjectEvents{Project: "acme"})
+				e := api.ErrorOf(err)
 				require.NotNil(t, e, "a read of the damaged page must fail")
-				assert.Equal(t, control.ReasonStorage, e.Data.Reason)
+				assert.Equal(t, api.ReasonStorage, e.Data.Reason)
 				out = e.Message
 				require.NoError(t, d.Process.Signal(syscall.SIGTERM))
 				require.NoError(t, d.Wait(), "daemon exit: %s", logs)
@@ -423,10 +424,10 @@ func seedDatabase(t *testing.T, bin, db string) {
 	d, logs := startDaemon(t, bin, "--db", db, "--socket", sock)
 	c := dialDaemon(t, sock)
 	ctx := context.Background()
-	_, err := c.Call(ctx, control.CmdProjectCreate{Name: "acme", Workspace: filepath.Dir(db)})
+	_, err := c.Call(ctx, api.CmdProjectCreate{Name: "acme", Workspace: filepath.Dir(db)})
 	require.NoError(t, err)
 	for i := range 200 {
-		_, err := c.Call(ctx, control.CmdProjectTaskAdd{Project: "acme", Title: fmt.Sprintf("task %d, with a title long enough to fill a page or two of the events table", i), DependsOn: []string{}})
+		_, err := c.Call(ctx, api.CmdProjectTaskAdd{Project: "acme", Title: fmt.Sprintf("task %d, with a title long enough to fill a page or two of the events table", i), DependsOn: []string{}})
 		require.NoError(t, err)
 	}
 	require.NoError(t, d.Process.Signal(syscall.SIGTERM))
@@ -469,7 +470,7 @@ func refusedStart(t *testing.T, cmd *exec.Cmd, sock string) string {
 			if err != nil {
 				continue
 			}
-			_, err = c.Call(context.Background(), control.CmdStatus{})
+			_, err = c.Call(context.Background(), api.CmdStatus{})
 			c.Close()
 			if err == nil {
 				cmd.Process.Kill()

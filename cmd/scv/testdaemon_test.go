@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/ledger"
 )
 
@@ -74,7 +75,7 @@ func startTestDaemon(t *testing.T, bin, db, sock, failpoints string, args ...str
 			return true // reported below
 		default:
 		}
-		_, err := d.call(control.CmdStatus{})
+		_, err := d.call(api.CmdStatus{})
 		return err == nil
 	}, 20*time.Second, 20*time.Millisecond, "daemon did not listen: %s", d.logs())
 	select {
@@ -107,7 +108,7 @@ func (d *testDaemon) logs() string {
 
 // call sends one command on a connection of its own, and notes the PID of
 // a daemon other than the first that answers it.
-func (d *testDaemon) call(cmd control.Command) (*control.DaemonStatus, error) {
+func (d *testDaemon) call(cmd api.Command) (*api.DaemonStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := control.Dial(ctx, d.sock)
@@ -126,7 +127,7 @@ func (d *testDaemon) call(cmd control.Command) (*control.DaemonStatus, error) {
 	return st, err
 }
 
-func (d *testDaemon) must(t *testing.T, cmd control.Command) *control.DaemonStatus {
+func (d *testDaemon) must(t *testing.T, cmd api.Command) *api.DaemonStatus {
 	t.Helper()
 	st, err := d.call(cmd)
 	require.NoError(t, err, "%s", cmd.Action())

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/web"
 )
 
@@ -48,7 +48,7 @@ type uiJSON struct {
 
 func (o *UIOptions) run() error {
 	// The file outlives a daemon that was killed: ask the daemon first.
-	if _, err := o.c.do(control.CmdStatus{}); err != nil {
+	if _, err := o.c.do(api.CmdStatus{}); err != nil {
 		return err
 	}
 	_, file := web.Files(o.c.socket)

@@ -13,6 +13,7 @@ import (
 
 	"scv/cmd/internal/daemonproc"
 	"scv/control"
+	"scv/control/api"
 	"scv/ledger/driver"
 	"scv/ledger/sqlite/sqlitetest"
 	"scv/reducer"
@@ -173,11 +174,11 @@ func startRuns(ctx context.Context, conns []*conn, projects []string, prefix str
 		project := projects[i%len(projects)]
 		wg.Go(func() {
 			errs[i] = func() error {
-				st, err := c.c.Call(ctx, control.CmdProjectTaskAdd{Project: project, Title: fmt.Sprintf("%s-%d", prefix, i), DependsOn: []string{}})
+				st, err := c.c.Call(ctx, api.CmdProjectTaskAdd{Project: project, Title: fmt.Sprintf("%s-%d", prefix, i), DependsOn: []string{}})
 				if err != nil {
 					return fmt.Errorf("project_task_add: %w", err)
 				}
-				st, err = c.c.Call(ctx, control.CmdProjectRunStart{Project: project, Task: st.Project.TaskID, Agent: "scvbench"})
+				st, err = c.c.Call(ctx, api.CmdProjectRunStart{Project: project, Task: st.Project.TaskID, Agent: "scvbench"})
 				if err != nil {
 					return fmt.Errorf("project_run_start: %w", err)
 				}
@@ -361,7 +362,7 @@ func endToEnd(ctx context.Context, cfg Config, bin, dir string, rep *Report, aro
 		return err
 	}
 	defer admin.Close()
-	st, err := admin.Call(ctx, control.CmdProjectCreate{Name: "bench", Workspace: dir})
+	st, err := admin.Call(ctx, api.CmdProjectCreate{Name: "bench", Workspace: dir})
 	if err != nil {
 		return fmt.Errorf("project_create: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"scv/cmd/internal/daemonproc"
 	"scv/control"
+	"scv/control/api"
 )
 
 // EncoderResult compares the daemon's two reply encoders under the
@@ -147,7 +148,7 @@ func encoders(ctx context.Context, cfg Config, bin, dir string, logf func(string
 		if err != nil {
 			return res, err
 		}
-		st, err := c.Call(ctx, control.CmdProjectCreate{Name: "encoders", Workspace: dir})
+		st, err := c.Call(ctx, api.CmdProjectCreate{Name: "encoders", Workspace: dir})
 		c.Close()
 		if err != nil {
 			return res, fmt.Errorf("project_create: %w", err)

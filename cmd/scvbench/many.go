@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"scv/cmd/internal/daemonproc"
-	"scv/control"
+	"scv/control/api"
 )
 
 // ManyResult is a ledger of many small projects: how fast a daemon
@@ -59,7 +59,7 @@ func manyProjects(ctx context.Context, cfg Config, bin, dir string, logf func(st
 	logf("  generated %d projects, %d events in %.1f s", cfg.ManyProjects, w.seq, took.Seconds())
 
 	sock := filepath.Join(dir, "many.sock")
-	start := func(cmd control.Command, keep bool) (*daemonproc.Daemon, time.Duration, error) {
+	start := func(cmd api.Command, keep bool) (*daemonproc.Daemon, time.Duration, error) {
 		runtime.GC()
 		d, err := daemonproc.Start(bin, path, sock, "--stale-after", "1h")
 		if err != nil {
@@ -75,18 +75,18 @@ func manyProjects(ctx context.Context, cfg Config, bin, dir string, logf func(st
 		}
 		return d, took, nil
 	}
-	_, first, err := start(control.CmdProjectStatus{Project: ids[0]}, false)
+	_, first, err := start(api.CmdProjectStatus{Project: ids[0]}, false)
 	if err != nil {
 		return res, fmt.Errorf("first open: %w", err)
 	}
 	res.FirstOpenSeconds = first.Seconds()
 	logf("  first open (migration, %d summaries) %.2f s", cfg.ManyProjects, first.Seconds())
 	for k := range cfg.ReplayRounds {
-		_, b, err := start(control.CmdStatus{}, false)
+		_, b, err := start(api.CmdStatus{}, false)
 		if err != nil {
 			return res, err
 		}
-		_, s, err := start(control.CmdProjectStatus{Project: ids[(k+1)*len(ids)/(cfg.ReplayRounds+1)]}, false)
+		_, s, err := start(api.CmdProjectStatus{Project: ids[(k+1)*len(ids)/(cfg.ReplayRounds+1)]}, false)
 		if err != nil {
 			return res, err
 		}
@@ -97,7 +97,7 @@ func manyProjects(ctx context.Context, cfg Config, bin, dir string, logf func(st
 	logf("  start to first project_status %.3f s (to first status %.3f s)", res.StartSeconds, res.BaselineSeconds)
 
 	// Touch every project once, then read the peak RSS.
-	d, _, err := start(control.CmdProjectStatus{Project: ids[len(ids)-1]}, true)
+	d, _, err := start(api.CmdProjectStatus{Project: ids[len(ids)-1]}, true)
 	if err != nil {
 		return res, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"scv/cmd/internal/daemonproc"
 	"scv/control"
+	"scv/control/api"
 	"scv/ledger/driver"
 	"scv/ledger/postgres"
 	"scv/reducer"
@@ -302,7 +303,7 @@ func createProject(ctx context.Context, sock, name, workspace string) (string, e
 		return "", err
 	}
 	defer c.Close()
-	st, err := c.Call(ctx, control.CmdProjectCreate{Name: name, Workspace: workspace})
+	st, err := c.Call(ctx, api.CmdProjectCreate{Name: name, Workspace: workspace})
 	if err != nil {
 		return "", fmt.Errorf("project_create: %w", err)
 	}

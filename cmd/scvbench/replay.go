@@ -14,7 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"scv/cmd/internal/daemonproc"
-	"scv/control"
+	"scv/control/api"
 	"scv/ledger"
 	"scv/ledger/driver"
 	"scv/ledger/sqlite"
@@ -75,7 +75,7 @@ func replay(ctx context.Context, cfg Config, bin, dir string, logf func(string, 
 	res.Kinds, res.Projects, res.Tasks, res.Runs = g.w.kinds, 1, g.tasks, g.runs
 	logf("  generated %d events in %.1f s", res.Events, res.GenerateSeconds)
 
-	status := control.CmdProjectStatus{Project: g.project}
+	status := api.CmdProjectStatus{Project: g.project}
 	start := func() (time.Duration, int64, error) {
 		runtime.GC()
 		d, err := daemonproc.Start(bin, path, sock, "--stale-after", "1h")
@@ -152,7 +152,7 @@ func replay(ctx context.Context, cfg Config, bin, dir string, logf func(string, 
 // profileStart takes a CPU profile of one more daemon start on the
 // history, from as soon as its pprof socket answers until a little after
 // the time a start took: where the load of the project goes.
-func profileStart(ctx context.Context, bin, path, sock string, status control.Command, secs float64) error {
+func profileStart(ctx context.Context, bin, path, sock string, status api.Command, secs float64) error {
 	os.Remove(sock + ".pprof") // an earlier daemon's
 	d, err := daemonproc.Start(bin, path, sock, "--stale-after", "1h")
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"scv/cmd/internal/daemonproc"
-	"scv/control"
+	"scv/control/api"
 	"scv/reducer"
 )
 
@@ -176,7 +176,7 @@ func sizes(ctx context.Context, cfg Config, bin, dir string, logf func(string, .
 		return res, err
 	}
 	defer d.Kill()
-	first, err := d.ReadyWith(ctx, 5*time.Minute, control.CmdProjectStatus{Project: prep.bySize[big][0]})
+	first, err := d.ReadyWith(ctx, 5*time.Minute, api.CmdProjectStatus{Project: prep.bySize[big][0]})
 	if err != nil {
 		return res, err
 	}
@@ -207,12 +207,12 @@ func sizes(ctx context.Context, cfg Config, bin, dir string, logf func(string, .
 	order = append(order, win{"fresh 3", 0, ""})
 	for k, wn := range order {
 		if wn.project == "" {
-			st, err := admin.c.Call(ctx, control.CmdProjectCreate{Name: fmt.Sprintf("fresh-%d", k), Workspace: dir})
+			st, err := admin.c.Call(ctx, api.CmdProjectCreate{Name: fmt.Sprintf("fresh-%d", k), Workspace: dir})
 			if err != nil {
 				return res, fmt.Errorf("project_create: %w", err)
 			}
 			wn.project = st.Project.Project.ID
-		} else if _, err := admin.c.Call(ctx, control.CmdProjectStatus{Project: wn.project}); err != nil {
+		} else if _, err := admin.c.Call(ctx, api.CmdProjectStatus{Project: wn.project}); err != nil {
 			// Loaded before the window, not in it.
 			return res, fmt.Errorf("project_status: %w", err)
 		}
@@ -295,7 +295,7 @@ func reportCase(ctx context.Context, c *conn, project string, tasks, rounds int)
 	rc.ReplyBytes = len(last)
 	rc.BytesPerTask = float64(len(last)) / float64(tasks)
 	var reply struct {
-		Result control.DaemonStatus `json:"result"`
+		Result api.DaemonStatus `json:"result"`
 	}
 	if err := json.Unmarshal(last, &reply); err != nil {
 		return rc, fmt.Errorf("decode the report: %w", err)

@@ -17,6 +17,7 @@ import (
 
 	"scv/cmd/internal/daemonproc"
 	"scv/control"
+	"scv/control/api"
 	"scv/ledger/driver"
 	"scv/ledger/postgres"
 	"scv/ledger/postgres/pgcluster"
@@ -123,22 +124,22 @@ func (c *crashClient) step(cl *control.Client, unsure bool) error {
 		}
 	}
 	if c.log.Run == "" {
-		raw, err := call(cl, control.CmdProjectRunStart{Project: c.project, Task: c.log.Task, Agent: "scvrel"})
+		raw, err := call(cl, api.CmdProjectRunStart{Project: c.project, Task: c.log.Task, Agent: "scvrel"})
 		if err != nil {
 			return err
 		}
-		var st control.DaemonStatus
+		var st api.DaemonStatus
 		if err := json.Unmarshal(raw, &st); err != nil || st.Project == nil || st.Project.RunID == "" {
 			// A reply, but not the one expected: it stops the client as
 			// a refusal does.
-			return &control.Error{Message: fmt.Sprintf("project_run_start reply %s: %v", raw, err)}
+			return &api.Error{Message: fmt.Sprintf("project_run_start reply %s: %v", raw, err)}
 		}
 		c.log.Run, c.log.RunAcked = st.Project.RunID, true
 		return nil
 	}
 	c.log.Sent++
 	c.sending = c.log.Sent
-	_, err := call(cl, control.CmdProjectRunProgress{Project: c.project, Run: c.log.Run, Progress: progressText(c.i, c.log.Sent)})
+	_, err := call(cl, api.CmdProjectRunProgress{Project: c.project, Run: c.log.Run, Progress: progressText(c.i, c.log.Sent)})
 	if err != nil {
 		return err
 	}
@@ -343,7 +344,7 @@ func (e env) crashLoad(ctx context.Context, t target, sock string, p *problems) 
 	if cl, err := control.Dial(ctx, sock); err != nil {
 		p.addf("last daemon: %v", err)
 	} else {
-		for _, cmd := range []control.Command{control.CmdProjectTasks{Project: project}, control.CmdProjectStatus{Project: project}} {
+		for _, cmd := range []api.Command{api.CmdProjectTasks{Project: project}, api.CmdProjectStatus{Project: project}} {
 			raw, err := call(cl, cmd)
 			if err != nil {
 				p.addf("last daemon: %s: %v", cmd.Action(), err)
@@ -539,7 +540,7 @@ func compactor(sock, project string, every time.Duration, outages bool, stop <-c
 				continue
 			}
 		}
-		_, err := call(cl, control.CmdLedgerCompact{Project: project, Retain: &retain})
+		_, err := call(cl, api.CmdLedgerCompact{Project: project, Retain: &retain})
 		switch {
 		case err == nil:
 			done++
@@ -609,7 +610,7 @@ func (e env) crashVerify(ctx context.Context, t target, sock string, run *crashR
 	} else {
 		cl, err := control.Dial(ctx, sock)
 		if err == nil {
-			for _, cmd := range []control.Command{control.CmdProjectTasks{Project: project}, control.CmdProjectStatus{Project: project}} {
+			for _, cmd := range []api.Command{api.CmdProjectTasks{Project: project}, api.CmdProjectStatus{Project: project}} {
 				raw, err := call(cl, cmd)
 				if err != nil {
 					p.addf("restarted daemon: %s: %v", cmd.Action(), err)
@@ -747,11 +748,11 @@ func replies(folded map[string]*reducer.Project, project string, last uint64, p 
 		return nil, last, nil
 	}
 	out := map[string]json.RawMessage{}
-	for action, r := range map[string]control.ProjectResponse{
-		"project_tasks":  {Kind: control.KindTasks, ProjectID: pr.ID, Tasks: control.ProjectTasksOf(pr)},
-		"project_status": {Kind: control.KindStatus, Project: control.ProjectSummaryOf(pr)},
+	for action, r := range map[string]api.ProjectResponse{
+		"project_tasks":  {Kind: api.KindTasks, ProjectID: pr.ID, Tasks: api.ProjectTasksOf(pr)},
+		"project_status": {Kind: api.KindStatus, Project: api.ProjectSummaryOf(pr)},
 	} {
-		b, err := json.Marshal(control.DaemonStatus{Project: &r})
+		b, err := json.Marshal(api.DaemonStatus{Project: &r})
 		if err != nil {
 			return nil, last, err
 		}

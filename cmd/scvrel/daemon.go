@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"scv/control"
+	"scv/control/api"
 )
 
 // daemonArgs are the flags every daemon of the harness runs with: a stale
@@ -21,7 +22,7 @@ var daemonArgs = []string{"--stale-after", "1h"}
 const callTimeout = 30 * time.Second
 
 // call sends one command on c with callTimeout.
-func call(c *control.Client, cmd control.Command) (json.RawMessage, error) {
+func call(c *control.Client, cmd api.Command) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	return c.CallRaw(ctx, cmd)
@@ -30,7 +31,7 @@ func call(c *control.Client, cmd control.Command) (json.RawMessage, error) {
 // replied reports whether err is the daemon's answer (a refusal), as
 // opposed to no answer at all (the connection broke, or timed out).
 func replied(err error) bool {
-	var e *control.Error
+	var e *api.Error
 	return errors.As(err, &e)
 }
 
@@ -38,8 +39,8 @@ func replied(err error) bool {
 // `unavailable`: its ledger's database could not be reached, and nothing
 // of the request was kept.
 func isUnavailable(err error) bool {
-	var e *control.Error
-	return errors.As(err, &e) && e.Data.Reason == control.ReasonUnavailable
+	var e *api.Error
+	return errors.As(err, &e) && e.Data.Reason == api.ReasonUnavailable
 }
 
 // timedOut reports whether err is a request that ran out of callTimeout.
@@ -56,14 +57,14 @@ func setup(ctx context.Context, sock, name, workspace string, n int) (string, []
 		return "", nil, err
 	}
 	defer c.Close()
-	st, err := c.Call(ctx, control.CmdProjectCreate{Name: name, Workspace: workspace})
+	st, err := c.Call(ctx, api.CmdProjectCreate{Name: name, Workspace: workspace})
 	if err != nil {
 		return "", nil, fmt.Errorf("project_create: %w", err)
 	}
 	project := st.Project.Project.ID
 	tasks := make([]string, n)
 	for i := range n {
-		st, err := c.Call(ctx, control.CmdProjectTaskAdd{Project: project, Title: fmt.Sprintf("task %d", i), DependsOn: []string{}})
+		st, err := c.Call(ctx, api.CmdProjectTaskAdd{Project: project, Title: fmt.Sprintf("task %d", i), DependsOn: []string{}})
 		if err != nil {
 			return "", nil, fmt.Errorf("project_task_add: %w", err)
 		}
@@ -76,11 +77,11 @@ func setup(ctx context.Context, sock, name, workspace string, n int) (string, []
 // way a client whose project_run_start got no reply learns whether the run
 // was started.
 func runOf(c *control.Client, project, task string) (string, error) {
-	raw, err := call(c, control.CmdProjectTasks{Project: project})
+	raw, err := call(c, api.CmdProjectTasks{Project: project})
 	if err != nil {
 		return "", err
 	}
-	var st control.DaemonStatus
+	var st api.DaemonStatus
 	if err := json.Unmarshal(raw, &st); err != nil {
 		return "", err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"scv/cmd/internal/daemonproc"
 	"scv/control"
+	"scv/control/api"
 )
 
 // walBoundFrames bounds the frames of the write-ahead log in use once the
@@ -118,7 +119,7 @@ func (e env) readers(ctx context.Context, p *problems) (fig, sum string, err err
 	if err != nil {
 		return "", "", err
 	}
-	st, err := cl.Call(ctx, control.CmdProjectEvents{Project: project})
+	st, err := cl.Call(ctx, api.CmdProjectEvents{Project: project})
 	cl.Close()
 	if err != nil {
 		return "", "", fmt.Errorf("project_events: %w", err)
@@ -136,8 +137,8 @@ func (e env) readers(ctx context.Context, p *problems) (fig, sum string, err err
 			}
 			return nil
 		}},
-		{"events", []string{"project", "events", project, "--socket", sock, "--json"}, projectKind(control.KindEvents)},
-		{"tasks --at", []string{"project", "tasks", project, "--at", fmt.Sprint(at), "--db", db, "--json"}, projectKind(control.KindTasks)},
+		{"events", []string{"project", "events", project, "--socket", sock, "--json"}, projectKind(api.KindEvents)},
+		{"tasks --at", []string{"project", "tasks", project, "--at", fmt.Sprint(at), "--db", db, "--json"}, projectKind(api.KindTasks)},
 	}
 
 	walBefore, err := readWAL(wal)
@@ -282,9 +283,9 @@ func (e env) readers(ctx context.Context, p *problems) (fig, sum string, err err
 
 // projectKind checks that stdout is a DaemonStatus whose project reply is
 // of kind k.
-func projectKind(k control.ResponseKind) func([]byte) error {
+func projectKind(k api.ResponseKind) func([]byte) error {
 	return func(out []byte) error {
-		var st control.DaemonStatus
+		var st api.DaemonStatus
 		if err := json.Unmarshal(out, &st); err != nil {
 			return fmt.Errorf("not a reply: %v: %.300s", err, out)
 		}

@@ -9,7 +9,7 @@
 // channel_accounts table. Set (channel_set) changes one account, Logout
 // removes one, and Reload makes the accounts agree with the settings file
 // (ReadFile, DefaultPath). Invalid input is refused with a -32602
-// invalid_argument *control.Error and changes nothing.
+// invalid_argument *api.Error and changes nothing.
 //
 // # Components
 //

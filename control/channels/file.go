@@ -9,8 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-
-	"scv/control"
+	"scv/control/api"
 )
 
 // FileName is the settings file's name in the scv config folder.
@@ -36,21 +35,21 @@ type File struct {
 // says otherwise); the other fields missing take the defaults of a new
 // account.
 type FileAccount struct {
-	Channel     string               `json:"channel"`
-	Account     string               `json:"account"`
-	Enabled     *bool                `json:"enabled,omitempty"`
-	Workspace   string               `json:"workspace,omitempty"`
-	RemoteTools *control.RemoteTools `json:"remote_tools,omitempty"`
-	Senders     *control.Senders     `json:"senders,omitempty"`
-	Purpose     *control.Purpose     `json:"purpose,omitempty"`
-	OwnerID     string               `json:"owner_id,omitempty"`
-	BotID       string               `json:"bot_id,omitempty"`
+	Channel     string           `json:"channel"`
+	Account     string           `json:"account"`
+	Enabled     *bool            `json:"enabled,omitempty"`
+	Workspace   string           `json:"workspace,omitempty"`
+	RemoteTools *api.RemoteTools `json:"remote_tools,omitempty"`
+	Senders     *api.Senders     `json:"senders,omitempty"`
+	Purpose     *api.Purpose     `json:"purpose,omitempty"`
+	OwnerID     string           `json:"owner_id,omitempty"`
+	BotID       string           `json:"bot_id,omitempty"`
 }
 
 // ReadFile reads and checks the settings file at path: every account
 // valid (as channel_set would check it), no channel:account twice. A
 // missing file is an empty list. Anything wrong is a -32602
-// invalid_argument *control.Error naming the file and the problem.
+// invalid_argument *api.Error naming the file and the problem.
 func ReadFile(path string) ([]Settings, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -102,7 +101,7 @@ func (a FileAccount) settings() (Settings, error) {
 	s.Source = SourceFile
 	s.Enabled = a.Enabled == nil || *a.Enabled
 	if a.Workspace != "" {
-		ws, err := control.CheckWorkspace(a.Workspace)
+		ws, err := api.CheckWorkspace(a.Workspace)
 		if err != nil {
 			return Settings{}, err
 		}

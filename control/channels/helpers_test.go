@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/channels"
 	"scv/ledger/local"
 	"scv/ledger/sqlite"
@@ -258,13 +258,13 @@ func (h *harness) plug(k channels.Kind) *testConnector {
 	return tc
 }
 
-func (h *harness) set(c control.CmdChannelSet) {
+func (h *harness) set(c api.CmdChannelSet) {
 	h.t.Helper()
 	require.NoError(h.t, h.m.Set(ctx, c))
 }
 
 // component is the health of id, which must exist.
-func (h *harness) component(id string) control.ComponentHealth {
+func (h *harness) component(id string) api.ComponentHealth {
 	h.t.Helper()
 	for _, c := range h.m.Components() {
 		if c.ID == id {
@@ -272,7 +272,7 @@ func (h *harness) component(id string) control.ComponentHealth {
 		}
 	}
 	require.FailNow(h.t, "no component "+id)
-	return control.ComponentHealth{}
+	return api.ComponentHealth{}
 }
 
 // has reports whether a component id exists.
@@ -286,7 +286,7 @@ func (h *harness) has(id string) bool {
 }
 
 // waitState waits until id is in state.
-func (h *harness) waitState(id string, state control.ComponentState) control.ComponentHealth {
+func (h *harness) waitState(id string, state api.ComponentState) api.ComponentHealth {
 	h.t.Helper()
 	require.Eventually(h.t, func() bool {
 		for _, c := range h.m.Components() {
@@ -326,10 +326,10 @@ func ptr[T any](v T) *T { return &v }
 // requireInvalid asserts err is a -32602 invalid_argument refusal.
 func requireInvalid(t *testing.T, err error, contains string) {
 	t.Helper()
-	e := control.ErrorOf(err)
+	e := api.ErrorOf(err)
 	require.NotNil(t, e)
-	require.Equal(t, control.CodeInvalidParams, e.Code, e.Message)
-	require.Equal(t, control.ReasonInvalidArgument, e.Data.Reason)
+	require.Equal(t, api.CodeInvalidParams, e.Code, e.Message)
+	require.Equal(t, api.ReasonInvalidArgument, e.Data.Reason)
 	require.Contains(t, e.Message, contains)
 }
 

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/ledger/local"
 )
 
@@ -62,8 +62,6 @@ type Manager struct {
 	closed   bool
 }
 
-var _ control.Channels = (*Manager)(nil)
-
 // account is one account: its saved settings and its component.
 type account struct {
 	s   Settings
@@ -72,7 +70,7 @@ type account struct {
 	// component fails instead of starting.
 	bad string
 
-	state       control.ComponentState
+	state       api.ComponentState
 	err         string
 	restarts    uint64
 	lastSuccess time.Time
@@ -155,7 +153,7 @@ func (m *Manager) Load(ctx context.Context) error {
 // ops.
 func (m *Manager) ready(ctx context.Context) error {
 	if m.closed {
-		return control.Errorf(control.ErrUnavailable, "the channel accounts are shut down")
+		return api.Errorf(api.ErrUnavailable, "the channel accounts are shut down")
 	}
 	if m.loaded {
 		return nil
@@ -169,7 +167,7 @@ func (m *Manager) ready(ctx context.Context) error {
 	defer m.mu.Unlock()
 	m.accounts = map[string]*account{}
 	for _, r := range rows {
-		a := &account{s: fromRow(r), row: r, state: control.ComponentDisabled}
+		a := &account{s: fromRow(r), row: r, state: api.ComponentDisabled}
 		if err := a.s.check(false); err != nil {
 			a.bad = "stored settings are invalid: " + err.Error()
 			a.err = a.bad
@@ -200,7 +198,7 @@ func (m *Manager) Close() {
 	m.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, a := range all {
-		wg.Go(func() { m.stop(a, control.ComponentStopped) })
+		wg.Go(func() { m.stop(a, api.ComponentStopped) })
 	}
 	wg.Wait()
 }
@@ -211,7 +209,7 @@ func (m *Manager) Close() {
 // an existing one keeps its source. Then the component follows: disabled
 // stops it, enabled starts it (also after it failed or ended), a changed
 // setting restarts it. Invalid input changes nothing.
-func (m *Manager) Set(ctx context.Context, c control.CmdChannelSet) error {
+func (m *Manager) Set(ctx context.Context, c api.CmdChannelSet) error {
 	if err := checkKey(c.Channel, c.Account); err != nil {
 		return err
 	}
@@ -238,7 +236,7 @@ func (m *Manager) Set(ctx context.Context, c control.CmdChannelSet) error {
 	}
 	m.mu.Lock()
 	if a == nil {
-		a = &account{state: control.ComponentDisabled}
+		a = &account{state: api.ComponentDisabled}
 		m.accounts[id] = a
 	}
 	a.s, a.row, a.bad = s, row, ""
@@ -250,7 +248,7 @@ func (m *Manager) Set(ctx context.Context, c control.CmdChannelSet) error {
 // Logout removes one account's row (settings, credentials and state),
 // then stops its component and waits for it. An unknown account is
 // refused with not_found.
-func (m *Manager) Logout(ctx context.Context, c control.CmdChannelLogout) error {
+func (m *Manager) Logout(ctx context.Context, c api.CmdChannelLogout) error {
 	m.ops.Lock()
 	defer m.ops.Unlock()
 	if err := m.ready(ctx); err != nil {
@@ -282,7 +280,7 @@ func (m *Manager) Logout(ctx context.Context, c control.CmdChannelLogout) error 
 func (m *Manager) Reload(ctx context.Context) error {
 	path, err := m.path()
 	if err != nil {
-		return control.Errorf(control.ErrUnavailable, "no settings file path: %v", err)
+		return api.Errorf(api.ErrUnavailable, "no settings file path: %v", err)
 	}
 	list, err := ReadFile(path)
 	if err != nil {
@@ -338,7 +336,7 @@ func (m *Manager) Reload(ctx context.Context) error {
 		m.mu.Lock()
 		a := m.accounts[s.ID()]
 		if a == nil {
-			a = &account{state: control.ComponentDisabled}
+			a = &account{state: api.ComponentDisabled}
 			m.accounts[s.ID()] = a
 		}
 		a.s, a.row, a.bad = s, rows[i], ""
@@ -349,10 +347,10 @@ func (m *Manager) Reload(ctx context.Context) error {
 }
 
 // Components is every account's health, in ID order.
-func (m *Manager) Components() []control.ComponentHealth {
+func (m *Manager) Components() []api.ComponentHealth {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]control.ComponentHealth, 0, len(m.accounts))
+	out := make([]api.ComponentHealth, 0, len(m.accounts))
 	for _, a := range m.accounts {
 		h := health(a.effective())
 		h.State = a.state
@@ -365,7 +363,7 @@ func (m *Manager) Components() []control.ComponentHealth {
 		}
 		out = append(out, h)
 	}
-	slices.SortFunc(out, func(x, y control.ComponentHealth) int {
+	slices.SortFunc(out, func(x, y api.ComponentHealth) int {
 		switch {
 		case x.ID < y.ID:
 			return -1
@@ -396,7 +394,7 @@ func (m *Manager) Connected(chat string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a, ok := m.accounts[chat]
-	return ok && a.state == control.ComponentConnected
+	return ok && a.state == api.ComponentConnected
 }
 
 // ConnectedChats is the IDs of the connected accounts that carry chats
@@ -406,7 +404,7 @@ func (m *Manager) ConnectedChats() []string {
 	defer m.mu.Unlock()
 	var ids []string
 	for id, a := range m.accounts {
-		if a.state == control.ComponentConnected && a.s.Purpose == control.PurposeChat {
+		if a.state == api.ComponentConnected && a.s.Purpose == api.PurposeChat {
 			ids = append(ids, id)
 		}
 	}
@@ -427,7 +425,7 @@ func (m *Manager) Deliver(ctx context.Context, chat, id, text string) error {
 		m.mu.Unlock()
 		return fmt.Errorf("%w: %s is not a channel account", ErrNotConnected, chat)
 	}
-	if a.state != control.ComponentConnected || a.run == nil || a.run.conn == nil {
+	if a.state != api.ComponentConnected || a.run == nil || a.run.conn == nil {
 		state := a.state
 		m.mu.Unlock()
 		return fmt.Errorf("%w: %s is %s", ErrNotConnected, chat, state)
@@ -459,7 +457,7 @@ func (a *account) effective() Settings {
 
 // remove stops a's component and forgets a. The caller holds ops.
 func (m *Manager) remove(id string, a *account) {
-	m.stop(a, control.ComponentStopped)
+	m.stop(a, api.ComponentStopped)
 	m.mu.Lock()
 	delete(m.accounts, id)
 	m.mu.Unlock()
@@ -473,14 +471,14 @@ func (m *Manager) reconcile(a *account) {
 	s, r := a.s, a.run
 	m.mu.Unlock()
 	if !s.Enabled {
-		m.stop(a, control.ComponentDisabled)
+		m.stop(a, api.ComponentDisabled)
 		return
 	}
 	if r != nil && runnable(r.s) == runnable(s) {
 		return
 	}
 	if r != nil {
-		m.stop(a, control.ComponentStopped)
+		m.stop(a, api.ComponentStopped)
 	}
 	m.mu.Lock()
 	m.start(a)

@@ -1,6 +1,6 @@
 package channels
 
-import "scv/control"
+import "scv/control/api"
 
 // The policy: who an account answers and who gets tools, from its settings
 // alone. Pure functions; callers pass the settings as the Manager reports
@@ -10,16 +10,16 @@ import "scv/control"
 // EffectiveRemoteTools is the account's remote tool authority: owner only
 // when the settings say owner, the owner ID is known, and the account is
 // not a mail chat; else none.
-func EffectiveRemoteTools(s Settings) control.RemoteTools {
-	if s.RemoteTools == control.RemoteToolsOwner && s.OwnerID != "" && s.Purpose != control.PurposeMail {
-		return control.RemoteToolsOwner
+func EffectiveRemoteTools(s Settings) api.RemoteTools {
+	if s.RemoteTools == api.RemoteToolsOwner && s.OwnerID != "" && s.Purpose != api.PurposeMail {
+		return api.RemoteToolsOwner
 	}
-	return control.RemoteToolsNone
+	return api.RemoteToolsNone
 }
 
 // ModelAnswers reports whether a model ever answers in the account: never
 // in a mail chat, which only carries reports to the owner.
-func ModelAnswers(s Settings) bool { return s.Purpose != control.PurposeMail }
+func ModelAnswers(s Settings) bool { return s.Purpose != api.PurposeMail }
 
 // Answers reports whether the account answers a message from senderID.
 // Senders owner answers only the owner, and nobody while the owner ID is
@@ -29,9 +29,9 @@ func Answers(s Settings, senderID string) bool {
 		return false
 	}
 	switch s.Senders {
-	case control.SendersAnyone:
+	case api.SendersAnyone:
 		return true
-	case control.SendersOwner:
+	case api.SendersOwner:
 		return isOwner(s, senderID)
 	}
 	return false
@@ -41,7 +41,7 @@ func Answers(s Settings, senderID string) bool {
 // owner's, only when the effective remote tools are owner, and only when
 // the account answers the owner at all.
 func ToolsFor(s Settings, senderID string) bool {
-	return EffectiveRemoteTools(s) == control.RemoteToolsOwner && isOwner(s, senderID) && Answers(s, senderID)
+	return EffectiveRemoteTools(s) == api.RemoteToolsOwner && isOwner(s, senderID) && Answers(s, senderID)
 }
 
 func isOwner(s Settings, senderID string) bool { return s.OwnerID != "" && senderID == s.OwnerID }
@@ -50,8 +50,8 @@ func isOwner(s Settings, senderID string) bool { return s.OwnerID != "" && sende
 // and authority. Senders is reported as set; purpose only when it is not
 // an ordinary chat; user_id and bot_id when known; mail counts never (no
 // mail connector in this build).
-func health(s Settings) control.ComponentHealth {
-	h := control.ComponentHealth{
+func health(s Settings) api.ComponentHealth {
+	h := api.ComponentHealth{
 		ID: s.ID(), Channel: string(s.Channel), Account: s.Account, Enabled: s.Enabled,
 		RemoteTools: EffectiveRemoteTools(s),
 	}
@@ -62,7 +62,7 @@ func health(s Settings) control.ComponentHealth {
 		h.BotID = new(s.BotID)
 	}
 	h.Senders = new(s.Senders)
-	if s.Purpose != control.PurposeChat {
+	if s.Purpose != api.PurposeChat {
 		h.Purpose = new(s.Purpose)
 	}
 	return h

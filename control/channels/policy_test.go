@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/channels"
 )
 
@@ -15,7 +15,7 @@ const owner = "u-owner"
 
 // chat is an ordinary chat account with the given remote tools, senders
 // and owner ID.
-func chat(tools control.RemoteTools, senders control.Senders, ownerID string) channels.Settings {
+func chat(tools api.RemoteTools, senders api.Senders, ownerID string) channels.Settings {
 	s := channels.Defaults(channels.KindTelegram, "bot")
 	s.RemoteTools, s.Senders, s.OwnerID = tools, senders, ownerID
 	return s
@@ -24,31 +24,31 @@ func chat(tools control.RemoteTools, senders control.Senders, ownerID string) ch
 // TestPolicyRemoteToolsOwnerNeedsOwnerID: remote_tools owner is effective
 // only when the owner ID is known.
 func TestPolicyRemoteToolsOwnerNeedsOwnerID(t *testing.T) {
-	assert.Equal(t, control.RemoteToolsOwner, channels.EffectiveRemoteTools(chat(control.RemoteToolsOwner, control.SendersOwner, owner)))
-	assert.Equal(t, control.RemoteToolsNone, channels.EffectiveRemoteTools(chat(control.RemoteToolsOwner, control.SendersOwner, "")))
+	assert.Equal(t, api.RemoteToolsOwner, channels.EffectiveRemoteTools(chat(api.RemoteToolsOwner, api.SendersOwner, owner)))
+	assert.Equal(t, api.RemoteToolsNone, channels.EffectiveRemoteTools(chat(api.RemoteToolsOwner, api.SendersOwner, "")))
 }
 
 // TestPolicyRemoteToolsNoneStaysNone: remote_tools none is none, whoever
 // the owner is.
 func TestPolicyRemoteToolsNoneStaysNone(t *testing.T) {
-	s := chat(control.RemoteToolsNone, control.SendersOwner, owner)
-	assert.Equal(t, control.RemoteToolsNone, channels.EffectiveRemoteTools(s))
+	s := chat(api.RemoteToolsNone, api.SendersOwner, owner)
+	assert.Equal(t, api.RemoteToolsNone, channels.EffectiveRemoteTools(s))
 	assert.False(t, channels.ToolsFor(s, owner))
 }
 
 // TestPolicyMailHasNoTools: a mail chat's effective remote tools are none,
 // even set to owner with a known owner.
 func TestPolicyMailHasNoTools(t *testing.T) {
-	s := chat(control.RemoteToolsOwner, control.SendersOwner, owner)
-	s.Purpose = control.PurposeMail
-	assert.Equal(t, control.RemoteToolsNone, channels.EffectiveRemoteTools(s))
+	s := chat(api.RemoteToolsOwner, api.SendersOwner, owner)
+	s.Purpose = api.PurposeMail
+	assert.Equal(t, api.RemoteToolsNone, channels.EffectiveRemoteTools(s))
 	assert.False(t, channels.ToolsFor(s, owner))
 }
 
 // TestPolicySendersOwnerAnswersOnlyOwner: senders owner answers the owner
 // and nobody else.
 func TestPolicySendersOwnerAnswersOnlyOwner(t *testing.T) {
-	s := chat(control.RemoteToolsNone, control.SendersOwner, owner)
+	s := chat(api.RemoteToolsNone, api.SendersOwner, owner)
 	assert.True(t, channels.Answers(s, owner))
 	assert.False(t, channels.Answers(s, "u-stranger"))
 	assert.False(t, channels.Answers(s, ""))
@@ -57,7 +57,7 @@ func TestPolicySendersOwnerAnswersOnlyOwner(t *testing.T) {
 // TestPolicySendersOwnerWithoutOwnerIDAnswersNobody: senders owner with no
 // known owner ID answers nobody, not even an empty sender ID.
 func TestPolicySendersOwnerWithoutOwnerIDAnswersNobody(t *testing.T) {
-	s := chat(control.RemoteToolsOwner, control.SendersOwner, "")
+	s := chat(api.RemoteToolsOwner, api.SendersOwner, "")
 	assert.False(t, channels.Answers(s, "u-anyone"))
 	assert.False(t, channels.Answers(s, ""))
 }
@@ -65,7 +65,7 @@ func TestPolicySendersOwnerWithoutOwnerIDAnswersNobody(t *testing.T) {
 // TestPolicySendersAnyoneToolsOnlyForOwner: senders anyone answers
 // everyone, but only the owner's session gets tools.
 func TestPolicySendersAnyoneToolsOnlyForOwner(t *testing.T) {
-	s := chat(control.RemoteToolsOwner, control.SendersAnyone, owner)
+	s := chat(api.RemoteToolsOwner, api.SendersAnyone, owner)
 	assert.True(t, channels.Answers(s, owner))
 	assert.True(t, channels.Answers(s, "u-stranger"))
 	assert.True(t, channels.ToolsFor(s, owner))
@@ -79,14 +79,14 @@ func TestPolicySendersAnyoneToolsOnlyForOwner(t *testing.T) {
 // TestPolicyMailNeverAnswers: a model never answers in a mail chat, not
 // even the owner, whatever senders says.
 func TestPolicyMailNeverAnswers(t *testing.T) {
-	for _, senders := range []control.Senders{control.SendersOwner, control.SendersAnyone} {
-		s := chat(control.RemoteToolsOwner, senders, owner)
-		s.Purpose = control.PurposeMail
+	for _, senders := range []api.Senders{api.SendersOwner, api.SendersAnyone} {
+		s := chat(api.RemoteToolsOwner, senders, owner)
+		s.Purpose = api.PurposeMail
 		assert.False(t, channels.ModelAnswers(s))
 		assert.False(t, channels.Answers(s, owner))
 		assert.False(t, channels.Answers(s, "u-stranger"))
 	}
-	assert.True(t, channels.ModelAnswers(chat(control.RemoteToolsNone, control.SendersOwner, "")))
+	assert.True(t, channels.ModelAnswers(chat(api.RemoteToolsNone, api.SendersOwner, "")))
 }
 
 // TestHealthReportsSettings: a component reports senders as set, purpose
@@ -108,26 +108,26 @@ func TestHealthReportsSettings(t *testing.T) {
 	}
 
 	c := h.component("slack:chat")
-	assert.Equal(t, ptr(control.SendersAnyone), c.Senders)
+	assert.Equal(t, ptr(api.SendersAnyone), c.Senders)
 	assert.Nil(t, c.Purpose, "absent for ordinary chats")
 	assert.Nil(t, c.UserID, "unknown")
 	assert.Nil(t, c.BotID)
-	assert.Equal(t, control.RemoteToolsNone, c.RemoteTools, "no owner ID yet")
+	assert.Equal(t, api.RemoteToolsNone, c.RemoteTools, "no owner ID yet")
 	assert.Nil(t, c.Mail)
 
 	runs["chat"].Identity("u-reported", "b-reported")
 	c = h.component("slack:chat")
 	assert.Equal(t, ptr("u-reported"), c.UserID)
 	assert.Equal(t, ptr("b-reported"), c.BotID)
-	assert.Equal(t, control.RemoteToolsOwner, c.RemoteTools, "owner is effective once the owner ID is known")
+	assert.Equal(t, api.RemoteToolsOwner, c.RemoteTools, "owner is effective once the owner ID is known")
 
 	runs["mail"].Identity("u-reported", "b-mail")
 	m := h.component("slack:mail")
-	assert.Equal(t, ptr(control.PurposeMail), m.Purpose)
-	assert.Equal(t, ptr(control.SendersOwner), m.Senders)
+	assert.Equal(t, ptr(api.PurposeMail), m.Purpose)
+	assert.Equal(t, ptr(api.SendersOwner), m.Senders)
 	assert.Equal(t, ptr("u-configured"), m.UserID, "a configured owner ID wins")
 	assert.Equal(t, ptr("b-mail"), m.BotID, "a reported ID fills in what is not configured")
-	assert.Equal(t, control.RemoteToolsNone, m.RemoteTools, "a mail chat has no tools")
+	assert.Equal(t, api.RemoteToolsNone, m.RemoteTools, "a mail chat has no tools")
 	assert.Nil(t, m.Mail)
 }
 
@@ -139,10 +139,10 @@ func TestHealthReportsSettings(t *testing.T) {
 func TestChatsForQuestions(t *testing.T) {
 	h := newHarness(t)
 	tc := h.plug(channels.KindTelegram)
-	h.set(control.CmdChannelSet{Channel: "telegram", Account: "b", Enabled: true})
-	h.set(control.CmdChannelSet{Channel: "telegram", Account: "a", Enabled: true})
-	h.set(control.CmdChannelSet{Channel: "telegram", Account: "mail", Enabled: true, Purpose: ptr(control.PurposeMail)})
-	h.set(control.CmdChannelSet{Channel: "telegram", Account: "idle", Enabled: true})
+	h.set(api.CmdChannelSet{Channel: "telegram", Account: "b", Enabled: true})
+	h.set(api.CmdChannelSet{Channel: "telegram", Account: "a", Enabled: true})
+	h.set(api.CmdChannelSet{Channel: "telegram", Account: "mail", Enabled: true, Purpose: ptr(api.PurposeMail)})
+	h.set(api.CmdChannelSet{Channel: "telegram", Account: "idle", Enabled: true})
 	runs := map[string]*testRun{}
 	for range 4 {
 		r := tc.next(t)

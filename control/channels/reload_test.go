@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/channels"
 )
 
@@ -22,8 +22,8 @@ import (
 func TestReloadAddsChangesRemoves(t *testing.T) {
 	h := newHarness(t)
 	ws := h.workspace("proj")
-	h.set(control.CmdChannelSet{Channel: "slack", Account: "mine", Enabled: false, Senders: ptr(control.SendersAnyone)})
-	h.set(control.CmdChannelSet{Channel: "telegram", Account: "adopted", Enabled: false})
+	h.set(api.CmdChannelSet{Channel: "slack", Account: "mine", Enabled: false, Senders: ptr(api.SendersAnyone)})
+	h.set(api.CmdChannelSet{Channel: "telegram", Account: "adopted", Enabled: false})
 
 	h.writeFile(fmt.Sprintf(`{"accounts":[
 		{"channel":"local","account":"owner","enabled":true,"workspace":%q,"remote_tools":"owner","senders":"owner","purpose":"chat","owner_id":"uid:7","bot_id":"scv"},
@@ -44,15 +44,15 @@ func TestReloadAddsChangesRemoves(t *testing.T) {
 	assert.Equal(t, channels.SourceFile, adopted.Source, "a listed api account becomes a file account")
 	mine, _ := h.m.Settings("slack:mine")
 	assert.Equal(t, channels.SourceAPI, mine.Source)
-	assert.Equal(t, control.SendersAnyone, mine.Senders)
-	h.waitState("local:owner", control.ComponentConnected)
-	assert.Equal(t, control.ComponentStarting, h.component("telegram:adopted").State)
-	assert.Equal(t, control.ComponentDisabled, h.component("email:inbox").State)
-	assert.Equal(t, ptr(control.PurposeMail), h.component("email:inbox").Purpose)
+	assert.Equal(t, api.SendersAnyone, mine.Senders)
+	h.waitState("local:owner", api.ComponentConnected)
+	assert.Equal(t, api.ComponentStarting, h.component("telegram:adopted").State)
+	assert.Equal(t, api.ComponentDisabled, h.component("email:inbox").State)
+	assert.Equal(t, ptr(api.PurposeMail), h.component("email:inbox").Purpose)
 	assert.Len(t, h.rows(), 4)
 
 	// channel_set on a file account keeps its source.
-	h.set(control.CmdChannelSet{Channel: "email", Account: "inbox", Enabled: true})
+	h.set(api.CmdChannelSet{Channel: "email", Account: "inbox", Enabled: true})
 	inbox, _ = h.m.Settings("email:inbox")
 	assert.Equal(t, channels.SourceFile, inbox.Source)
 
@@ -64,7 +64,7 @@ func TestReloadAddsChangesRemoves(t *testing.T) {
 		RemoteTools: "none", Senders: "anyone", Purpose: "chat", Source: channels.SourceFile,
 		OwnerID: fmt.Sprintf("uid:%d", uid()), BotID: "scv"}, local, "set to the file's values; the identity the connector reported fills in")
 	assert.Empty(t, h.rows()[0].OwnerID, "the stored owner ID is the file's: none")
-	assert.Equal(t, control.ComponentDisabled, h.component("local:owner").State)
+	assert.Equal(t, api.ComponentDisabled, h.component("local:owner").State)
 	assert.False(t, h.has("email:inbox"), "a file account no longer listed is logged out")
 	assert.False(t, h.has("telegram:adopted"))
 	assert.True(t, h.has("slack:mine"), "an api account not listed is left alone")
@@ -96,14 +96,14 @@ func TestReloadUnchangedKeepsRunning(t *testing.T) {
 	h.clock.Advance(time.Second)
 	require.NoError(t, h.m.Reload(ctx))
 	tc.none(t)
-	assert.Equal(t, control.ComponentConnected, h.component("local:owner").State)
+	assert.Equal(t, api.ComponentConnected, h.component("local:owner").State)
 	assert.Equal(t, rows, h.rows(), "nothing rewritten")
 
 	r.FailPermanently(fmt.Errorf("revoked"))
-	h.waitState("local:owner", control.ComponentFailed)
+	h.waitState("local:owner", api.ComponentFailed)
 	require.NoError(t, h.m.Reload(ctx))
 	tc.next(t)
-	assert.Equal(t, control.ComponentStarting, h.component("local:owner").State)
+	assert.Equal(t, api.ComponentStarting, h.component("local:owner").State)
 }
 
 // TestReloadInvalidFileChangesNothing: a file with bad JSON, an unknown
@@ -115,8 +115,8 @@ func TestReloadInvalidFileChangesNothing(t *testing.T) {
 	h := newHarness(t)
 	h.writeFile(`{"accounts":[{"channel":"local","account":"owner"},{"channel":"wechat","account":"w","enabled":false}]}`)
 	require.NoError(t, h.m.Reload(ctx))
-	h.set(control.CmdChannelSet{Channel: "slack", Account: "api", Enabled: false})
-	h.waitState("local:owner", control.ComponentConnected)
+	h.set(api.CmdChannelSet{Channel: "slack", Account: "api", Enabled: false})
+	h.waitState("local:owner", api.ComponentConnected)
 	rows, components := h.rows(), h.m.Components()
 
 	for _, c := range []struct {

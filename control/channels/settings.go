@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/ledger/local"
 )
 
@@ -58,9 +58,9 @@ type Settings struct {
 	// Workspace is an absolute, cleaned path to an existing directory, or
 	// "" for none.
 	Workspace   string
-	RemoteTools control.RemoteTools
-	Senders     control.Senders
-	Purpose     control.Purpose
+	RemoteTools api.RemoteTools
+	Senders     api.Senders
+	Purpose     api.Purpose
 	// OwnerID and BotID are the platform's IDs of the account's owner and
 	// bot as configured; "" is unknown (a connector may report them).
 	OwnerID string
@@ -73,7 +73,7 @@ type Settings struct {
 func Defaults(channel Kind, account string) Settings {
 	return Settings{
 		Channel: channel, Account: account,
-		RemoteTools: control.RemoteToolsNone, Senders: control.SendersOwner, Purpose: control.PurposeChat,
+		RemoteTools: api.RemoteToolsNone, Senders: api.SendersOwner, Purpose: api.PurposeChat,
 		Source: SourceAPI,
 	}
 }
@@ -85,7 +85,7 @@ func (s Settings) ID() string { return ID(s.Channel, s.Account) }
 func ID(channel Kind, account string) string { return string(channel) + ":" + account }
 
 // Validate checks every field and returns a -32602 invalid_argument
-// *control.Error naming the first one that is wrong. A workspace must be
+// *api.Error naming the first one that is wrong. A workspace must be
 // an absolute path to an existing directory.
 func (s Settings) Validate() error { return s.check(true) }
 
@@ -98,19 +98,19 @@ func (s Settings) check(exists bool) error {
 	switch {
 	case s.Workspace == "":
 	case exists:
-		if _, err := control.CheckWorkspace(s.Workspace); err != nil {
+		if _, err := api.CheckWorkspace(s.Workspace); err != nil {
 			return err
 		}
 	case !filepath.IsAbs(s.Workspace):
 		return invalid("workspace %q is not an absolute path", s.Workspace)
 	}
-	if !oneOf(s.RemoteTools, control.RemoteToolsNone, control.RemoteToolsOwner) {
+	if !oneOf(s.RemoteTools, api.RemoteToolsNone, api.RemoteToolsOwner) {
 		return invalid("remote_tools %q: want none or owner", s.RemoteTools)
 	}
-	if !oneOf(s.Senders, control.SendersOwner, control.SendersAnyone) {
+	if !oneOf(s.Senders, api.SendersOwner, api.SendersAnyone) {
 		return invalid("senders %q: want owner or anyone", s.Senders)
 	}
-	if !oneOf(s.Purpose, control.PurposeChat, control.PurposeMail) {
+	if !oneOf(s.Purpose, api.PurposeChat, api.PurposeMail) {
 		return invalid("purpose %q: want chat or mail", s.Purpose)
 	}
 	if !oneOf(s.Source, SourceAPI, SourceFile) {
@@ -158,23 +158,23 @@ func oneOf[T comparable](v T, allowed ...T) bool {
 
 // invalid is the invalid_argument refusal.
 func invalid(format string, args ...any) error {
-	return control.Errorf(control.ErrInvalidArgument, format, args...)
+	return api.Errorf(api.ErrInvalidArgument, format, args...)
 }
 
 // notFound is the not_found refusal.
 func notFound(format string, args ...any) error {
-	return control.Errorf(control.ErrNotFound, format, args...)
+	return api.Errorf(api.ErrNotFound, format, args...)
 }
 
 // apply is s changed by a channel_set: omitted fields (and a null
 // workspace) keep s's values; an empty workspace clears it. The result is
 // validated.
-func apply(s Settings, c control.CmdChannelSet) (Settings, error) {
+func apply(s Settings, c api.CmdChannelSet) (Settings, error) {
 	s.Enabled = c.Enabled
 	if c.Workspace != nil {
 		s.Workspace = ""
 		if *c.Workspace != "" {
-			ws, err := control.CheckWorkspace(*c.Workspace)
+			ws, err := api.CheckWorkspace(*c.Workspace)
 			if err != nil {
 				return Settings{}, err
 			}
@@ -200,8 +200,8 @@ func apply(s Settings, c control.CmdChannelSet) (Settings, error) {
 func fromRow(r local.ChannelAccount) Settings {
 	return Settings{
 		Channel: Kind(r.Channel), Account: r.Account, Enabled: r.Enabled, Workspace: r.Workspace,
-		RemoteTools: control.RemoteTools(r.RemoteTools), Senders: control.Senders(r.Senders),
-		Purpose: control.Purpose(r.Purpose), OwnerID: r.OwnerID, BotID: r.BotID, Source: Source(r.Source),
+		RemoteTools: api.RemoteTools(r.RemoteTools), Senders: api.Senders(r.Senders),
+		Purpose: api.Purpose(r.Purpose), OwnerID: r.OwnerID, BotID: r.BotID, Source: Source(r.Source),
 	}
 }
 

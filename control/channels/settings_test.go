@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/channels"
 	"scv/ledger/local"
 )
@@ -17,7 +17,7 @@ import (
 // api, stored as such.
 func TestNewAccountDefaults(t *testing.T) {
 	h := newHarness(t)
-	h.set(control.CmdChannelSet{Channel: "slack", Account: "team", Enabled: false})
+	h.set(api.CmdChannelSet{Channel: "slack", Account: "team", Enabled: false})
 	rows := h.rows()
 	require.Len(t, rows, 1)
 	r := rows[0]
@@ -27,8 +27,8 @@ func TestNewAccountDefaults(t *testing.T) {
 		Credentials: "{}", State: "{}", Updated: h.clock.Now().UnixMilli(),
 	}, r)
 	c := h.component("slack:team")
-	assert.Equal(t, control.RemoteToolsNone, c.RemoteTools)
-	assert.Equal(t, ptr(control.SendersOwner), c.Senders)
+	assert.Equal(t, api.RemoteToolsNone, c.RemoteTools)
+	assert.Equal(t, ptr(api.SendersOwner), c.Senders)
 	assert.Nil(t, c.Purpose, "an ordinary chat reports no purpose")
 	assert.Nil(t, c.UserID)
 	assert.Nil(t, c.BotID)
@@ -42,21 +42,21 @@ func TestNewAccountDefaults(t *testing.T) {
 func TestSettingsRoundTrip(t *testing.T) {
 	h := newHarness(t)
 	ws := h.workspace("ws")
-	h.set(control.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true,
-		Workspace: ptr(ws + "/sub/.."), RemoteTools: ptr(control.RemoteToolsOwner),
-		Senders: ptr(control.SendersAnyone), Purpose: ptr(control.PurposeChat)})
-	h.set(control.CmdChannelSet{Channel: "email", Account: "inbox", Enabled: false,
-		Purpose: ptr(control.PurposeMail)})
-	h.waitState("local:owner", control.ComponentConnected)
+	h.set(api.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true,
+		Workspace: ptr(ws + "/sub/.."), RemoteTools: ptr(api.RemoteToolsOwner),
+		Senders: ptr(api.SendersAnyone), Purpose: ptr(api.PurposeChat)})
+	h.set(api.CmdChannelSet{Channel: "email", Account: "inbox", Enabled: false,
+		Purpose: ptr(api.PurposeMail)})
+	h.waitState("local:owner", api.ComponentConnected)
 
 	// Omitted fields and a null workspace keep the saved values.
-	h.set(control.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
+	h.set(api.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
 	saved, ok := h.m.Settings("local:owner")
 	require.True(t, ok)
 	assert.Equal(t, ws, saved.Workspace, "kept, and stored cleaned")
-	assert.Equal(t, control.RemoteToolsOwner, saved.RemoteTools)
-	assert.Equal(t, control.SendersAnyone, saved.Senders)
-	assert.Equal(t, control.PurposeChat, saved.Purpose)
+	assert.Equal(t, api.RemoteToolsOwner, saved.RemoteTools)
+	assert.Equal(t, api.SendersAnyone, saved.Senders)
+	assert.Equal(t, api.PurposeChat, saved.Purpose)
 	assert.Equal(t, channels.SourceAPI, saved.Source)
 
 	before := h.rows()
@@ -69,17 +69,17 @@ func TestSettingsRoundTrip(t *testing.T) {
 	h.m = h.manager()
 	require.NoError(t, h.m.Load(ctx))
 	assert.Equal(t, before, h.rows(), "rows kept field for field")
-	h.waitState("local:owner", control.ComponentConnected)
+	h.waitState("local:owner", api.ComponentConnected)
 	assert.Equal(t, components, h.m.Components(), "the same settings and states after a restart")
 	again, ok := h.m.Settings("local:owner")
 	require.True(t, ok)
 	assert.Equal(t, saved, again)
 
 	// An empty workspace clears it; the other settings stay.
-	h.set(control.CmdChannelSet{Channel: "local", Account: "owner", Enabled: false, Workspace: ptr("")})
+	h.set(api.CmdChannelSet{Channel: "local", Account: "owner", Enabled: false, Workspace: ptr("")})
 	s, _ := h.m.Settings("local:owner")
 	assert.Empty(t, s.Workspace)
-	assert.Equal(t, control.SendersAnyone, s.Senders)
+	assert.Equal(t, api.SendersAnyone, s.Senders)
 	assert.False(t, s.Enabled)
 }
 
@@ -90,20 +90,20 @@ func TestSettingsRoundTrip(t *testing.T) {
 func TestInvalidSetChangesNothing(t *testing.T) {
 	h := newHarness(t)
 	tc := h.plug(channels.KindLocal)
-	h.set(control.CmdChannelSet{Channel: "local", Account: "owner", Enabled: false})
+	h.set(api.CmdChannelSet{Channel: "local", Account: "owner", Enabled: false})
 	rows, components := h.rows(), h.m.Components()
 
 	for _, c := range []struct {
 		name string
-		cmd  control.CmdChannelSet
+		cmd  api.CmdChannelSet
 		want string
 	}{
-		{"empty channel", control.CmdChannelSet{Account: "owner", Enabled: true}, "channel is empty"},
-		{"empty account", control.CmdChannelSet{Channel: "local", Enabled: true}, "account is empty"},
-		{"bad account", control.CmdChannelSet{Channel: "local", Account: "a b", Enabled: true}, `account "a b"`},
-		{"relative workspace", control.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true, Workspace: ptr("rel/dir")}, "not an absolute path"},
-		{"missing workspace", control.CmdChannelSet{Channel: "local", Account: "new", Enabled: true, Workspace: ptr(filepath.Join(h.dir, "nope"))}, "not an existing directory"},
-		{"unknown kind", control.CmdChannelSet{Channel: "irc", Account: "owner", Enabled: true}, `unknown channel "irc"`},
+		{"empty channel", api.CmdChannelSet{Account: "owner", Enabled: true}, "channel is empty"},
+		{"empty account", api.CmdChannelSet{Channel: "local", Enabled: true}, "account is empty"},
+		{"bad account", api.CmdChannelSet{Channel: "local", Account: "a b", Enabled: true}, `account "a b"`},
+		{"relative workspace", api.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true, Workspace: ptr("rel/dir")}, "not an absolute path"},
+		{"missing workspace", api.CmdChannelSet{Channel: "local", Account: "new", Enabled: true, Workspace: ptr(filepath.Join(h.dir, "nope"))}, "not an existing directory"},
+		{"unknown kind", api.CmdChannelSet{Channel: "irc", Account: "owner", Enabled: true}, `unknown channel "irc"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			requireInvalid(t, h.m.Set(ctx, c.cmd), c.want)
@@ -121,28 +121,28 @@ func TestInvalidSetChangesNothing(t *testing.T) {
 func TestLogout(t *testing.T) {
 	h := newHarness(t)
 	tc := h.plug(channels.KindFeishu)
-	h.set(control.CmdChannelSet{Channel: "feishu", Account: "work", Enabled: true})
-	h.set(control.CmdChannelSet{Channel: "feishu", Account: "other", Enabled: false})
+	h.set(api.CmdChannelSet{Channel: "feishu", Account: "work", Enabled: true})
+	h.set(api.CmdChannelSet{Channel: "feishu", Account: "other", Enabled: false})
 	r := tc.next(t)
 	r.Connected()
 	r.HoldStop()
 
 	done := make(chan error, 1)
-	go func() { done <- h.m.Logout(ctx, control.CmdChannelLogout{Channel: "feishu", Account: "work"}) }()
-	h.waitState("feishu:work", control.ComponentStopping)
+	go func() { done <- h.m.Logout(ctx, api.CmdChannelLogout{Channel: "feishu", Account: "work"}) }()
+	h.waitState("feishu:work", api.ComponentStopping)
 	r.Release()
 	require.NoError(t, <-done)
 	assert.False(t, h.has("feishu:work"))
 	require.Len(t, h.rows(), 1)
 	assert.Equal(t, "other", h.rows()[0].Account)
 
-	err := h.m.Logout(ctx, control.CmdChannelLogout{Channel: "feishu", Account: "work"})
-	e := control.ErrorOf(err)
+	err := h.m.Logout(ctx, api.CmdChannelLogout{Channel: "feishu", Account: "work"})
+	e := api.ErrorOf(err)
 	require.NotNil(t, e)
-	assert.Equal(t, control.CodeNotFound, e.Code)
-	assert.Equal(t, control.ReasonNotFound, e.Data.Reason)
+	assert.Equal(t, api.CodeNotFound, e.Code)
+	assert.Equal(t, api.ReasonNotFound, e.Data.Reason)
 
-	requireInvalid(t, h.m.Logout(ctx, control.CmdChannelLogout{Channel: "irc", Account: "x"}), "unknown channel")
+	requireInvalid(t, h.m.Logout(ctx, api.CmdChannelLogout{Channel: "irc", Account: "x"}), "unknown channel")
 }
 
 // TestWechatWithoutConnector: this build has no wechat connector: an
@@ -158,34 +158,34 @@ func TestWechatWithoutConnector(t *testing.T) {
 	t.Cleanup(m.Close)
 	require.NoError(t, m.Load(ctx))
 
-	require.NoError(t, m.Set(ctx, control.CmdChannelSet{Channel: "wechat", Account: "main", Enabled: true,
-		RemoteTools: ptr(control.RemoteToolsOwner), Senders: ptr(control.SendersAnyone)}))
+	require.NoError(t, m.Set(ctx, api.CmdChannelSet{Channel: "wechat", Account: "main", Enabled: true,
+		RemoteTools: ptr(api.RemoteToolsOwner), Senders: ptr(api.SendersAnyone)}))
 	cs := m.Components()
 	require.Len(t, cs, 1)
 	c := cs[0]
 	assert.Equal(t, "wechat:main", c.ID)
 	assert.Equal(t, "wechat", c.Channel)
 	assert.Equal(t, "main", c.Account)
-	assert.Equal(t, control.ComponentFailed, c.State)
+	assert.Equal(t, api.ComponentFailed, c.State)
 	assert.Equal(t, ptr("no wechat connector in this build"), c.Error)
-	assert.Equal(t, control.RemoteToolsNone, c.RemoteTools, "owner is not effective without an owner ID")
+	assert.Equal(t, api.RemoteToolsNone, c.RemoteTools, "owner is not effective without an owner ID")
 	assert.Nil(t, c.UserID)
 	assert.False(t, m.Connected("wechat:main"))
 
-	require.NoError(t, m.Set(ctx, control.CmdChannelSet{Channel: "wechat", Account: "main", Enabled: false}))
+	require.NoError(t, m.Set(ctx, api.CmdChannelSet{Channel: "wechat", Account: "main", Enabled: false}))
 	c = m.Components()[0]
-	assert.Equal(t, control.ComponentDisabled, c.State)
+	assert.Equal(t, api.ComponentDisabled, c.State)
 	s, ok := m.Settings("wechat:main")
 	require.True(t, ok)
-	assert.Equal(t, control.RemoteToolsOwner, s.RemoteTools, "settings kept while disabled")
-	assert.Equal(t, control.SendersAnyone, s.Senders)
+	assert.Equal(t, api.RemoteToolsOwner, s.RemoteTools, "settings kept while disabled")
+	assert.Equal(t, api.SendersAnyone, s.Senders)
 	rows, err := l.ChannelAccounts(ctx)
 	require.NoError(t, err)
 	require.Len(t, rows, 1)
 	assert.False(t, rows[0].Enabled)
 	assert.Equal(t, "owner", rows[0].RemoteTools)
 
-	require.NoError(t, m.Logout(ctx, control.CmdChannelLogout{Channel: "wechat", Account: "main"}))
+	require.NoError(t, m.Logout(ctx, api.CmdChannelLogout{Channel: "wechat", Account: "main"}))
 	assert.Empty(t, m.Components())
 	rows, err = l.ChannelAccounts(ctx)
 	require.NoError(t, err)
@@ -201,17 +201,17 @@ func TestLocalOwnerConnects(t *testing.T) {
 	m := channels.New(l)
 	t.Cleanup(m.Close)
 	require.NoError(t, m.Load(ctx))
-	require.NoError(t, m.Set(ctx, control.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true,
-		RemoteTools: ptr(control.RemoteToolsOwner)}))
+	require.NoError(t, m.Set(ctx, api.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true,
+		RemoteTools: ptr(api.RemoteToolsOwner)}))
 	require.Eventually(t, func() bool { return m.Connected("local:owner") }, wait, tick)
 
 	c := m.Components()[0]
-	assert.Equal(t, control.ComponentConnected, c.State)
+	assert.Equal(t, api.ComponentConnected, c.State)
 	owner := channels.Local{UID: uid()}.OwnerID()
 	assert.Regexp(t, `^uid:\d+$`, owner)
 	assert.Equal(t, ptr(owner), c.UserID)
 	assert.Equal(t, ptr("scv"), c.BotID)
-	assert.Equal(t, control.RemoteToolsOwner, c.RemoteTools, "owner is effective: the owner ID is known")
+	assert.Equal(t, api.RemoteToolsOwner, c.RemoteTools, "owner is effective: the owner ID is known")
 	assert.NotNil(t, c.LastSuccessUnixSeconds)
 	assert.Nil(t, c.Error)
 
@@ -238,11 +238,11 @@ func TestLoadInvalidStoredAccount(t *testing.T) {
 	}}, nil))
 	require.NoError(t, h.m.Load(ctx))
 	c := h.component("irc:libera")
-	assert.Equal(t, control.ComponentFailed, c.State)
+	assert.Equal(t, api.ComponentFailed, c.State)
 	require.NotNil(t, c.Error)
 	assert.Contains(t, *c.Error, `stored settings are invalid: unknown channel "irc"`)
 
-	require.NoError(t, h.m.Logout(ctx, control.CmdChannelLogout{Channel: "irc", Account: "libera"}))
+	require.NoError(t, h.m.Logout(ctx, api.CmdChannelLogout{Channel: "irc", Account: "libera"}))
 	assert.Empty(t, h.m.Components())
 	assert.Empty(t, h.rows())
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/channels"
 )
 
@@ -24,24 +24,24 @@ func TestComponentStates(t *testing.T) {
 	tc := h.plug(channels.KindTelegram)
 	const id = "telegram:bot"
 	set := func(enabled bool) {
-		h.set(control.CmdChannelSet{Channel: "telegram", Account: "bot", Enabled: enabled})
+		h.set(api.CmdChannelSet{Channel: "telegram", Account: "bot", Enabled: enabled})
 	}
 
 	set(false)
 	c := h.component(id)
-	assert.Equal(t, control.ComponentDisabled, c.State)
+	assert.Equal(t, api.ComponentDisabled, c.State)
 	assert.False(t, c.Enabled)
 	assert.Zero(t, tc.made.Load(), "a disabled account runs no connector")
 
 	set(true)
-	assert.Equal(t, control.ComponentStarting, h.component(id).State, "starting as soon as enabled")
+	assert.Equal(t, api.ComponentStarting, h.component(id).State, "starting as soon as enabled")
 	r := tc.next(t)
-	assert.Equal(t, control.ComponentStarting, h.component(id).State)
+	assert.Equal(t, api.ComponentStarting, h.component(id).State)
 	assert.Nil(t, h.component(id).LastSuccessUnixSeconds, "no success yet")
 
 	r.Connected()
 	c = h.component(id)
-	assert.Equal(t, control.ComponentConnected, c.State)
+	assert.Equal(t, api.ComponentConnected, c.State)
 	require.NotNil(t, c.LastSuccessUnixSeconds, "connecting is a success")
 	assert.Equal(t, uint64(h.clock.Now().Unix()), *c.LastSuccessUnixSeconds)
 
@@ -51,26 +51,26 @@ func TestComponentStates(t *testing.T) {
 
 	r.Disconnected(errors.New("socket closed"))
 	c = h.component(id)
-	assert.Equal(t, control.ComponentDisconnected, c.State)
+	assert.Equal(t, api.ComponentDisconnected, c.State)
 	assert.Equal(t, ptr("socket closed"), c.Error)
 	assert.Zero(t, c.Restarts, "a disconnection is not a restart")
 
 	r.Connected()
-	assert.Equal(t, control.ComponentConnected, h.component(id).State, "recovered")
+	assert.Equal(t, api.ComponentConnected, h.component(id).State, "recovered")
 
 	r.Fail(errors.New("platform 502"))
-	c = h.waitState(id, control.ComponentBackoff)
+	c = h.waitState(id, api.ComponentBackoff)
 	assert.Equal(t, uint64(1), c.Restarts)
 	assert.Equal(t, ptr("platform 502"), c.Error)
 
 	h.clock.Advance(time.Second)
 	r = tc.next(t)
 	c = h.component(id)
-	assert.Equal(t, control.ComponentStarting, c.State)
+	assert.Equal(t, api.ComponentStarting, c.State)
 	assert.Equal(t, ptr("platform 502"), c.Error, "the latest error is kept")
 
 	r.FailPermanently(errors.New("credentials expired"))
-	c = h.waitState(id, control.ComponentFailed)
+	c = h.waitState(id, api.ComponentFailed)
 	assert.Equal(t, ptr("credentials expired"), c.Error)
 	assert.Equal(t, uint64(1), c.Restarts, "a permanent failure is not restarted")
 	assert.True(t, c.Enabled)
@@ -78,7 +78,7 @@ func TestComponentStates(t *testing.T) {
 	tc.none(t)
 
 	set(true)
-	assert.Equal(t, control.ComponentStarting, h.component(id).State, "channel_set enabled restarts a failed account")
+	assert.Equal(t, api.ComponentStarting, h.component(id).State, "channel_set enabled restarts a failed account")
 	r = tc.next(t)
 	r.Connected()
 
@@ -88,7 +88,7 @@ func TestComponentStates(t *testing.T) {
 		defer close(done)
 		set(false)
 	}()
-	h.waitState(id, control.ComponentStopping)
+	h.waitState(id, api.ComponentStopping)
 	select {
 	case <-done:
 		require.FailNow(t, "channel_set returned before the component stopped")
@@ -97,14 +97,14 @@ func TestComponentStates(t *testing.T) {
 	r.Release()
 	<-done
 	c = h.component(id)
-	assert.Equal(t, control.ComponentDisabled, c.State)
+	assert.Equal(t, api.ComponentDisabled, c.State)
 	assert.False(t, c.Enabled)
 
 	set(true)
 	r = tc.next(t)
 	r.Connected()
 	r.End()
-	c = h.waitState(id, control.ComponentStopped)
+	c = h.waitState(id, api.ComponentStopped)
 	assert.True(t, c.Enabled, "ended by its connector, not disabled")
 	assert.Equal(t, uint64(1), c.Restarts, "a clean end is not a restart")
 	tc.none(t)
@@ -117,8 +117,8 @@ func TestComponentStates(t *testing.T) {
 func TestCloseStopsComponents(t *testing.T) {
 	h := newHarness(t)
 	tc := h.plug(channels.KindSlack)
-	h.set(control.CmdChannelSet{Channel: "slack", Account: "a", Enabled: true})
-	h.set(control.CmdChannelSet{Channel: "slack", Account: "off", Enabled: false})
+	h.set(api.CmdChannelSet{Channel: "slack", Account: "a", Enabled: true})
+	h.set(api.CmdChannelSet{Channel: "slack", Account: "off", Enabled: false})
 	r := tc.next(t)
 	r.Connected()
 	r.HoldStop()
@@ -128,16 +128,16 @@ func TestCloseStopsComponents(t *testing.T) {
 		defer close(done)
 		h.m.Close()
 	}()
-	h.waitState("slack:a", control.ComponentStopping)
+	h.waitState("slack:a", api.ComponentStopping)
 	r.Release()
 	<-done
-	assert.Equal(t, control.ComponentStopped, h.component("slack:a").State)
-	assert.Equal(t, control.ComponentDisabled, h.component("slack:off").State)
+	assert.Equal(t, api.ComponentStopped, h.component("slack:a").State)
+	assert.Equal(t, api.ComponentDisabled, h.component("slack:off").State)
 
-	err := h.m.Set(ctx, control.CmdChannelSet{Channel: "slack", Account: "a", Enabled: true})
-	e := control.ErrorOf(err)
+	err := h.m.Set(ctx, api.CmdChannelSet{Channel: "slack", Account: "a", Enabled: true})
+	e := api.ErrorOf(err)
 	require.NotNil(t, e)
-	assert.Equal(t, control.ReasonUnavailable, e.Data.Reason)
+	assert.Equal(t, api.ReasonUnavailable, e.Data.Reason)
 	tc.none(t)
 }
 
@@ -151,7 +151,7 @@ func TestBackoffDoublesToCap(t *testing.T) {
 	assert.Equal(t, 5*time.Minute, h.m.BackoffCap)
 	tc := h.plug(channels.KindLocal)
 	const id = "local:owner"
-	h.set(control.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
+	h.set(api.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
 	r := tc.next(t)
 
 	delays := []time.Duration{1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300}
@@ -159,19 +159,19 @@ func TestBackoffDoublesToCap(t *testing.T) {
 		d *= time.Second
 		msg := fmt.Sprintf("failure %d", i+1)
 		r.Fail(errors.New(msg))
-		c := h.waitState(id, control.ComponentBackoff)
+		c := h.waitState(id, api.ComponentBackoff)
 		assert.Equal(t, uint64(i+1), c.Restarts)
 		assert.Equal(t, ptr(msg), c.Error)
 		require.Equal(t, []time.Duration{d}, h.clock.Pending(), "retry %d waits %s", i+1, d)
 
 		h.clock.Advance(d - time.Millisecond)
-		assert.Equal(t, control.ComponentBackoff, h.component(id).State, "still waiting 1ms before %s", d)
+		assert.Equal(t, api.ComponentBackoff, h.component(id).State, "still waiting 1ms before %s", d)
 		assert.Equal(t, []time.Duration{d}, h.clock.Pending())
 		tc.none(t)
 
 		h.clock.Advance(time.Millisecond)
 		r = tc.next(t)
-		assert.Equal(t, control.ComponentStarting, h.component(id).State)
+		assert.Equal(t, api.ComponentStarting, h.component(id).State)
 	}
 }
 
@@ -183,18 +183,18 @@ func TestBackoffResetsAfterConnected(t *testing.T) {
 	h.m.BackoffBase, h.m.BackoffCap = 3*time.Second, 10*time.Second
 	tc := h.plug(channels.KindLocal)
 	const id = "local:owner"
-	h.set(control.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
+	h.set(api.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
 	r := tc.next(t)
 	for _, d := range []time.Duration{3, 6, 10, 10} {
 		r.Fail(errors.New("down"))
-		h.waitState(id, control.ComponentBackoff)
+		h.waitState(id, api.ComponentBackoff)
 		require.Equal(t, []time.Duration{d * time.Second}, h.clock.Pending())
 		h.clock.Advance(d * time.Second)
 		r = tc.next(t)
 	}
 	r.Connected()
 	r.Fail(errors.New("down again"))
-	h.waitState(id, control.ComponentBackoff)
+	h.waitState(id, api.ComponentBackoff)
 	assert.Equal(t, []time.Duration{3 * time.Second}, h.clock.Pending(), "back to the base after connecting")
 	assert.Equal(t, uint64(5), h.component(id).Restarts)
 }
@@ -204,14 +204,14 @@ func TestBackoffResetsAfterConnected(t *testing.T) {
 func TestStopDuringBackoff(t *testing.T) {
 	h := newHarness(t)
 	tc := h.plug(channels.KindLocal)
-	h.set(control.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
+	h.set(api.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
 	tc.next(t).Fail(errors.New("down"))
-	h.waitState("local:owner", control.ComponentBackoff)
-	h.set(control.CmdChannelSet{Channel: "local", Account: "owner", Enabled: false})
-	assert.Equal(t, control.ComponentDisabled, h.component("local:owner").State)
+	h.waitState("local:owner", api.ComponentBackoff)
+	h.set(api.CmdChannelSet{Channel: "local", Account: "owner", Enabled: false})
+	assert.Equal(t, api.ComponentDisabled, h.component("local:owner").State)
 	h.clock.Advance(time.Hour)
 	tc.none(t)
-	assert.Equal(t, control.ComponentDisabled, h.component("local:owner").State)
+	assert.Equal(t, api.ComponentDisabled, h.component("local:owner").State)
 }
 
 // TestChangedSettingsRestart: a changed setting of a running account
@@ -220,19 +220,19 @@ func TestStopDuringBackoff(t *testing.T) {
 func TestChangedSettingsRestart(t *testing.T) {
 	h := newHarness(t)
 	tc := h.plug(channels.KindLocal)
-	h.set(control.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
+	h.set(api.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
 	r := tc.next(t)
 	r.Connected()
-	assert.Equal(t, control.SendersOwner, r.Senders)
+	assert.Equal(t, api.SendersOwner, r.Senders)
 
-	h.set(control.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
+	h.set(api.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
 	tc.none(t)
-	assert.Equal(t, control.ComponentConnected, h.component("local:owner").State, "nothing changed")
+	assert.Equal(t, api.ComponentConnected, h.component("local:owner").State, "nothing changed")
 
-	h.set(control.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true, Senders: ptr(control.SendersAnyone)})
+	h.set(api.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true, Senders: ptr(api.SendersAnyone)})
 	r = tc.next(t)
-	assert.Equal(t, control.SendersAnyone, r.Senders, "the new run has the new settings")
+	assert.Equal(t, api.SendersAnyone, r.Senders, "the new run has the new settings")
 	c := h.component("local:owner")
-	assert.Equal(t, control.ComponentStarting, c.State)
+	assert.Equal(t, api.ComponentStarting, c.State)
 	assert.Zero(t, c.Restarts)
 }

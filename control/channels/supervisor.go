@@ -2,8 +2,7 @@ package channels
 
 import (
 	"context"
-
-	"scv/control"
+	"scv/control/api"
 )
 
 // The supervisor: one goroutine per running component.
@@ -28,14 +27,14 @@ func (m *Manager) start(a *account) {
 		why = errNoConnector(a.s.Channel).Error()
 	}
 	if why != "" {
-		a.state, a.err = control.ComponentFailed, why
+		a.state, a.err = api.ComponentFailed, why
 		log.Warn("channel account failed", logError, why)
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &run{s: a.s, cancel: cancel, done: make(chan struct{})}
 	a.run = r
-	a.state = control.ComponentStarting
+	a.state = api.ComponentStarting
 	log.Info("channel account starting")
 	go m.supervise(ctx, a, r, newConn)
 }
@@ -56,7 +55,7 @@ func (m *Manager) supervise(ctx context.Context, a *account, r *run, newConn fun
 			return
 		}
 		r.conn = conn
-		a.state = control.ComponentStarting
+		a.state = api.ComponentStarting
 		m.mu.Unlock()
 
 		err := conn.Run(ctx, r.s, h)
@@ -72,12 +71,12 @@ func (m *Manager) supervise(ctx context.Context, a *account, r *run, newConn fun
 		}
 		switch {
 		case err == nil:
-			a.state, a.run = control.ComponentStopped, nil
+			a.state, a.run = api.ComponentStopped, nil
 			m.mu.Unlock()
 			log.Info("channel account ended")
 			return
 		case IsPermanent(err):
-			a.state, a.err, a.run = control.ComponentFailed, err.Error(), nil
+			a.state, a.err, a.run = api.ComponentFailed, err.Error(), nil
 			m.mu.Unlock()
 			log.Error("channel account failed", logError, err)
 			return
@@ -87,7 +86,7 @@ func (m *Manager) supervise(ctx context.Context, a *account, r *run, newConn fun
 		// The timer is set before the state shows backoff, so that whoever
 		// sees backoff can count on the wait having begun.
 		wait := m.clock().After(delay)
-		a.state = control.ComponentBackoff
+		a.state = api.ComponentBackoff
 		m.mu.Unlock()
 		log.Warn("channel account restarting", logError, err, logDelay, delay)
 
@@ -103,18 +102,18 @@ func (m *Manager) supervise(ctx context.Context, a *account, r *run, newConn fun
 // stop stops a's component, if one runs: stopping, then final once it
 // has ended. An account without one becomes disabled if final is
 // disabled, and otherwise keeps its state. The caller holds ops, not mu.
-func (m *Manager) stop(a *account, final control.ComponentState) {
+func (m *Manager) stop(a *account, final api.ComponentState) {
 	m.mu.Lock()
 	r := a.run
 	if r == nil {
-		if final == control.ComponentDisabled {
+		if final == api.ComponentDisabled {
 			a.state = final
 		}
 		m.mu.Unlock()
 		return
 	}
 	r.stopping = true
-	a.state = control.ComponentStopping
+	a.state = api.ComponentStopping
 	m.mu.Unlock()
 	m.logger().Info("channel account stopping", logComponent, r.s.ID())
 
@@ -148,7 +147,7 @@ func (h *reporter) Connected() {
 	defer h.m.mu.Unlock()
 	if h.live() {
 		h.connected = true
-		h.a.state = control.ComponentConnected
+		h.a.state = api.ComponentConnected
 		h.a.lastSuccess = h.m.clock().Now()
 	}
 }
@@ -157,7 +156,7 @@ func (h *reporter) Disconnected(err error) {
 	h.m.mu.Lock()
 	defer h.m.mu.Unlock()
 	if h.live() {
-		h.a.state = control.ComponentDisconnected
+		h.a.state = api.ComponentDisconnected
 		if err != nil {
 			h.a.err = err.Error()
 		}

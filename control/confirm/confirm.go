@@ -16,7 +16,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/startstop"
 	"scv/ledger"
 	"scv/ledger/local"
@@ -116,8 +116,6 @@ type Manager struct {
 	changed chan struct{}
 }
 
-var _ control.Questions = (*Manager)(nil)
-
 // Executor is what the manager needs of the ledger (*ledger.Ledger).
 type Executor interface {
 	Execute(ctx context.Context, cmd reducer.Command) (ledger.Result, error)
@@ -166,7 +164,7 @@ func (m *Manager) Load(ctx context.Context) error {
 	m.qs, m.alive = qs, map[string]time.Time{}
 	var lost []*question
 	for _, q := range qs {
-		if q.State == control.ConfirmPending {
+		if q.State == api.ConfirmPending {
 			m.alive[q.ID] = time.UnixMilli(q.Asked)
 			lost = append(lost, q)
 		}
@@ -255,15 +253,15 @@ func (m *Manager) Tick(ctx context.Context) error {
 // chat (confirm_ask). A question that cannot be handed over is recorded
 // as failed and answered as such, not refused: the asker learns its
 // outcome the same way as every other.
-func (m *Manager) Ask(ctx context.Context, c control.CmdConfirmAsk) (control.ConfirmInfo, error) {
+func (m *Manager) Ask(ctx context.Context, c api.CmdConfirmAsk) (api.ConfirmInfo, error) {
 	if err := checkQuestion(c.Question); err != nil {
-		return control.ConfirmInfo{}, err
+		return api.ConfirmInfo{}, err
 	}
 	timeout := DefaultTimeout
 	if c.TimeoutSeconds != nil {
 		s := *c.TimeoutSeconds
 		if s == 0 || s > uint64(MaxTimeout/time.Second) {
-			return control.ConfirmInfo{}, invalid("timeout_seconds %d: want 1 to %d", s, uint64(MaxTimeout/time.Second))
+			return api.ConfirmInfo{}, invalid("timeout_seconds %d: want 1 to %d", s, uint64(MaxTimeout/time.Second))
 		}
 		timeout = time.Duration(s) * time.Second
 	}
@@ -273,18 +271,18 @@ func (m *Manager) Ask(ctx context.Context, c control.CmdConfirmAsk) (control.Con
 	}
 	if c.Project != nil {
 		if project = *c.Project; project == "" {
-			return control.ConfirmInfo{}, invalid("project is empty")
+			return api.ConfirmInfo{}, invalid("project is empty")
 		}
 		if m.Ledger == nil {
-			return control.ConfirmInfo{}, control.Errorf(control.ErrUnavailable, "this daemon records no approvals")
+			return api.ConfirmInfo{}, api.Errorf(api.ErrUnavailable, "this daemon records no approvals")
 		}
 	}
 	if c.Task != nil {
 		switch task = *c.Task; {
 		case project == "":
-			return control.ConfirmInfo{}, invalid("task %q without a project: an approval names its project", task)
+			return api.ConfirmInfo{}, invalid("task %q without a project: an approval names its project", task)
 		case task == "":
-			return control.ConfirmInfo{}, invalid("task is empty: name a task, or leave task out to gate the whole project")
+			return api.ConfirmInfo{}, invalid("task is empty: name a task, or leave task out to gate the whole project")
 		}
 	}
 	chat, reason := m.route(parent)
@@ -304,20 +302,20 @@ func (m *Manager) Ask(ctx context.Context, c control.CmdConfirmAsk) (control.Con
 	qs, err := m.record(ctx, out...)
 	m.wmu.Unlock()
 	if err != nil {
-		return control.ConfirmInfo{}, err
+		return api.ConfirmInfo{}, err
 	}
 	if project != "" {
 		// An approval: its project records it (and refuses one it cannot
 		// take, such as of a task that runs already), then it goes on
 		// like any question; its decision reaches the project too.
 		by := requester(parent)
-		if p, ok := control.PeerOf(ctx); ok && by == "" {
+		if p, ok := api.PeerOf(ctx); ok && by == "" {
 			by = p.String()
 		}
 		if _, err := m.Ledger.Execute(ctx, reducer.AskApproval{Project: project, TaskID: task, QuestionID: id,
 			Question: c.Question, Deadline: deadline.UnixMilli(), By: by}); err != nil {
 			m.end(context.WithoutCancel(ctx), id, KindFailed, "its project refused it: "+err.Error())
-			return control.ConfirmInfo{}, err
+			return api.ConfirmInfo{}, err
 		}
 		if reason != "" {
 			return m.end(context.WithoutCancel(ctx), id, KindFailed, reason)
@@ -339,22 +337,22 @@ func (m *Manager) Ask(ctx context.Context, c control.CmdConfirmAsk) (control.Con
 	if q, ok := m.qs[id]; ok {
 		return q.info(), nil
 	}
-	return control.ConfirmInfo{}, notFound(id) // Load ran meanwhile
+	return api.ConfirmInfo{}, notFound(id) // Load ran meanwhile
 }
 
 // Status reports where question id stands (confirm_status) and keeps it
 // alive: a pending question's withdrawal clock starts again. A pending
 // question whose deadline has passed is expired first, even if Tick has
 // not run yet.
-func (m *Manager) Status(ctx context.Context, id string) (control.ConfirmInfo, error) {
+func (m *Manager) Status(ctx context.Context, id string) (api.ConfirmInfo, error) {
 	now := m.now()
 	m.mu.Lock()
 	q, ok := m.qs[id]
 	if !ok {
 		m.mu.Unlock()
-		return control.ConfirmInfo{}, notFound(id)
+		return api.ConfirmInfo{}, notFound(id)
 	}
-	if q.State != control.ConfirmPending {
+	if q.State != api.ConfirmPending {
 		m.mu.Unlock()
 		return q.info(), nil
 	}
@@ -372,7 +370,7 @@ func (m *Manager) Status(ctx context.Context, id string) (control.ConfirmInfo, e
 // refused (conflict) and nothing is appended for it. One whose deadline
 // (or withdrawal) is due is ended first, as Tick would have, and the
 // answer refused.
-func (m *Manager) Answer(ctx context.Context, id string, yes bool, by string) (control.ConfirmInfo, error) {
+func (m *Manager) Answer(ctx context.Context, id string, yes bool, by string) (api.ConfirmInfo, error) {
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
 	now := m.now()
@@ -380,17 +378,17 @@ func (m *Manager) Answer(ctx context.Context, id string, yes bool, by string) (c
 	q, ok := m.qs[id]
 	m.mu.Unlock()
 	if !ok {
-		return control.ConfirmInfo{}, notFound(id)
+		return api.ConfirmInfo{}, notFound(id)
 	}
-	if q.State != control.ConfirmPending {
-		return control.ConfirmInfo{}, conflict(q)
+	if q.State != api.ConfirmPending {
+		return api.ConfirmInfo{}, conflict(q)
 	}
 	if kind, reason := m.due(q, now); kind != "" {
 		qs, err := m.record(ctx, record(id, kind, now, endedData{Reason: reason}))
 		if err != nil {
-			return control.ConfirmInfo{}, err
+			return api.ConfirmInfo{}, err
 		}
-		return control.ConfirmInfo{}, conflict(qs[0])
+		return api.ConfirmInfo{}, conflict(qs[0])
 	}
 	answer := "no"
 	if yes {
@@ -398,7 +396,7 @@ func (m *Manager) Answer(ctx context.Context, id string, yes bool, by string) (c
 	}
 	qs, err := m.record(ctx, record(id, KindAnswered, now, answeredData{Answer: answer, By: by}))
 	if err != nil {
-		return control.ConfirmInfo{}, err
+		return api.ConfirmInfo{}, err
 	}
 	return qs[0].info(), nil
 }
@@ -407,7 +405,7 @@ func (m *Manager) Answer(ctx context.Context, id string, yes bool, by string) (c
 // c.Chat or of all, in record order (confirm_list). With nothing to list
 // and c.WaitSeconds set, it waits that long for a record and lists again;
 // what it then answers may be empty.
-func (m *Manager) List(ctx context.Context, c control.CmdConfirmList) ([]control.Question, error) {
+func (m *Manager) List(ctx context.Context, c api.CmdConfirmList) ([]api.Question, error) {
 	var after, wait uint64
 	if c.After != nil {
 		after = *c.After
@@ -415,8 +413,8 @@ func (m *Manager) List(ctx context.Context, c control.CmdConfirmList) ([]control
 	if c.WaitSeconds != nil {
 		wait = *c.WaitSeconds
 	}
-	if wait > control.MaxListWait {
-		return nil, invalid("wait_seconds %d: at most %d", wait, control.MaxListWait)
+	if wait > api.MaxListWait {
+		return nil, invalid("wait_seconds %d: at most %d", wait, api.MaxListWait)
 	}
 	var timeout <-chan time.Time
 	if wait > 0 {
@@ -436,7 +434,7 @@ func (m *Manager) List(ctx context.Context, c control.CmdConfirmList) ([]control
 		changed := m.changed
 		m.mu.Unlock()
 		slices.SortFunc(found, bySeq)
-		out := make([]control.Question, len(found))
+		out := make([]api.Question, len(found))
 		for i, q := range found {
 			out[i] = q.wire()
 		}
@@ -502,21 +500,21 @@ func (m *Manager) due(q *question, now time.Time) (kind, reason string) {
 
 // end ends question id with a record of kind if it is still pending, and
 // reports where it stands.
-func (m *Manager) end(ctx context.Context, id, kind, reason string) (control.ConfirmInfo, error) {
+func (m *Manager) end(ctx context.Context, id, kind, reason string) (api.ConfirmInfo, error) {
 	m.wmu.Lock()
 	defer m.wmu.Unlock()
 	m.mu.Lock()
 	q, ok := m.qs[id]
 	m.mu.Unlock()
 	if !ok {
-		return control.ConfirmInfo{}, notFound(id)
+		return api.ConfirmInfo{}, notFound(id)
 	}
-	if q.State != control.ConfirmPending {
+	if q.State != api.ConfirmPending {
 		return q.info(), nil
 	}
 	qs, err := m.record(ctx, record(id, kind, m.now(), endedData{Reason: reason}))
 	if err != nil {
-		return control.ConfirmInfo{}, err
+		return api.ConfirmInfo{}, err
 	}
 	return qs[0].info(), nil
 }
@@ -545,7 +543,7 @@ func (m *Manager) record(ctx context.Context, recs ...local.ConfirmRecord) ([]*q
 		}
 		m.qs[r.QuestionID] = q
 		switch {
-		case q.State != control.ConfirmPending:
+		case q.State != api.ConfirmPending:
 			delete(m.alive, q.ID)
 		case r.Kind == KindAsked:
 			m.alive[q.ID] = time.UnixMilli(r.Timestamp)
@@ -573,9 +571,9 @@ func (m *Manager) project(ctx context.Context, qs []*question) {
 		if m.Ledger == nil {
 			return
 		}
-		outcome := map[control.ConfirmState]reducer.ApprovalOutcome{
-			control.ConfirmYes: reducer.ApprovalYes, control.ConfirmNo: reducer.ApprovalNo, control.ConfirmExpired: reducer.ApprovalExpired,
-			control.ConfirmWithdrawn: reducer.ApprovalWithdrawn, control.ConfirmFailed: reducer.ApprovalFailed,
+		outcome := map[api.ConfirmState]reducer.ApprovalOutcome{
+			api.ConfirmYes: reducer.ApprovalYes, api.ConfirmNo: reducer.ApprovalNo, api.ConfirmExpired: reducer.ApprovalExpired,
+			api.ConfirmWithdrawn: reducer.ApprovalWithdrawn, api.ConfirmFailed: reducer.ApprovalFailed,
 		}[q.State]
 		_, err := m.Ledger.Execute(ctx, reducer.DecideApproval{Project: q.Project, QuestionID: q.ID, Outcome: outcome, By: q.DecidedBy})
 		if err != nil && !errors.Is(err, reducer.ErrNotFound) && !errors.Is(err, reducer.ErrConflict) && !errors.Is(err, reducer.ErrInvalidTransition) {
@@ -632,14 +630,14 @@ func requester(parent string) string {
 func bySeq(a, b *question) int { return cmp.Compare(a.Seq, b.Seq) }
 
 func invalid(format string, args ...any) error {
-	return control.Errorf(control.ErrInvalidArgument, format, args...)
+	return api.Errorf(api.ErrInvalidArgument, format, args...)
 }
 
 func notFound(id string) error {
-	return control.Errorf(control.ErrNotFound, "question %q not found", id)
+	return api.Errorf(api.ErrNotFound, "question %q not found", id)
 }
 
 // conflict refuses an answer to q, which is not pending.
 func conflict(q *question) error {
-	return control.Errorf(control.ErrConflict, "question %s is %s (%s): it takes no answer", q.ID, q.State, q.DecidedBy)
+	return api.Errorf(api.ErrConflict, "question %s is %s (%s): it takes no answer", q.ID, q.State, q.DecidedBy)
 }

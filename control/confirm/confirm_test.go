@@ -2,11 +2,8 @@ package confirm
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/ledger/local"
 )
 
@@ -34,35 +31,35 @@ func TestAskAnswerYesNo(t *testing.T) {
 	}
 
 	a := e.ask("Deploy to production?\nIt restarts the API.", "", 0)
-	assert.Equal(t, control.ConfirmInfo{ID: a.ID, State: control.ConfirmPending, Chat: "local:owner",
+	assert.Equal(t, api.ConfirmInfo{ID: a.ID, State: api.ConfirmPending, Chat: "local:owner",
 		DeadlineUnixSeconds: secs(start.Add(1800 * time.Second))}, a, "DEFAULT_CONFIRM_SECONDS")
 	assert.Len(t, a.ID, 26, "a ULID")
 	b := e.ask("Delete the old backups?", "", 0)
 	assert.Equal(t, []delivery{{"local:owner", a.ID, "Deploy to production?\nIt restarts the API."},
 		{"local:owner", b.ID, "Delete the old backups?"}}, e.chats.Delivered())
-	assert.Equal(t, control.ConfirmPending, e.status(a.ID))
+	assert.Equal(t, api.ConfirmPending, e.status(a.ID))
 
 	e.clock.Advance(10 * time.Second)
 	got, err := e.m.Answer(ctx, a.ID, true, "uid 1000 pid 4242")
 	require.NoError(t, err)
-	assert.Equal(t, control.ConfirmYes, got.State)
+	assert.Equal(t, api.ConfirmYes, got.State)
 	got, err = e.m.Answer(ctx, b.ID, false, "uid 1000 pid 4243")
 	require.NoError(t, err)
-	assert.Equal(t, control.ConfirmNo, got.State)
-	assert.Equal(t, control.ConfirmYes, e.status(a.ID))
-	assert.Equal(t, control.ConfirmNo, e.status(b.ID))
+	assert.Equal(t, api.ConfirmNo, got.State)
+	assert.Equal(t, api.ConfirmYes, e.status(a.ID))
+	assert.Equal(t, api.ConfirmNo, e.status(b.ID))
 
 	// A decided question stays decided: neither the deadline nor silence
 	// changes it.
 	e.clock.Advance(2 * time.Hour)
 	e.tick()
-	assert.Equal(t, control.ConfirmYes, e.status(a.ID))
+	assert.Equal(t, api.ConfirmYes, e.status(a.ID))
 	assert.Equal(t, []string{KindAsked, KindAsked, KindAnswered, KindAnswered}, kinds(e.log()))
 
 	_, err = e.m.Status(ctx, "01NOSUCHQUESTION0000000000")
-	assertRefused(t, err, control.CodeNotFound, control.ReasonNotFound)
+	assertRefused(t, err, api.CodeNotFound, api.ReasonNotFound)
 	_, err = e.m.Answer(ctx, "01NOSUCHQUESTION0000000000", true, "uid 1000 pid 1")
-	assertRefused(t, err, control.CodeNotFound, control.ReasonNotFound)
+	assertRefused(t, err, api.CodeNotFound, api.ReasonNotFound)
 }
 
 // TestExpiry: at its deadline a pending question expires (Tick), not a
@@ -75,10 +72,10 @@ func TestExpiry(t *testing.T) {
 
 	e.clock.Advance(30*time.Second - time.Millisecond)
 	e.tick()
-	assert.Equal(t, control.ConfirmPending, e.status(a.ID))
+	assert.Equal(t, api.ConfirmPending, e.status(a.ID))
 	e.clock.Advance(time.Millisecond)
 	e.tick()
-	assert.Equal(t, control.ConfirmExpired, e.status(a.ID))
+	assert.Equal(t, api.ConfirmExpired, e.status(a.ID))
 	q := e.question(a.ID)
 	assert.Equal(t, "deadline passed", *q.DecidedBy)
 	assert.Equal(t, secs(start.Add(30*time.Second)), *q.DecidedUnixSeconds)
@@ -87,7 +84,7 @@ func TestExpiry(t *testing.T) {
 	b := e.ask("A minute?", "", 60)
 	e.clock.Advance(time.Minute)
 	e.tick()
-	assert.Equal(t, control.ConfirmExpired, e.status(b.ID))
+	assert.Equal(t, api.ConfirmExpired, e.status(b.ID))
 	assert.Equal(t, []string{KindAsked, KindExpired, KindAsked, KindExpired}, kinds(e.log()))
 }
 
@@ -99,26 +96,26 @@ func TestWithdrawal(t *testing.T) {
 	followed := e.ask("Followed?", "", 0)
 
 	e.clock.Advance(50 * time.Second)
-	assert.Equal(t, control.ConfirmPending, e.status(followed.ID))
+	assert.Equal(t, api.ConfirmPending, e.status(followed.ID))
 	e.clock.Advance(10*time.Second - time.Millisecond)
 	e.tick()
-	assert.Equal(t, control.ConfirmPending, e.question(quiet.ID).State, "59.999 s")
+	assert.Equal(t, api.ConfirmPending, e.question(quiet.ID).State, "59.999 s")
 	e.clock.Advance(time.Millisecond)
 	e.tick()
-	assert.Equal(t, control.ConfirmWithdrawn, e.question(quiet.ID).State, "60 s without confirm_status")
+	assert.Equal(t, api.ConfirmWithdrawn, e.question(quiet.ID).State, "60 s without confirm_status")
 	assert.Equal(t, "not asked about for a minute", *e.question(quiet.ID).DecidedBy)
-	assert.Equal(t, control.ConfirmPending, e.question(followed.ID).State, "asked about at +50 s")
+	assert.Equal(t, api.ConfirmPending, e.question(followed.ID).State, "asked about at +50 s")
 
 	e.clock.Advance(50*time.Second - time.Millisecond)
 	e.tick()
-	assert.Equal(t, control.ConfirmPending, e.question(followed.ID).State, "+109.999 s")
+	assert.Equal(t, api.ConfirmPending, e.question(followed.ID).State, "+109.999 s")
 	e.clock.Advance(time.Millisecond)
 	e.tick()
-	assert.Equal(t, control.ConfirmWithdrawn, e.status(followed.ID), "+110 s: a minute after its last confirm_status")
+	assert.Equal(t, api.ConfirmWithdrawn, e.status(followed.ID), "+110 s: a minute after its last confirm_status")
 
 	// A withdrawn question takes no answer.
 	_, err := e.m.Answer(context.Background(), quiet.ID, true, "uid 1000 pid 1")
-	assertRefused(t, err, control.CodeConflict, control.ReasonConflict)
+	assertRefused(t, err, api.CodeConflict, api.ReasonConflict)
 	assert.ErrorContains(t, err, "withdrawn")
 }
 
@@ -146,16 +143,16 @@ func TestFailed(t *testing.T) {
 			e := newEnv(t)
 			e.chats.listed, e.chats.fail, e.m.Notify = tc.listed, tc.fail, tc.notify
 			a := e.ask("Proceed?", "", 0)
-			assert.Equal(t, control.ConfirmInfo{ID: a.ID, State: control.ConfirmFailed, Chat: tc.chat,
+			assert.Equal(t, api.ConfirmInfo{ID: a.ID, State: api.ConfirmFailed, Chat: tc.chat,
 				DeadlineUnixSeconds: secs(start.Add(DefaultTimeout))}, a)
-			assert.Equal(t, control.ConfirmFailed, e.status(a.ID))
+			assert.Equal(t, api.ConfirmFailed, e.status(a.ID))
 			q := e.question(a.ID)
 			assert.Equal(t, tc.reason, *q.DecidedBy)
 			assert.Equal(t, secs(start), *q.DecidedUnixSeconds)
 			assert.Equal(t, []string{KindAsked, KindFailed}, kinds(e.log()))
 			assert.Empty(t, e.chats.Delivered())
 			_, err := e.m.Answer(context.Background(), a.ID, true, "uid 1000 pid 1")
-			assertRefused(t, err, control.CodeConflict, control.ReasonConflict)
+			assertRefused(t, err, api.CodeConflict, api.ReasonConflict)
 		})
 	}
 }
@@ -173,12 +170,12 @@ func TestRestartFailsPending(t *testing.T) {
 
 	e.clock.Advance(5 * time.Second)
 	e.m = e.manager()
-	assert.Equal(t, control.ConfirmFailed, e.status(open.ID))
+	assert.Equal(t, api.ConfirmFailed, e.status(open.ID))
 	assert.Equal(t, "answer lost: the daemon restarted", *e.question(open.ID).DecidedBy)
 	assert.Equal(t, secs(start.Add(5*time.Second)), *e.question(open.ID).DecidedUnixSeconds)
-	assert.Equal(t, control.ConfirmYes, e.status(done.ID))
+	assert.Equal(t, api.ConfirmYes, e.status(done.ID))
 	_, err = e.m.Answer(ctx, open.ID, true, "uid 1000 pid 4242")
-	assertRefused(t, err, control.CodeConflict, control.ReasonConflict)
+	assertRefused(t, err, api.CodeConflict, api.ReasonConflict)
 
 	// A second restart finds nothing pending and appends nothing.
 	n := len(e.log())
@@ -218,7 +215,7 @@ func TestRouting(t *testing.T) {
 	e.m.Notify = ""
 	e.chats.listed = []string{"telegram:work"}
 	d := e.ask("Only one chat?", "", 0)
-	assert.Equal(t, control.ConfirmInfo{ID: d.ID, State: control.ConfirmPending, Chat: "telegram:work",
+	assert.Equal(t, api.ConfirmInfo{ID: d.ID, State: api.ConfirmPending, Chat: "telegram:work",
 		DeadlineUnixSeconds: d.DeadlineUnixSeconds}, d, "the only connected chat, the mail account aside")
 
 	e.m.DelegationChat = nil
@@ -238,7 +235,7 @@ func TestRouting(t *testing.T) {
 func TestAskRefusals(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	for name, c := range map[string]control.CmdConfirmAsk{
+	for name, c := range map[string]api.CmdConfirmAsk{
 		"empty":                {Question: ""},
 		"blank":                {Question: " \n "},
 		"2001 characters":      {Question: strings.Repeat("é", 2001)},
@@ -253,7 +250,7 @@ func TestAskRefusals(t *testing.T) {
 		"timeout far too long": {Question: "ok?", TimeoutSeconds: ptr(uint64(1 << 62))},
 	} {
 		_, err := e.m.Ask(ctx, c)
-		assertRefused(t, err, control.CodeInvalidParams, control.ReasonInvalidArgument, name)
+		assertRefused(t, err, api.CodeInvalidParams, api.ReasonInvalidArgument, name)
 	}
 	assert.Empty(t, e.log(), "nothing recorded")
 	assert.Empty(t, e.chats.Delivered(), "nothing delivered")
@@ -262,7 +259,7 @@ func TestAskRefusals(t *testing.T) {
 	assert.Equal(t, secs(start.Add(4*time.Hour)), longest.DeadlineUnixSeconds, "MAX_CONFIRM_SECONDS is allowed")
 	shortest := e.ask("x", "", 1)
 	assert.Equal(t, secs(start.Add(time.Second)), shortest.DeadlineUnixSeconds)
-	assert.Equal(t, control.ConfirmPending, e.status(longest.ID))
+	assert.Equal(t, api.ConfirmPending, e.status(longest.ID))
 }
 
 // MaxConfirmSeconds is MAX_CONFIRM_SECONDS as the wire carries it.
@@ -280,17 +277,17 @@ func TestAnswerOnce(t *testing.T) {
 	require.NoError(t, err)
 	n := len(e.log())
 	_, err = e.m.Answer(ctx, a.ID, false, "uid 1000 pid 2")
-	assertRefused(t, err, control.CodeConflict, control.ReasonConflict)
+	assertRefused(t, err, api.CodeConflict, api.ReasonConflict)
 	assert.ErrorContains(t, err, "is yes")
 	assert.Len(t, e.log(), n, "nothing appended for a refused answer")
-	assert.Equal(t, control.ConfirmYes, e.status(a.ID))
+	assert.Equal(t, api.ConfirmYes, e.status(a.ID))
 
 	late := e.ask("Late?", "", 30)
 	e.clock.Advance(30 * time.Second)
 	_, err = e.m.Answer(ctx, late.ID, true, "uid 1000 pid 3")
-	assertRefused(t, err, control.CodeConflict, control.ReasonConflict)
+	assertRefused(t, err, api.CodeConflict, api.ReasonConflict)
 	assert.ErrorContains(t, err, "expired")
-	assert.Equal(t, control.ConfirmExpired, e.status(late.ID))
+	assert.Equal(t, api.ConfirmExpired, e.status(late.ID))
 	assert.Equal(t, []string{KindAsked, KindAnswered, KindAsked, KindExpired}, kinds(e.log()))
 	e.tick()
 	assert.Len(t, e.log(), 4, "Tick finds nothing left to do")
@@ -298,7 +295,7 @@ func TestAnswerOnce(t *testing.T) {
 	// confirm_status after the deadline, before Tick: expired too.
 	st := e.ask("Status late?", "", 30)
 	e.clock.Advance(30 * time.Second)
-	assert.Equal(t, control.ConfirmExpired, e.status(st.ID))
+	assert.Equal(t, api.ConfirmExpired, e.status(st.ID))
 	assert.Equal(t, KindExpired, e.log()[5].Kind)
 }
 
@@ -322,7 +319,7 @@ func TestConcurrentAnswers(t *testing.T) {
 			won++
 			continue
 		}
-		assertRefused(t, err, control.CodeConflict, control.ReasonConflict)
+		assertRefused(t, err, api.CodeConflict, api.ReasonConflict)
 	}
 	assert.Equal(t, 1, won)
 	assert.Equal(t, []string{KindAsked, KindAnswered}, kinds(e.log()))
@@ -338,7 +335,7 @@ func TestConcurrentRequests(t *testing.T) {
 	for w := range 8 {
 		wg.Go(func() {
 			for i := range 10 {
-				a, err := e.m.Ask(ctx, control.CmdConfirmAsk{Question: fmt.Sprintf("q %d/%d", w, i)})
+				a, err := e.m.Ask(ctx, api.CmdConfirmAsk{Question: fmt.Sprintf("q %d/%d", w, i)})
 				if !assert.NoError(t, err) {
 					return
 				}
@@ -347,10 +344,10 @@ func TestConcurrentRequests(t *testing.T) {
 				if i%3 != 0 {
 					// Withdrawn meanwhile, if the ticks passed a minute.
 					if _, err = e.m.Answer(ctx, a.ID, i%2 == 0, "uid 1000 pid 1"); err != nil {
-						assertRefused(t, err, control.CodeConflict, control.ReasonConflict)
+						assertRefused(t, err, api.CodeConflict, api.ReasonConflict)
 					}
 				}
-				_, err = e.m.List(ctx, control.CmdConfirmList{After: ptr(uint64(i))})
+				_, err = e.m.List(ctx, api.CmdConfirmList{After: ptr(uint64(i))})
 				assert.NoError(t, err)
 			}
 		})
@@ -399,14 +396,14 @@ func TestAudit(t *testing.T) {
 	qs := e.list()
 	require.Len(t, qs, 3)
 	t0 := secs(start)
-	assert.Equal(t, []control.Question{
-		{Seq: 2, ID: yes.ID, Chat: "local:owner", Question: "Merge the branch?", State: control.ConfirmYes,
+	assert.Equal(t, []api.Question{
+		{Seq: 2, ID: yes.ID, Chat: "local:owner", Question: "Merge the branch?", State: api.ConfirmYes,
 			AskedUnixSeconds: t0, DeadlineUnixSeconds: t0 + 1800, DecidedUnixSeconds: ptr(t0 + 7),
 			DecidedBy: ptr("uid 1000 pid 4242"), Requester: ptr("H2")},
-		{Seq: 4, ID: expired.ID, Chat: "local:owner", Question: "Rotate the keys?", State: control.ConfirmExpired,
+		{Seq: 4, ID: expired.ID, Chat: "local:owner", Question: "Rotate the keys?", State: api.ConfirmExpired,
 			AskedUnixSeconds: t0 + 7, DeadlineUnixSeconds: t0 + 37, DecidedUnixSeconds: ptr(t0 + 37),
 			DecidedBy: ptr("deadline passed")},
-		{Seq: 6, ID: failed.ID, Chat: "", Question: "Nobody there?", State: control.ConfirmFailed,
+		{Seq: 6, ID: failed.ID, Chat: "", Question: "Nobody there?", State: api.ConfirmFailed,
 			AskedUnixSeconds: t0 + 37, DeadlineUnixSeconds: t0 + 37 + 1800, DecidedUnixSeconds: ptr(t0 + 37),
 			DecidedBy: ptr("no chat connected")},
 	}, qs)
@@ -438,28 +435,28 @@ func TestList(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"local:owner", "telegram:bot"}, []string{a.Chat, b.Chat})
 
-	ids := func(qs []control.Question) []string {
+	ids := func(qs []api.Question) []string {
 		out := []string{}
 		for _, q := range qs {
 			out = append(out, fmt.Sprintf("%s@%d", q.Question, q.Seq))
 		}
 		return out
 	}
-	list := func(c control.CmdConfirmList) []string {
+	list := func(c api.CmdConfirmList) []string {
 		qs, err := e.m.List(ctx, c)
 		require.NoError(t, err)
 		return ids(qs)
 	}
-	assert.Equal(t, []string{"b?@2", "a?@3"}, list(control.CmdConfirmList{}))
-	assert.Equal(t, []string{"a?@3"}, list(control.CmdConfirmList{After: ptr(uint64(2))}))
-	assert.Equal(t, []string{}, list(control.CmdConfirmList{After: ptr(uint64(3))}))
-	assert.Equal(t, []string{"a?@3"}, list(control.CmdConfirmList{Chat: ptr("local:owner")}))
-	assert.Equal(t, []string{"b?@2"}, list(control.CmdConfirmList{Chat: ptr("telegram:bot")}))
-	assert.Equal(t, []string{}, list(control.CmdConfirmList{Chat: ptr("telegram:bot"), After: ptr(uint64(2))}))
-	assert.Equal(t, []string{}, list(control.CmdConfirmList{Chat: ptr("nowhere:x")}))
+	assert.Equal(t, []string{"b?@2", "a?@3"}, list(api.CmdConfirmList{}))
+	assert.Equal(t, []string{"a?@3"}, list(api.CmdConfirmList{After: ptr(uint64(2))}))
+	assert.Equal(t, []string{}, list(api.CmdConfirmList{After: ptr(uint64(3))}))
+	assert.Equal(t, []string{"a?@3"}, list(api.CmdConfirmList{Chat: ptr("local:owner")}))
+	assert.Equal(t, []string{"b?@2"}, list(api.CmdConfirmList{Chat: ptr("telegram:bot")}))
+	assert.Equal(t, []string{}, list(api.CmdConfirmList{Chat: ptr("telegram:bot"), After: ptr(uint64(2))}))
+	assert.Equal(t, []string{}, list(api.CmdConfirmList{Chat: ptr("nowhere:x")}))
 
-	_, err = e.m.List(ctx, control.CmdConfirmList{WaitSeconds: ptr(uint64(control.MaxListWait + 1))})
-	assertRefused(t, err, control.CodeInvalidParams, control.ReasonInvalidArgument)
+	_, err = e.m.List(ctx, api.CmdConfirmList{WaitSeconds: ptr(uint64(api.MaxListWait + 1))})
+	assertRefused(t, err, api.CodeInvalidParams, api.ReasonInvalidArgument)
 }
 
 // TestListWaits: a waiting confirm_list answers as soon as a question of
@@ -473,14 +470,14 @@ func TestListWaits(t *testing.T) {
 	e.ask("before?", "", 0) // seq 1
 
 	type result struct {
-		qs      []control.Question
+		qs      []api.Question
 		err     error
 		elapsed time.Duration
 	}
 	done := make(chan result, 1)
 	go func() {
 		begin := time.Now()
-		qs, err := e.m.List(ctx, control.CmdConfirmList{Chat: ptr("local:owner"), After: ptr(uint64(1)), WaitSeconds: ptr(uint64(20))})
+		qs, err := e.m.List(ctx, api.CmdConfirmList{Chat: ptr("local:owner"), After: ptr(uint64(1)), WaitSeconds: ptr(uint64(20))})
 		done <- result{qs, err, time.Since(begin)}
 	}()
 	select {
@@ -509,7 +506,7 @@ func TestListWaits(t *testing.T) {
 	}
 
 	begin := time.Now()
-	qs, err := e.m.List(ctx, control.CmdConfirmList{After: ptr(uint64(3)), WaitSeconds: ptr(uint64(1))})
+	qs, err := e.m.List(ctx, api.CmdConfirmList{After: ptr(uint64(3)), WaitSeconds: ptr(uint64(1))})
 	require.NoError(t, err)
 	assert.Empty(t, qs)
 	assert.GreaterOrEqual(t, time.Since(begin), 900*time.Millisecond, "waited its second")
@@ -519,7 +516,7 @@ func TestListWaits(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		cancel()
 	}()
-	_, err = e.m.List(cctx, control.CmdConfirmList{After: ptr(uint64(3)), WaitSeconds: ptr(uint64(20))})
+	_, err = e.m.List(cctx, api.CmdConfirmList{After: ptr(uint64(3)), WaitSeconds: ptr(uint64(20))})
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
@@ -531,7 +528,7 @@ func TestStartStop(t *testing.T) {
 	e.clock.Advance(time.Minute)
 	e.m.TickEvery = 10 * time.Millisecond
 	require.NoError(t, e.m.Start(context.Background()))
-	require.Eventually(t, func() bool { return e.question(a.ID).State == control.ConfirmWithdrawn },
+	require.Eventually(t, func() bool { return e.question(a.ID).State == api.ConfirmWithdrawn },
 		10*time.Second, 10*time.Millisecond)
 	stopped := make(chan struct{})
 	go func() {
@@ -546,89 +543,5 @@ func TestStartStop(t *testing.T) {
 	b := e.ask("after stop?", "", 0)
 	e.clock.Advance(time.Minute)
 	time.Sleep(50 * time.Millisecond)
-	assert.Equal(t, control.ConfirmPending, e.question(b.ID).State, "no tick after Stop")
-}
-
-// TestThroughService: the control.Service answers the question actions
-// with the Manager, in the wire's shapes.
-func TestThroughService(t *testing.T) {
-	ctx := context.Background()
-	e := newEnv(t)
-	s := &control.Service{Ledger: e.l, Questions: e.m}
-	st, err := s.Handle(ctx, control.CmdConfirmAsk{Question: "Via the service?"})
-	require.NoError(t, err)
-	require.NotNil(t, st.Confirm)
-	id := st.Confirm.ID
-	assert.Equal(t, control.ConfirmPending, st.Confirm.State)
-
-	st, err = s.Handle(ctx, control.CmdConfirmAnswer{ID: id, Answer: "yes"})
-	require.NoError(t, err)
-	assert.Equal(t, control.ConfirmYes, st.Confirm.State)
-	st, err = s.Handle(ctx, control.CmdConfirmStatus{ID: id})
-	require.NoError(t, err)
-	assert.Equal(t, control.ConfirmYes, st.Confirm.State)
-	st, err = s.Handle(ctx, control.CmdConfirmList{})
-	require.NoError(t, err)
-	require.Len(t, st.Questions, 1)
-	assert.Equal(t, "unknown peer", *st.Questions[0].DecidedBy, "no connection in this test")
-
-	_, err = s.Handle(ctx, control.CmdConfirmAnswer{ID: id, Answer: "no"})
-	assertRefused(t, err, control.CodeConflict, control.ReasonConflict)
-}
-
-// TestOverSocket: the question actions on a real daemon socket, as `scv`
-// sends them; the answer's decided_by is the peer of the connection it
-// came on. Set SCV_PRINT_WIRE=1 to print the lines (docs/questions.md).
-func TestOverSocket(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	e := newEnv(t)
-	e.chats.listed = []string{"telegram:main"}
-	sock := filepath.Join(t.TempDir(), "run", "d.sock") // t.TempDir is 0755: Listen makes run 0700
-	ln, err := control.Listen(sock)
-	require.NoError(t, err)
-	srv := &control.Server{Service: &control.Service{Ledger: e.l, Version: "1.0.0", PID: 4242, Questions: e.m}}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		require.NoError(t, srv.Shutdown(context.Background()))
-		<-served
-	})
-	c, err := control.Dial(ctx, sock)
-	require.NoError(t, err)
-	defer c.Close()
-
-	send := func(n int, params string) map[string]any {
-		line := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"daemon.control","params":%s}`, n, params)
-		reply, err := c.Send(ctx, []byte(line+"\n"))
-		require.NoError(t, err)
-		if os.Getenv("SCV_PRINT_WIRE") != "" {
-			fmt.Println(line)
-			fmt.Println(string(reply))
-		}
-		var m map[string]any
-		require.NoError(t, json.Unmarshal(reply, &m))
-		return m
-	}
-	r := send(1, `{"action":"confirm_ask","question":"Deploy release 2.0 to production?","parent":"01JAAAA,01JBBBB","timeout_seconds":600}`)
-	conf := r["result"].(map[string]any)["confirm"].(map[string]any)
-	id := conf["id"].(string)
-	assert.Equal(t, map[string]any{"id": id, "state": "pending", "chat": "telegram:main",
-		"deadline_unix_seconds": float64(secs(start.Add(10 * time.Minute)))}, conf)
-	r = send(2, fmt.Sprintf(`{"action":"confirm_status","id":%q}`, id))
-	assert.Equal(t, "pending", r["result"].(map[string]any)["confirm"].(map[string]any)["state"])
-	r = send(3, fmt.Sprintf(`{"action":"confirm_answer","id":%q,"answer":"yes"}`, id))
-	assert.Equal(t, "yes", r["result"].(map[string]any)["confirm"].(map[string]any)["state"])
-	r = send(4, fmt.Sprintf(`{"action":"confirm_answer","id":%q,"answer":"no"}`, id))
-	assert.Equal(t, map[string]any{"reason": "conflict"}, r["error"].(map[string]any)["data"])
-	assert.Equal(t, float64(control.CodeConflict), r["error"].(map[string]any)["code"])
-	r = send(5, `{"action":"confirm_list","chat":"telegram:main","after":0,"wait_seconds":5}`)
-	qs := r["result"].(map[string]any)["questions"].([]any)
-	require.Len(t, qs, 1)
-	by := qs[0].(map[string]any)["decided_by"].(string)
-	assert.Equal(t, fmt.Sprintf("uid %d pid %d", os.Getuid(), os.Getpid()), by)
-	r = send(6, `{"action":"confirm_ask","question":"Empty timeout?","timeout_seconds":0}`)
-	assert.Equal(t, map[string]any{"reason": "invalid_argument"}, r["error"].(map[string]any)["data"])
-	r = send(7, `{"action":"confirm_status","id":"01JNOSUCHQUESTION000000000"}`)
-	assert.Equal(t, map[string]any{"reason": "not_found"}, r["error"].(map[string]any)["data"])
+	assert.Equal(t, api.ConfirmPending, e.question(b.ID).State, "no tick after Stop")
 }

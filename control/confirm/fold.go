@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/ledger/local"
 )
 
@@ -57,7 +57,7 @@ type question struct {
 	Chat      string
 	Requester string
 	Parent    string
-	State     control.ConfirmState
+	State     api.ConfirmState
 	// Seq is the question's latest record.
 	Seq       uint64
 	Asked     int64
@@ -74,7 +74,7 @@ type question struct {
 // unprojected reports whether q is an approval whose decision its
 // project has not recorded yet.
 func (q *question) unprojected() bool {
-	return q.Project != "" && q.State != control.ConfirmPending && !q.Projected
+	return q.Project != "" && q.State != api.ConfirmPending && !q.Projected
 }
 
 // evolve is q after the record r: the whole of how a question's state is
@@ -94,7 +94,7 @@ func evolve(q *question, r local.ConfirmRecord) (*question, error) {
 		}
 		return &question{
 			ID: r.QuestionID, Text: d.Question, Chat: d.Chat, Requester: d.Requester, Parent: d.Parent,
-			State: control.ConfirmPending, Seq: r.Seq, Asked: r.Timestamp, Deadline: d.DeadlineMS,
+			State: api.ConfirmPending, Seq: r.Seq, Asked: r.Timestamp, Deadline: d.DeadlineMS,
 			Project: d.Project, Task: d.Task,
 		}, nil
 	}
@@ -109,7 +109,7 @@ func evolve(q *question, r local.ConfirmRecord) (*question, error) {
 		next.Projected = true
 		return &next, nil
 	}
-	if q.State != control.ConfirmPending {
+	if q.State != api.ConfirmPending {
 		return q, fmt.Errorf("record %d: %s of question %s, which is already %s", r.Seq, r.Kind, r.QuestionID, q.State)
 	}
 	next := *q
@@ -122,9 +122,9 @@ func evolve(q *question, r local.ConfirmRecord) (*question, error) {
 		}
 		switch d.Answer {
 		case "yes":
-			next.State = control.ConfirmYes
+			next.State = api.ConfirmYes
 		case "no":
-			next.State = control.ConfirmNo
+			next.State = api.ConfirmNo
 		default:
 			return q, fmt.Errorf("record %d: question %s answered %q", r.Seq, r.QuestionID, d.Answer)
 		}
@@ -134,8 +134,8 @@ func evolve(q *question, r local.ConfirmRecord) (*question, error) {
 		if err := json.Unmarshal([]byte(r.Data), &d); err != nil {
 			return q, fmt.Errorf("record %d: question %s: %w", r.Seq, r.QuestionID, err)
 		}
-		next.State = map[string]control.ConfirmState{
-			KindExpired: control.ConfirmExpired, KindWithdrawn: control.ConfirmWithdrawn, KindFailed: control.ConfirmFailed,
+		next.State = map[string]api.ConfirmState{
+			KindExpired: api.ConfirmExpired, KindWithdrawn: api.ConfirmWithdrawn, KindFailed: api.ConfirmFailed,
 		}[r.Kind]
 		next.DecidedBy = d.Reason
 	default:
@@ -162,17 +162,17 @@ func fold(recs []local.ConfirmRecord) (map[string]*question, []error) {
 }
 
 // info is q as confirm_ask and confirm_status answer it.
-func (q *question) info() control.ConfirmInfo {
-	return control.ConfirmInfo{ID: q.ID, State: q.State, Chat: q.Chat, DeadlineUnixSeconds: seconds(q.Deadline)}
+func (q *question) info() api.ConfirmInfo {
+	return api.ConfirmInfo{ID: q.ID, State: q.State, Chat: q.Chat, DeadlineUnixSeconds: seconds(q.Deadline)}
 }
 
 // wire is q as confirm_list lists it.
-func (q *question) wire() control.Question {
-	w := control.Question{
+func (q *question) wire() api.Question {
+	w := api.Question{
 		Seq: q.Seq, ID: q.ID, Chat: q.Chat, Question: q.Text, State: q.State,
 		AskedUnixSeconds: seconds(q.Asked), DeadlineUnixSeconds: seconds(q.Deadline),
 	}
-	if q.State != control.ConfirmPending {
+	if q.State != api.ConfirmPending {
 		decided, by := seconds(q.Decided), q.DecidedBy
 		w.DecidedUnixSeconds, w.DecidedBy = &decided, &by
 	}

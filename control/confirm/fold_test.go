@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/ledger/local"
 )
 
@@ -22,8 +22,8 @@ func TestFold(t *testing.T) {
 		return local.ConfirmRecord{Seq: seq, QuestionID: id, Kind: kind, Timestamp: 1_030_000, Data: data}
 	}
 	pending := &question{ID: "Q", Text: "Deploy?", Chat: "local:owner", Requester: "H2", Parent: "H1,H2",
-		State: control.ConfirmPending, Seq: 1, Asked: 1_000_500, Deadline: 1_060_500}
-	decided := func(state control.ConfirmState, by string) *question {
+		State: api.ConfirmPending, Seq: 1, Asked: 1_000_500, Deadline: 1_060_500}
+	decided := func(state api.ConfirmState, by string) *question {
 		q := *pending
 		q.State, q.Seq, q.Decided, q.DecidedBy = state, 2, 1_030_000, by
 		return &q
@@ -36,20 +36,20 @@ func TestFold(t *testing.T) {
 	}{
 		{"asked is pending", []local.ConfirmRecord{asked("Q", 1)}, pending, 0},
 		{"answered yes", []local.ConfirmRecord{asked("Q", 1), step("Q", 2, KindAnswered, `{"answer":"yes","by":"uid 1000 pid 1"}`)},
-			decided(control.ConfirmYes, "uid 1000 pid 1"), 0},
+			decided(api.ConfirmYes, "uid 1000 pid 1"), 0},
 		{"answered no", []local.ConfirmRecord{asked("Q", 1), step("Q", 2, KindAnswered, `{"answer":"no","by":"uid 1000 pid 1"}`)},
-			decided(control.ConfirmNo, "uid 1000 pid 1"), 0},
+			decided(api.ConfirmNo, "uid 1000 pid 1"), 0},
 		{"expired", []local.ConfirmRecord{asked("Q", 1), step("Q", 2, KindExpired, `{"reason":"deadline passed"}`)},
-			decided(control.ConfirmExpired, "deadline passed"), 0},
+			decided(api.ConfirmExpired, "deadline passed"), 0},
 		{"withdrawn", []local.ConfirmRecord{asked("Q", 1), step("Q", 2, KindWithdrawn, `{"reason":"not asked about for a minute"}`)},
-			decided(control.ConfirmWithdrawn, "not asked about for a minute"), 0},
+			decided(api.ConfirmWithdrawn, "not asked about for a minute"), 0},
 		{"failed", []local.ConfirmRecord{asked("Q", 1), step("Q", 2, KindFailed, `{"reason":"no chat connected"}`)},
-			decided(control.ConfirmFailed, "no chat connected"), 0},
+			decided(api.ConfirmFailed, "no chat connected"), 0},
 		{"the first decision stands", []local.ConfirmRecord{asked("Q", 1),
 			step("Q", 2, KindAnswered, `{"answer":"yes","by":"uid 1000 pid 1"}`),
 			step("Q", 3, KindAnswered, `{"answer":"no","by":"uid 1000 pid 2"}`),
 			step("Q", 4, KindExpired, `{"reason":"deadline passed"}`)},
-			decided(control.ConfirmYes, "uid 1000 pid 1"), 2},
+			decided(api.ConfirmYes, "uid 1000 pid 1"), 2},
 		{"asked twice", []local.ConfirmRecord{asked("Q", 1), asked("Q", 2)}, pending, 1},
 		{"a step of a question never asked", []local.ConfirmRecord{step("Q", 1, KindFailed, `{"reason":"x"}`)}, nil, 1},
 		{"an unknown kind", []local.ConfirmRecord{asked("Q", 1), step("Q", 2, "maybe", `{}`)}, pending, 1},
@@ -78,13 +78,13 @@ func TestEvolveIsPure(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, before, *q, "the input is not changed")
 	assert.Equal(t, a, b)
-	assert.Equal(t, control.ConfirmYes, a.State)
+	assert.Equal(t, api.ConfirmYes, a.State)
 
 	// The wire forms: seconds, decided only once decided, requester only
 	// if there is one.
-	assert.Equal(t, control.Question{Seq: 1, ID: "Q", Question: "a", State: control.ConfirmPending,
+	assert.Equal(t, api.Question{Seq: 1, ID: "Q", Question: "a", State: api.ConfirmPending,
 		AskedUnixSeconds: 5, DeadlineUnixSeconds: 9}, q.wire())
-	assert.Equal(t, control.Question{Seq: 2, ID: "Q", Question: "a", State: control.ConfirmYes,
+	assert.Equal(t, api.Question{Seq: 2, ID: "Q", Question: "a", State: api.ConfirmYes,
 		AskedUnixSeconds: 5, DeadlineUnixSeconds: 9, DecidedUnixSeconds: ptr(uint64(6)), DecidedBy: ptr("me")}, a.wire())
-	assert.Equal(t, control.ConfirmInfo{ID: "Q", State: control.ConfirmYes, DeadlineUnixSeconds: 9}, a.info())
+	assert.Equal(t, api.ConfirmInfo{ID: "Q", State: api.ConfirmYes, DeadlineUnixSeconds: 9}, a.info())
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/ledger"
 	"scv/ledger/local"
 	"scv/ledger/sqlite"
@@ -133,9 +133,9 @@ func (e *env) manager() *Manager {
 
 // ask asks text with the given parent chain ("" for none) and timeout (0
 // for the default) and requires an answer.
-func (e *env) ask(text, parent string, timeout uint64) control.ConfirmInfo {
+func (e *env) ask(text, parent string, timeout uint64) api.ConfirmInfo {
 	e.t.Helper()
-	c := control.CmdConfirmAsk{Question: text}
+	c := api.CmdConfirmAsk{Question: text}
 	if parent != "" {
 		c.Parent = &parent
 	}
@@ -147,7 +147,7 @@ func (e *env) ask(text, parent string, timeout uint64) control.ConfirmInfo {
 	return info
 }
 
-func (e *env) status(id string) control.ConfirmState {
+func (e *env) status(id string) api.ConfirmState {
 	e.t.Helper()
 	info, err := e.m.Status(context.Background(), id)
 	require.NoError(e.t, err)
@@ -168,15 +168,15 @@ func (e *env) log() []local.ConfirmRecord {
 }
 
 // list is every question of the manager.
-func (e *env) list() []control.Question {
+func (e *env) list() []api.Question {
 	e.t.Helper()
-	qs, err := e.m.List(context.Background(), control.CmdConfirmList{})
+	qs, err := e.m.List(context.Background(), api.CmdConfirmList{})
 	require.NoError(e.t, err)
 	return qs
 }
 
 // question is the listing of question id.
-func (e *env) question(id string) control.Question {
+func (e *env) question(id string) api.Question {
 	e.t.Helper()
 	for _, q := range e.list() {
 		if q.ID == id {
@@ -184,13 +184,13 @@ func (e *env) question(id string) control.Question {
 		}
 	}
 	e.t.Fatalf("question %s not listed", id)
-	return control.Question{}
+	return api.Question{}
 }
 
 // assertRefused checks that err is the control error with code and reason.
 func assertRefused(t *testing.T, err error, code int, reason string, msgAndArgs ...any) bool {
 	t.Helper()
-	ce := control.ErrorOf(err)
+	ce := api.ErrorOf(err)
 	if !assert.NotNil(t, ce, msgAndArgs...) {
 		return false
 	}

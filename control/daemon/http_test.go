@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/control/web"
 )
 
@@ -72,7 +73,7 @@ func TestHTTPServes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, d.Web().TokenURL()+"\n", string(u))
 
-	st := inCall(t, d, control.CmdProjectCreate{Name: "via-socket", Workspace: dir})
+	st := inCall(t, d, api.CmdProjectCreate{Name: "via-socket", Workspace: dir})
 	require.NotNil(t, st.Project)
 	get := func(path string, auth bool) (int, string) {
 		req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(d.Web().URL(), "/")+path, nil)
@@ -137,24 +138,24 @@ func TestMetricsCount(t *testing.T) {
 	c, err := control.Dial(ctx, d.cfg.Socket)
 	require.NoError(t, err)
 	defer c.Close()
-	call := func(cmd control.Command) *control.DaemonStatus {
+	call := func(cmd api.Command) *api.DaemonStatus {
 		st, err := c.Call(ctx, cmd)
 		require.NoError(t, err, cmd.Action())
 		return st
 	}
-	call(control.CmdProjectCreate{Name: "m", Workspace: dir})
-	task := call(control.CmdProjectTaskAdd{Project: "m", Title: "t", DependsOn: []string{}}).Project.TaskID
-	run := call(control.CmdProjectRunStart{Project: "m", Task: task, Agent: "a"}).Project.RunID
-	call(control.CmdProjectHeartbeat{Project: "m", Run: &run}) // journaled
-	call(control.CmdProjectHeartbeat{Project: "m", Run: &run}) // coalesced: inside 30 s
-	_, err = c.Call(ctx, control.CmdProjectStatus{Project: "nope"})
+	call(api.CmdProjectCreate{Name: "m", Workspace: dir})
+	task := call(api.CmdProjectTaskAdd{Project: "m", Title: "t", DependsOn: []string{}}).Project.TaskID
+	run := call(api.CmdProjectRunStart{Project: "m", Task: task, Agent: "a"}).Project.RunID
+	call(api.CmdProjectHeartbeat{Project: "m", Run: &run}) // journaled
+	call(api.CmdProjectHeartbeat{Project: "m", Run: &run}) // coalesced: inside 30 s
+	_, err = c.Call(ctx, api.CmdProjectStatus{Project: "nope"})
 	require.Error(t, err)
 	mu.Lock()
 	now = now.Add(2 * time.Minute)
 	mu.Unlock()
 	d.Sweep(ctx)
 	zero := uint64(0)
-	call(control.CmdLedgerCompact{Project: "m", Retain: &zero})
+	call(api.CmdLedgerCompact{Project: "m", Retain: &zero})
 
 	fams := scrape(t, d)
 	value := func(name string, labels map[string]string) float64 {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/api"
 	"scv/control/proc"
 )
 
@@ -103,7 +104,7 @@ func restartableDaemon(t *testing.T, dir, exe string, ready time.Duration, activ
 
 // inCall sends one command to an in-process daemon on a connection of
 // its own (a restart closes idle connections).
-func inCall(t *testing.T, d *Daemon, cmd control.Command) *control.DaemonStatus {
+func inCall(t *testing.T, d *Daemon, cmd api.Command) *api.DaemonStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -134,7 +135,7 @@ func TestRestartWaitsForDelegation(t *testing.T) {
 
 	setActive("DELEG", true)
 	asked := time.Now()
-	st := inCall(t, d, control.CmdRestartWhenIdle{Version: ptr("2.0.0-next"), Parent: ptr("OUTER,DELEG"), MaxWaitSeconds: ptr(uint64(3600))})
+	st := inCall(t, d, api.CmdRestartWhenIdle{Version: ptr("2.0.0-next"), Parent: ptr("OUTER,DELEG"), MaxWaitSeconds: ptr(uint64(3600))})
 	require.NotNil(t, st.Restart)
 	assert.Equal(t, "2.0.0-next", st.Restart.ToVersion)
 	assert.Equal(t, "DELEG", *st.Restart.Requester)
@@ -143,7 +144,7 @@ func TestRestartWaitsForDelegation(t *testing.T) {
 	assert.InDelta(t, asked.Add(time.Hour).Unix(), int64(st.Restart.DeadlineUnixSeconds), 2)
 
 	time.Sleep(200 * time.Millisecond)
-	st = inCall(t, d, control.CmdStatus{})
+	st = inCall(t, d, api.CmdStatus{})
 	require.NotNil(t, st.Restart, "every status shows the pending restart")
 	assert.Equal(t, "DELEG", *st.Restart.Requester)
 	require.NotNil(t, st.Restart.WaitingFor)
@@ -152,19 +153,19 @@ func TestRestartWaitsForDelegation(t *testing.T) {
 
 	// Replaced: the first request's delegation ending starts nothing.
 	setActive("OTHER", true)
-	st = inCall(t, d, control.CmdRestartWhenIdle{Parent: ptr("OTHER"), MaxWaitSeconds: ptr(uint64(7200))})
+	st = inCall(t, d, api.CmdRestartWhenIdle{Parent: ptr("OTHER"), MaxWaitSeconds: ptr(uint64(7200))})
 	assert.Equal(t, "OTHER", *st.Restart.Requester)
 	setActive("DELEG", false)
 	time.Sleep(200 * time.Millisecond)
 	assert.False(t, ran(), "the replaced request does not restart")
-	st = inCall(t, d, control.CmdStatus{})
+	st = inCall(t, d, api.CmdStatus{})
 	require.NotNil(t, st.Restart)
 	assert.Equal(t, "OTHER", *st.Restart.Requester)
 
 	setActive("OTHER", false)
 	require.Eventually(t, ran, 10*time.Second, 10*time.Millisecond, "restarts once the delegation ended")
-	require.Eventually(t, func() bool { return inCall(t, d, control.CmdStatus{}).Restart == nil }, 10*time.Second, 10*time.Millisecond)
-	st = inCall(t, d, control.CmdProjectCreate{Name: "after", Workspace: dir})
+	require.Eventually(t, func() bool { return inCall(t, d, api.CmdStatus{}).Restart == nil }, 10*time.Second, 10*time.Millisecond)
+	st = inCall(t, d, api.CmdProjectCreate{Name: "after", Workspace: dir})
 	assert.Equal(t, version, st.Version)
 	assert.Equal(t, uint32(os.Getpid()), st.PID)
 	assert.Contains(t, logs.String(), "ended before it was ready")
@@ -173,13 +174,13 @@ func TestRestartWaitsForDelegation(t *testing.T) {
 	require.NoError(t, os.Remove(marker))
 	setActive("SLOW", true)
 	asked = time.Now()
-	st = inCall(t, d, control.CmdRestartWhenIdle{Parent: ptr("SLOW"), MaxWaitSeconds: ptr(uint64(1))})
+	st = inCall(t, d, api.CmdRestartWhenIdle{Parent: ptr("SLOW"), MaxWaitSeconds: ptr(uint64(1))})
 	require.NotNil(t, st.Restart)
 	require.Eventually(t, ran, 10*time.Second, 10*time.Millisecond, "restarts at the deadline")
 	assert.GreaterOrEqual(t, time.Since(asked), 900*time.Millisecond, "not before the deadline")
-	require.Eventually(t, func() bool { return inCall(t, d, control.CmdStatus{}).Restart == nil }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return inCall(t, d, api.CmdStatus{}).Restart == nil }, 10*time.Second, 10*time.Millisecond)
 	assert.Contains(t, logs.String(), "restarting at the deadline")
-	inCall(t, d, control.CmdProjectStatus{Project: "after"})
+	inCall(t, d, api.CmdProjectStatus{Project: "after"})
 }
 
 // TestRestartNotReady: a release that starts but never says it is ready
@@ -188,9 +189,9 @@ func TestRestartNotReady(t *testing.T) {
 	dir := shortDir(t)
 	exe, marker := restartScript(t, dir, "2.0.0-slow", "exec sleep 60")
 	d, logs := restartableDaemon(t, dir, exe, 500*time.Millisecond, func(string) bool { return false })
-	inCall(t, d, control.CmdProjectCreate{Name: "acme", Workspace: dir})
+	inCall(t, d, api.CmdProjectCreate{Name: "acme", Workspace: dir})
 
-	inCall(t, d, control.CmdRestartWhenIdle{MaxWaitSeconds: ptr(uint64(0))})
+	inCall(t, d, api.CmdRestartWhenIdle{MaxWaitSeconds: ptr(uint64(0))})
 	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "restart failed") }, 10*time.Second, 10*time.Millisecond)
 	assert.Contains(t, logs.String(), "was not ready within 500ms; killed it")
 	b, err := os.ReadFile(marker)
@@ -199,7 +200,7 @@ func TestRestartNotReady(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, procGone(pid), "the release that was not ready is gone")
 
-	st := inCall(t, d, control.CmdProjectStatus{Project: "acme"})
+	st := inCall(t, d, api.CmdProjectStatus{Project: "acme"})
 	assert.Nil(t, st.Restart)
 	assert.Equal(t, "acme", st.Project.Project.Name)
 }

@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/proc"
 	"scv/control/startstop"
 	"scv/ledger/local"
@@ -130,7 +130,7 @@ func validHandle(h string) bool {
 }
 
 func invalid(format string, args ...any) error {
-	return control.Errorf(control.ErrInvalidArgument, format, args...)
+	return api.Errorf(api.ErrInvalidArgument, format, args...)
 }
 
 // Register checks c against the processes it names and records it: the
@@ -138,47 +138,47 @@ func invalid(format string, args ...any) error {
 // its own process group, and be a child of the owner. (Its tag is not
 // checked: /proc/PID/environ is empty while the process is in the middle
 // of an exec.)
-func (r *Registry) Register(ctx context.Context, c control.CmdDelegationRegister) (control.DelegationInfo, error) {
+func (r *Registry) Register(ctx context.Context, c api.CmdDelegationRegister) (api.DelegationInfo, error) {
 	if !validHandle(c.Handle) {
-		return control.DelegationInfo{}, invalid("handle %q: want 1 to %d characters of [0-9A-Za-z_-]", c.Handle, maxHandle)
+		return api.DelegationInfo{}, invalid("handle %q: want 1 to %d characters of [0-9A-Za-z_-]", c.Handle, maxHandle)
 	}
 	if err := reducer.ValidName("agent", c.Agent); err != nil {
-		return control.DelegationInfo{}, err
+		return api.DelegationInfo{}, err
 	}
 	if len(c.Session) > 200 {
-		return control.DelegationInfo{}, invalid("session is longer than 200 bytes")
+		return api.DelegationInfo{}, invalid("session is longer than 200 bytes")
 	}
 	chain := proc.ParseChain(c.Parent)
 	if len(chain) == 0 || chain[len(chain)-1] != c.Handle || strings.Count(c.Parent, ",")+1 != len(chain) {
-		return control.DelegationInfo{}, invalid("parent %q: want the SCV_PARENT chain, comma-separated, ending with the handle %s", c.Parent, c.Handle)
+		return api.DelegationInfo{}, invalid("parent %q: want the SCV_PARENT chain, comma-separated, ending with the handle %s", c.Parent, c.Handle)
 	}
 	for _, h := range chain {
 		if !validHandle(h) {
-			return control.DelegationInfo{}, invalid("parent %q: %q is not a handle", c.Parent, h)
+			return api.DelegationInfo{}, invalid("parent %q: %q is not a handle", c.Parent, h)
 		}
 	}
 	if c.Chat != "" {
 		ch, acct, ok := strings.Cut(c.Chat, ":")
 		if !ok || ch == "" || acct == "" || reducer.ValidName("chat", c.Chat) != nil {
-			return control.DelegationInfo{}, invalid("chat %q: want <channel>:<account>", c.Chat)
+			return api.DelegationInfo{}, invalid("chat %q: want <channel>:<account>", c.Chat)
 		}
 	}
 	if !filepath.IsAbs(c.Cwd) {
-		return control.DelegationInfo{}, invalid("cwd %q is not an absolute path", c.Cwd)
+		return api.DelegationInfo{}, invalid("cwd %q is not an absolute path", c.Cwd)
 	}
 	owner, err := proc.Identify(int(c.OwnerPID))
 	if err != nil || !owner.Alive() {
-		return control.DelegationInfo{}, invalid("owner process %d is not running", c.OwnerPID)
+		return api.DelegationInfo{}, invalid("owner process %d is not running", c.OwnerPID)
 	}
 	p, err := proc.Read(int(c.PID))
 	if err != nil {
-		return control.DelegationInfo{}, invalid("process %d is not running", c.PID)
+		return api.DelegationInfo{}, invalid("process %d is not running", c.PID)
 	}
 	switch {
 	case p.PPID != owner.PID:
-		return control.DelegationInfo{}, invalid("process %d is not a child of owner %d", c.PID, c.OwnerPID)
+		return api.DelegationInfo{}, invalid("process %d is not a child of owner %d", c.PID, c.OwnerPID)
 	case p.PGID != p.PID:
-		return control.DelegationInfo{}, invalid("process %d does not lead its own process group", c.PID)
+		return api.DelegationInfo{}, invalid("process %d does not lead its own process group", c.PID)
 	}
 	r.mu.Lock()
 	boot := r.boot
@@ -189,7 +189,7 @@ func (r *Registry) Register(ctx context.Context, c control.CmdDelegationRegister
 		Cwd: filepath.Clean(c.Cwd), Started: r.now().UnixMilli(), Chat: c.Chat,
 	}
 	if err := r.Store.PutDelegation(ctx, d); err != nil {
-		return control.DelegationInfo{}, err
+		return api.DelegationInfo{}, err
 	}
 	e := &delegation{Delegation: d}
 	r.mu.Lock()
@@ -218,7 +218,7 @@ func (r *Registry) claim(handle string) (*delegation, error) {
 	defer r.mu.Unlock()
 	e, ok := r.entries[handle]
 	if !ok {
-		return nil, fmt.Errorf("%w: delegation %q", control.ErrNotFound, handle)
+		return nil, fmt.Errorf("%w: delegation %q", api.ErrNotFound, handle)
 	}
 	if e.stopping {
 		return nil, nil
@@ -259,7 +259,7 @@ func (r *Registry) Kill(ctx context.Context, handle string) error {
 		return err
 	}
 	if e == nil {
-		return fmt.Errorf("%w: delegation %s is already being stopped", control.ErrConflict, handle)
+		return fmt.Errorf("%w: delegation %s is already being stopped", api.ErrConflict, handle)
 	}
 	n, err := r.stop(ctx, e)
 	r.logger().Info("delegation killed", "handle", handle, "signalled", n, "err", err)
@@ -356,10 +356,10 @@ func (r *Registry) ChatOf(parent string) string {
 
 // Summary counts running delegations (orphans awaiting cleanup not
 // included) and those reaped since the daemon started.
-func (r *Registry) Summary() control.DelegationSummary {
+func (r *Registry) Summary() api.DelegationSummary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := control.DelegationSummary{Reaped: r.reaped}
+	s := api.DelegationSummary{Reaped: r.reaped}
 	for _, e := range r.entries {
 		if !e.orphaned {
 			s.Active++
@@ -370,7 +370,7 @@ func (r *Registry) Summary() control.DelegationSummary {
 
 // List is the summary with its entries, oldest first; all adds orphans
 // awaiting cleanup.
-func (r *Registry) List(all bool) control.DelegationSummary {
+func (r *Registry) List(all bool) api.DelegationSummary {
 	s := r.Summary()
 	r.mu.Lock()
 	var es []*delegation
@@ -393,12 +393,12 @@ func (r *Registry) List(all bool) control.DelegationSummary {
 }
 
 // info is e on the wire, with its live process count.
-func (r *Registry) info(e *delegation) control.DelegationInfo {
+func (r *Registry) info(e *delegation) api.DelegationInfo {
 	r.mu.Lock()
 	orphaned := e.orphaned
 	r.mu.Unlock()
 	t := proc.Tree{Handle: e.Handle, Leader: proc.Ident{PID: e.PID, Start: e.PIDStart}}
-	return control.DelegationInfo{
+	return api.DelegationInfo{
 		Handle: e.Handle, Agent: e.Agent, Session: e.Session, Depth: e.Depth,
 		PID: uint32(e.PID), OwnerPID: uint32(e.OwnerPID), Processes: uint32(t.Count()),
 		Cwd: e.Cwd, StartedUnixSeconds: uint64(e.Started / 1000), Orphaned: orphaned,

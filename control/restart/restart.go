@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/ledger"
 )
 
@@ -79,7 +79,7 @@ type Restarter struct {
 
 // pendingRestart is one scheduled restart.
 type pendingRestart struct {
-	info      control.RestartInfo // what status shows; WaitingFor is updated
+	info      api.RestartInfo // what status shows; WaitingFor is updated
 	requester string
 	deadline  time.Time
 	cancel    chan struct{} // closed when replaced or the daemon closes
@@ -108,14 +108,14 @@ func (r *Restarter) log() *slog.Logger {
 
 // conflict is a refusal with nothing scheduled.
 func conflict(format string, args ...any) error {
-	return control.Errorf(control.ErrConflict, format, args...)
+	return api.Errorf(api.ErrConflict, format, args...)
 }
 
 // RestartWhenIdle checks the installed release and schedules the restart,
 // replacing one already pending.
-func (r *Restarter) RestartWhenIdle(c control.CmdRestartWhenIdle) (*control.RestartInfo, error) {
+func (r *Restarter) RestartWhenIdle(c api.CmdRestartWhenIdle) (*api.RestartInfo, error) {
 	if r.Exe == "" {
-		return nil, control.Errorf(control.ErrUnavailable, "this daemon does not know its own executable, so it cannot restart itself")
+		return nil, api.Errorf(api.ErrUnavailable, "this daemon does not know its own executable, so it cannot restart itself")
 	}
 	installed, err := installedVersion(r.Exe)
 	if err != nil {
@@ -135,7 +135,7 @@ func (r *Restarter) RestartWhenIdle(c control.CmdRestartWhenIdle) (*control.Rest
 		wait = time.Duration(min(*c.MaxWaitSeconds, maxWaitSeconds)) * time.Second
 	}
 	p := &pendingRestart{requester: requester(c.Parent), deadline: r.now().Add(wait), cancel: make(chan struct{})}
-	p.info = control.RestartInfo{ToVersion: installed, DeadlineUnixSeconds: uint64(max(p.deadline.Unix(), 0))}
+	p.info = api.RestartInfo{ToVersion: installed, DeadlineUnixSeconds: uint64(max(p.deadline.Unix(), 0))}
 	if p.requester != "" {
 		p.info.Requester = &p.requester
 	}
@@ -145,7 +145,7 @@ func (r *Restarter) RestartWhenIdle(c control.CmdRestartWhenIdle) (*control.Rest
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
-		return nil, control.Errorf(control.ErrUnavailable, "the daemon is shutting down")
+		return nil, api.Errorf(api.ErrUnavailable, "the daemon is shutting down")
 	}
 	if r.restarting {
 		r.mu.Unlock()
@@ -170,7 +170,7 @@ func (r *Restarter) RestartWhenIdle(c control.CmdRestartWhenIdle) (*control.Rest
 }
 
 // Pending is the scheduled restart, or nil.
-func (r *Restarter) Pending() *control.RestartInfo {
+func (r *Restarter) Pending() *api.RestartInfo {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pending == nil {

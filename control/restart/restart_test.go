@@ -3,14 +3,13 @@ package restart
 import (
 	"os"
 	"path/filepath"
+	"scv/control/api"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"scv/control"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -108,15 +107,15 @@ func TestRestartRequest(t *testing.T) {
 	}
 	t.Cleanup(r.Stop)
 
-	_, err := (&Restarter{}).RestartWhenIdle(control.CmdRestartWhenIdle{})
-	e := control.ErrorOf(err)
+	_, err := (&Restarter{}).RestartWhenIdle(api.CmdRestartWhenIdle{})
+	e := api.ErrorOf(err)
 	require.NotNil(t, e)
-	assert.Equal(t, control.ReasonUnavailable, e.Data.Reason, "no executable known (in-process daemon)")
+	assert.Equal(t, api.ReasonUnavailable, e.Data.Reason, "no executable known (in-process daemon)")
 
-	_, err = r.RestartWhenIdle(control.CmdRestartWhenIdle{Version: ptr("3.1.5")})
-	e = control.ErrorOf(err)
+	_, err = r.RestartWhenIdle(api.CmdRestartWhenIdle{Version: ptr("3.1.5")})
+	e = api.ErrorOf(err)
 	require.NotNil(t, e)
-	assert.Equal(t, control.ReasonConflict, e.Data.Reason)
+	assert.Equal(t, api.ReasonConflict, e.Data.Reason)
 	assert.Contains(t, e.Message, `"3.1.4"`)
 	assert.Contains(t, e.Message, `"3.1.5"`)
 	assert.Contains(t, e.Message, exe)
@@ -125,7 +124,7 @@ func TestRestartRequest(t *testing.T) {
 	mu.Lock()
 	active["D2"], inFlight = true, 3
 	mu.Unlock()
-	info, err := r.RestartWhenIdle(control.CmdRestartWhenIdle{Parent: ptr("D1, D2")})
+	info, err := r.RestartWhenIdle(api.CmdRestartWhenIdle{Parent: ptr("D1, D2")})
 	require.NoError(t, err)
 	assert.Equal(t, "3.1.4", info.ToVersion, "no version asked: the installed one, trimmed")
 	require.NotNil(t, info.Requester)
@@ -142,11 +141,11 @@ func TestRestartRequest(t *testing.T) {
 	assert.Contains(t, *pending.WaitingFor, "delegation D2")
 
 	// A second request replaces the first.
-	info, err = r.RestartWhenIdle(control.CmdRestartWhenIdle{Version: ptr("3.1.4"), Parent: ptr("D3"), MaxWaitSeconds: ptr(uint64(5))})
+	info, err = r.RestartWhenIdle(api.CmdRestartWhenIdle{Version: ptr("3.1.4"), Parent: ptr("D3"), MaxWaitSeconds: ptr(uint64(5))})
 	require.NoError(t, err)
 	assert.Equal(t, uint64(1_000_005), info.DeadlineUnixSeconds)
 	assert.Equal(t, "D3", *r.Pending().Requester)
-	_, err = r.RestartWhenIdle(control.CmdRestartWhenIdle{MaxWaitSeconds: ptr(uint64(1) << 63)})
+	_, err = r.RestartWhenIdle(api.CmdRestartWhenIdle{MaxWaitSeconds: ptr(uint64(1) << 63)})
 	require.NoError(t, err, "a huge max wait is capped, not overflowed")
 	assert.Greater(t, r.Pending().DeadlineUnixSeconds, uint64(1_000_000))
 

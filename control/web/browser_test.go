@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/view"
 	"scv/reducer"
 )
@@ -207,7 +207,7 @@ func TestBrowserAnswer(t *testing.T) {
 	b.do(t, chromedp.WaitVisible(chromedp.CSS(`#decided li[data-question-id="`+no+`"]`)))
 	b.do(t, chromedp.Click(chromedp.CSS(`li[data-question-id="`+yes+`"] button.yes`)))
 	b.do(t, chromedp.WaitVisible(chromedp.CSS(`#decided li[data-question-id="`+yes+`"]`)))
-	for id, want := range map[string]control.ConfirmState{yes: control.ConfirmYes, no: control.ConfirmNo} {
+	for id, want := range map[string]api.ConfirmState{yes: api.ConfirmYes, no: api.ConfirmNo} {
 		q := e.question(id)
 		assert.Equal(t, want, q.State, id)
 		if assert.NotNil(t, q.DecidedBy) {

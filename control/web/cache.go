@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sync"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/view"
 	"scv/ledger"
 	"scv/reducer"
@@ -98,7 +98,7 @@ func (q *questionSeq) latest(ctx context.Context, qs Questions) (uint64, error) 
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	after := q.seq
-	list, err := qs.List(ctx, control.CmdConfirmList{After: &after})
+	list, err := qs.List(ctx, api.CmdConfirmList{After: &after})
 	if err != nil {
 		return 0, err
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/confirm"
 	"scv/control/metrics"
 	"scv/control/web"
@@ -177,16 +177,16 @@ func (e *env) project(name, title string) (string, map[string]string) {
 // ask asks a question and returns its ID.
 func (e *env) ask(text string) string {
 	e.t.Helper()
-	info, err := e.q.Ask(context.Background(), control.CmdConfirmAsk{Question: text})
+	info, err := e.q.Ask(context.Background(), api.CmdConfirmAsk{Question: text})
 	require.NoError(e.t, err)
-	require.Equal(e.t, control.ConfirmPending, info.State)
+	require.Equal(e.t, api.ConfirmPending, info.State)
 	return info.ID
 }
 
 // question is question id as the manager has it.
-func (e *env) question(id string) control.Question {
+func (e *env) question(id string) api.Question {
 	e.t.Helper()
-	all, err := e.q.List(context.Background(), control.CmdConfirmList{})
+	all, err := e.q.List(context.Background(), api.CmdConfirmList{})
 	require.NoError(e.t, err)
 	for _, q := range all {
 		if q.ID == id {
@@ -194,7 +194,7 @@ func (e *env) question(id string) control.Question {
 		}
 	}
 	e.t.Fatalf("no question %s", id)
-	return control.Question{}
+	return api.Question{}
 }
 
 // client is an HTTP client that follows no redirect.

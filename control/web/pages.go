@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/render"
 	"scv/control/view"
 	"scv/ledger"
@@ -54,7 +54,7 @@ var pages = func() map[string]*template.Template {
 			return *p
 		},
 		// qctx is a question with the page its answer goes back to.
-		"qctx": func(q control.Question, back string) questionItem { return questionItem{Q: q, Back: back} },
+		"qctx": func(q api.Question, back string) questionItem { return questionItem{Q: q, Back: back} },
 		"ms": func(ms int64) time.Time {
 			if ms == 0 {
 				return time.Time{}
@@ -136,19 +136,19 @@ func (s *Server) show(w http.ResponseWriter, r *http.Request, code int, name str
 }
 
 // fail shows an error page, with the status the error's reason word
-// calls for (control.ErrorOf): 404 for what is not there, 409 for a
+// calls for (api.ErrorOf): 404 for what is not there, 409 for a
 // conflict (a question answered already), 400 for a refusal of the
 // input, 503 while the ledger is unavailable, else 500.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := http.StatusInternalServerError
-	switch control.ErrorOf(err).Data.Reason {
-	case control.ReasonNotFound:
+	switch api.ErrorOf(err).Data.Reason {
+	case api.ReasonNotFound:
 		code = http.StatusNotFound
-	case control.ReasonConflict, control.ReasonInvalidTransition, control.ReasonRunNotRunning:
+	case api.ReasonConflict, api.ReasonInvalidTransition, api.ReasonRunNotRunning:
 		code = http.StatusConflict
-	case control.ReasonInvalidArgument:
+	case api.ReasonInvalidArgument:
 		code = http.StatusBadRequest
-	case control.ReasonUnavailable:
+	case api.ReasonUnavailable:
 		code = http.StatusServiceUnavailable
 	default:
 		s.logger().Error("web UI", "path", r.URL.Path, "err", err)
@@ -206,7 +206,7 @@ type projectPage struct {
 	CompactedBefore uint64
 	Cut             bool // older events are not kept in memory
 	CanRetry        bool
-	Pending         []control.Question
+	Pending         []api.Question
 	Verify          string
 }
 
@@ -362,12 +362,12 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request) {
 // Questions.
 
 type questionItem struct {
-	Q    control.Question
+	Q    api.Question
 	Back string
 }
 
 type questionsPage struct {
-	Pending, Decided []control.Question
+	Pending, Decided []api.Question
 }
 
 // MaxDecidedShown is how many decided questions the questions page lists.
@@ -379,7 +379,7 @@ func (s *Server) questionsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	all, err := s.Questions.List(ctx, control.CmdConfirmList{})
+	all, err := s.Questions.List(ctx, api.CmdConfirmList{})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -387,7 +387,7 @@ func (s *Server) questionsPage(w http.ResponseWriter, r *http.Request) {
 	var page questionsPage
 	for _, q := range slices.Backward(all) {
 		switch {
-		case q.State == control.ConfirmPending:
+		case q.State == api.ConfirmPending:
 			page.Pending = append(page.Pending, q)
 		case len(page.Decided) < MaxDecidedShown:
 			page.Decided = append(page.Decided, q)
@@ -404,12 +404,12 @@ func (s *Server) questionsPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // pending is the questions waiting for an answer, oldest first.
-func (s *Server) pending(ctx context.Context) ([]control.Question, error) {
-	all, err := s.Questions.List(ctx, control.CmdConfirmList{})
+func (s *Server) pending(ctx context.Context) ([]api.Question, error) {
+	all, err := s.Questions.List(ctx, api.CmdConfirmList{})
 	if err != nil {
 		return nil, err
 	}
-	return slices.DeleteFunc(all, func(q control.Question) bool { return q.State != control.ConfirmPending }), nil
+	return slices.DeleteFunc(all, func(q api.Question) bool { return q.State != api.ConfirmPending }), nil
 }
 
 func (s *Server) questionsVersion(ctx context.Context) (string, error) {

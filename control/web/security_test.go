@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/web"
 )
 
@@ -79,7 +79,7 @@ func TestNoTokenNoLedger(t *testing.T) {
 			http.Header{"Content-Type": {"application/x-www-form-urlencoded"}, "Origin": {e.base}}, false)
 		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, p)
 	}
-	assert.Equal(t, control.ConfirmPending, e.question(qid).State, "no answer was recorded")
+	assert.Equal(t, api.ConfirmPending, e.question(qid).State, "no answer was recorded")
 	assert.Empty(t, e.actions.asked(), "no retry was asked for")
 }
 
@@ -152,7 +152,7 @@ func TestHostMustBeTheUI(t *testing.T) {
 	resp, _ := e.do(http.MethodPost, "/questions/"+qid+"/answer", strings.NewReader("answer=yes"),
 		http.Header{"Host": {"evil.example:" + port(e)}, "Origin": {"http://evil.example:" + port(e)}, "Content-Type": {"application/x-www-form-urlencoded"}}, true)
 	assert.Equal(t, http.StatusMisdirectedRequest, resp.StatusCode)
-	assert.Equal(t, control.ConfirmPending, e.question(qid).State)
+	assert.Equal(t, api.ConfirmPending, e.question(qid).State)
 
 	resp, body := e.do(http.MethodGet, "/", nil, http.Header{"Host": {"localhost:" + port(e)}}, true)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
@@ -181,23 +181,23 @@ func TestWritesNeedTheUIsOrigin(t *testing.T) {
 		resp, _ = e.do(http.MethodPost, "/p/"+pid+"/tasks/"+tasks["b"]+"/retry", nil, form(origin), true)
 		assert.Equal(t, http.StatusForbidden, resp.StatusCode, "Origin %q", origin)
 	}
-	assert.Equal(t, control.ConfirmPending, e.question(qid).State, "nothing was answered")
+	assert.Equal(t, api.ConfirmPending, e.question(qid).State, "nothing was answered")
 	assert.Empty(t, e.actions.asked(), "nothing was retried")
 	resp, _ := e.do(http.MethodGet, "/questions/"+qid+"/answer?answer=yes", nil, nil, true)
 	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
-	assert.Equal(t, control.ConfirmPending, e.question(qid).State)
+	assert.Equal(t, api.ConfirmPending, e.question(qid).State)
 
 	resp, _ = e.do(http.MethodPost, "/questions/"+qid+"/answer", strings.NewReader("answer=yes&back=/p/"+pid), form(e.base), true)
 	assert.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	assert.Equal(t, "/p/"+pid, resp.Header.Get("Location"))
 	q := e.question(qid)
-	assert.Equal(t, control.ConfirmYes, q.State)
+	assert.Equal(t, api.ConfirmYes, q.State)
 	require.NotNil(t, q.DecidedBy)
 	assert.Equal(t, web.AnsweredBy, *q.DecidedBy)
 	// Answered once: a second answer is a conflict.
 	resp, _ = e.do(http.MethodPost, "/questions/"+qid+"/answer", strings.NewReader("answer=no"), form(e.base), true)
 	assert.Equal(t, http.StatusConflict, resp.StatusCode)
-	assert.Equal(t, control.ConfirmYes, e.question(qid).State)
+	assert.Equal(t, api.ConfirmYes, e.question(qid).State)
 
 	resp, _ = e.do(http.MethodPost, "/p/"+pid+"/tasks/"+tasks["b"]+"/retry", nil, form("http://localhost:"+port(e)), true)
 	assert.Equal(t, http.StatusSeeOther, resp.StatusCode)

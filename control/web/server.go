@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"scv/control"
+	"scv/control/api"
 	"scv/control/metrics"
 	"scv/ledger"
 	"scv/ledger/driver"
@@ -42,8 +42,8 @@ type Ledger interface {
 
 // Questions is the daemon's questions to the owner (*confirm.Manager).
 type Questions interface {
-	List(ctx context.Context, c control.CmdConfirmList) ([]control.Question, error)
-	Answer(ctx context.Context, id string, yes bool, by string) (control.ConfirmInfo, error)
+	List(ctx context.Context, c api.CmdConfirmList) ([]api.Question, error)
+	Answer(ctx context.Context, id string, yes bool, by string) (api.ConfirmInfo, error)
 }
 
 // Actions are the writes the UI offers besides answers. Nil offers none.

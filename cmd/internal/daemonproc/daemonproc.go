@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"scv/control"
+	"scv/control/api"
 )
 
 // Build compiles the scv binary (the main package `make build` compiles)
@@ -77,14 +78,14 @@ func (d *Daemon) Running() bool {
 // Ready polls `status` until the daemon answers and returns the time since
 // the process was started. limit only guards against a hang.
 func (d *Daemon) Ready(ctx context.Context, limit time.Duration) (time.Duration, error) {
-	return d.ReadyWith(ctx, limit, control.CmdStatus{})
+	return d.ReadyWith(ctx, limit, api.CmdStatus{})
 }
 
 // ReadyWith polls cmd until the daemon answers it with a result (not an
 // error) and returns the time since the process was started: with
 // project_status, the time until a project is loaded and answered. limit
 // only guards against a hang.
-func (d *Daemon) ReadyWith(ctx context.Context, limit time.Duration, cmd control.Command) (time.Duration, error) {
+func (d *Daemon) ReadyWith(ctx context.Context, limit time.Duration, cmd api.Command) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var last error

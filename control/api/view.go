@@ -1,4 +1,4 @@
-package control
+package api
 
 import (
 	"scv/ledger"
@@ -77,4 +77,16 @@ func ProjectListOf(rows []ledger.Summary) *[]ProjectListItem {
 		}
 	}
 	return &out
+}
+
+// seconds turns the reducer's Unix milliseconds into the wire's seconds.
+func seconds(ms int64) uint64 { return uint64(ms / 1000) }
+
+// unixOrNil is seconds, with the reducer's zero (never) as null.
+func unixOrNil(ms int64) *uint64 {
+	if ms == 0 {
+		return nil
+	}
+	u := seconds(ms)
+	return &u
 }

@@ -1,4 +1,4 @@
-package control
+package api
 
 import (
 	"errors"
@@ -91,7 +91,9 @@ type ErrorData struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("%s (%s)", e.Message, e.Data.Reason) }
 
-func newError(code int, reason, format string, args ...any) *Error {
+// NewError is the wire error with code and reason, and the message
+// format gives.
+func NewError(code int, reason, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Data: ErrorData{Reason: reason}}
 }
 

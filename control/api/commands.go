@@ -1,8 +1,9 @@
-package control
+package api
 
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"scv/reducer"
 )
@@ -261,9 +262,12 @@ func (CmdProjectTaskRetry) Action() string   { return "project_task_retry" }
 func (CmdProjectRelease) Action() string     { return "project_release" }
 func (CmdProjectArchive) Action() string     { return "project_archive" }
 
-// actions lists every command of the seed, in the seed's order; the
-// decoder builds a new value of the matching type for each request.
-var actions = []Command{
+// Commands lists a zero value of every command: the seed's, in the
+// seed's order, then the extensions. The decoder builds a new value of
+// the matching type for each request.
+func Commands() []Command { return slices.Clone(commands) }
+
+var commands = []Command{
 	CmdStatus{}, CmdReload{}, CmdChannelSet{}, CmdChannelLogout{},
 	CmdDelegations{}, CmdDelegationKill{}, CmdRestartWhenIdle{},
 	CmdConfirmAsk{}, CmdConfirmStatus{},
