@@ -27,9 +27,9 @@ import (
 // package (fuzz_test.go) uses the same lists; they exist only in the test
 // binary.
 
-// SeedCommandParams holds one valid params object for each of the 29
-// actions (the seed's twenty and the nine extensions), in the order of
-// actions; TestSeedCommandParamsCoverActions keeps it complete.
+// SeedCommandParams holds one valid params object for each of the 36
+// actions (the seed's twenty and the sixteen extensions), in the order of
+// api.Commands(); TestSeedCommandParamsCoverActions keeps it complete.
 var SeedCommandParams = []string{
 	`{"action":"status"}`,
 	`{"action":"reload"}`,
@@ -60,6 +60,13 @@ var SeedCommandParams = []string{
 	`{"action":"project_task_retry","project":"acme","task":"build","max_retries":2}`,
 	`{"action":"project_release","project":"acme"}`,
 	`{"action":"project_archive","project":"acme"}`,
+	`{"action":"agent_start","name":"gemini","command":["gemini","--experimental-acp"],"workspace":"/tmp","env":["HOME=/tmp"],"project":"acme","task":"build","ask":true,"allow_terminal":false,"init_timeout_seconds":10,"session":"s-1","parent":"A","chat":"local:owner"}`,
+	`{"action":"agent_list"}`,
+	`{"action":"agent_stop","agent":"gemini"}`,
+	`{"action":"agent_prompt","agent":"gemini","text":"build it","task":"build"}`,
+	`{"action":"agent_cancel","agent":"gemini"}`,
+	`{"action":"agent_updates","agent":"gemini","after":0,"wait_seconds":0}`,
+	`{"action":"delegation_update","handle":"h1","background_jobs":2}`,
 }
 
 // SeedMalformedParams are params objects the strict decoder refuses.

@@ -30,9 +30,13 @@ func appendStatus(b []byte, st *api.DaemonStatus) ([]byte, error) {
 		return nil, err
 	}
 	b = append(b, `,"delegations":`...)
-	if d := st.Delegations; d.Idle == nil && len(d.Entries) == 0 && len(d.Killed) == 0 {
+	if d := st.Delegations; len(d.Entries) == 0 && len(d.Killed) == 0 {
 		b = append(b, `{"active":`...)
 		b = strconv.AppendUint(b, d.Active, 10)
+		if d.Idle != nil {
+			b = append(b, `,"idle":`...)
+			b = strconv.AppendUint(b, *d.Idle, 10)
+		}
 		b = append(b, `,"reaped":`...)
 		b = strconv.AppendUint(b, d.Reaped, 10)
 		b = append(b, '}')
@@ -83,6 +87,18 @@ func appendStatus(b []byte, st *api.DaemonStatus) ([]byte, error) {
 	if st.Projects != nil {
 		b = append(b, `,"projects":`...)
 		if b, err = appendMarshal(b, st.Projects); err != nil {
+			return nil, err
+		}
+	}
+	if st.Agents != nil {
+		b = append(b, `,"agents":`...)
+		if b, err = appendMarshal(b, st.Agents); err != nil {
+			return nil, err
+		}
+	}
+	if st.AgentUpdates != nil {
+		b = append(b, `,"agent_updates":`...)
+		if b, err = appendMarshal(b, st.AgentUpdates); err != nil {
 			return nil, err
 		}
 	}

@@ -42,9 +42,17 @@ func TestAppendStatusMatchesMarshal(t *testing.T) {
 			st.Components = []api.ComponentHealth{{ID: str(), Channel: str(), Account: str(), State: api.ComponentConnected, RemoteTools: api.RemoteToolsNone}}
 		}
 		st.Delegations = api.DelegationSummary{Active: r.Uint64() >> 40, Reaped: uint64(r.IntN(5))}
-		if r.IntN(5) == 0 {
+		switch r.IntN(5) {
+		case 0:
 			st.Delegations.Idle = u64()
 			st.Delegations.Killed = []string{str()}
+		case 1, 2:
+			st.Delegations.Idle = u64() // the fast path, with live agents counted
+		}
+		if r.IntN(6) == 0 {
+			turn := uint32(r.IntN(9))
+			st.Agents = &[]api.AgentInfo{{Name: str(), Handle: str(), State: api.AgentIdle, Command: []string{str()}, Turn: turn, IdleSinceUnixSeconds: u64()}}
+			st.AgentUpdates = &api.AgentUpdates{Agent: str(), Updates: []api.AgentUpdate{{Seq: 1, Kind: "agent_message_chunk", Text: str(), Update: []byte(`{"sessionUpdate":"agent_message_chunk"}`)}}}
 		}
 		if r.IntN(6) == 0 {
 			st.Confirm = &api.ConfirmInfo{ID: str(), State: api.ConfirmPending, Chat: str()}

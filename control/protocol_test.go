@@ -240,7 +240,7 @@ func TestProtocolStatusHasNoProject(t *testing.T) {
 		var m map[string]json.RawMessage
 		require.NoError(t, json.Unmarshal(raw, &m))
 		assert.NotContains(t, m, "project", "%s reply: %s", cmd.Action(), raw)
-		assert.Equal(t, `{"version":"test","pid":1,"components":[],"delegations":{"active":0,"reaped":0}}`, string(raw))
+		assert.Equal(t, `{"version":"test","pid":1,"components":[],"delegations":{"active":0,"idle":0,"reaped":0}}`, string(raw))
 		st, err := c.Call(testCtx(t), cmd)
 		require.NoError(t, err)
 		assert.Nil(t, st.Project)

@@ -390,10 +390,30 @@ func (s *Server) waitsLocked() context.Context {
 }
 
 // isWait reports whether cmd only waits for news, so that ending it early
-// loses nothing: a confirm_list with wait_seconds (a long poll).
+// loses nothing: a confirm_list or agent_updates with wait_seconds (a long
+// poll).
 func isWait(cmd api.Command) bool {
-	c, ok := cmd.(api.CmdConfirmList)
-	return ok && c.WaitSeconds != nil && *c.WaitSeconds > 0
+	var w *uint64
+	switch c := cmd.(type) {
+	case api.CmdConfirmList:
+		w = c.WaitSeconds
+	case api.CmdAgentUpdates:
+		w = c.WaitSeconds
+	}
+	return w != nil && *w > 0
+}
+
+// noWait is the wait cmd without its wait: what there is now.
+func noWait(cmd api.Command) api.Command {
+	switch c := cmd.(type) {
+	case api.CmdConfirmList:
+		c.WaitSeconds = nil
+		return c
+	case api.CmdAgentUpdates:
+		c.WaitSeconds = nil
+		return c
+	}
+	return cmd
 }
 
 // handle runs cmd. A wait (isWait) is ended by Shutdown and Pause instead
@@ -421,9 +441,7 @@ func (s *Server) handle(ctx context.Context, cmd api.Command) (*api.DaemonStatus
 	if closing {
 		return nil, api.Errorf(api.ErrUnavailable, "the daemon is shutting down")
 	}
-	c := cmd.(api.CmdConfirmList)
-	c.WaitSeconds = nil
-	return s.Service.Handle(ctx, c)
+	return s.Service.Handle(ctx, noWait(cmd))
 }
 
 // InFlight is the number of requests being answered now.

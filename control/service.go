@@ -36,6 +36,9 @@ type Service struct {
 	// Questions asks the owner; nil answers the confirm actions
 	// unimplemented.
 	Questions Questions
+	// Agents runs the live agents; nil answers the agent actions
+	// unimplemented.
+	Agents Agents
 }
 
 // Ledger is the project ledger (*ledger.Ledger).
@@ -64,6 +67,19 @@ type Delegations interface {
 	Kill(ctx context.Context, handle string) error
 	// Sweep stops every orphan's tree and returns their handles.
 	Sweep(ctx context.Context) ([]string, error)
+	// Update records the background jobs a process of the delegation
+	// (the peer of ctx) reports, refusing one that does not own it.
+	Update(ctx context.Context, c api.CmdDelegationUpdate) (api.DelegationInfo, error)
+}
+
+// Agents runs the live agents (*agents.Manager).
+type Agents interface {
+	StartAgent(ctx context.Context, c api.CmdAgentStart) (api.AgentInfo, api.DelegationInfo, error)
+	ListAgents() []api.AgentInfo
+	StopAgent(ctx context.Context, agent string) (api.AgentInfo, error)
+	PromptAgent(ctx context.Context, c api.CmdAgentPrompt) (api.AgentInfo, api.AgentUpdates, error)
+	CancelTurn(ctx context.Context, agent string) (api.AgentInfo, error)
+	AgentUpdates(ctx context.Context, c api.CmdAgentUpdates) (api.AgentUpdates, error)
 }
 
 // Channels runs the daemon's channel accounts: their settings, and one
@@ -198,11 +214,16 @@ func (s *Service) Handle(ctx context.Context, cmd api.Command) (*api.DaemonStatu
 		// A report is never older than the state it reports.
 		now := max(s.now().UnixMilli(), p.Updated)
 		return s.status(&api.ProjectResponse{Kind: api.KindReport, Report: api.ProjectReportOf(p, now)}), nil
-	case api.CmdDelegations, api.CmdDelegationKill, api.CmdDelegationRegister, api.CmdDelegationDone:
+	case api.CmdDelegations, api.CmdDelegationKill, api.CmdDelegationRegister, api.CmdDelegationDone, api.CmdDelegationUpdate:
 		if s.Delegations == nil {
 			break
 		}
 		return s.delegations(ctx, c)
+	case api.CmdAgentStart, api.CmdAgentList, api.CmdAgentStop, api.CmdAgentPrompt, api.CmdAgentCancel, api.CmdAgentUpdates:
+		if s.Agents == nil {
+			break
+		}
+		return s.agents(ctx, c)
 	case api.CmdRestartWhenIdle:
 		if s.Restarter == nil {
 			break
@@ -314,6 +335,61 @@ func (s *Service) delegations(ctx context.Context, cmd api.Command) (*api.Daemon
 		if stopped {
 			st.Delegations.Killed = []string{c.Handle}
 		}
+	case api.CmdDelegationUpdate:
+		info, err := s.Delegations.Update(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		st.Delegations = s.Delegations.Summary()
+		st.Delegations.Entries = []api.DelegationInfo{info}
+	}
+	return st, nil
+}
+
+// agents answers the live agents' actions: the agents concerned in
+// `agents`, a page of updates in `agent_updates`, a new agent's
+// delegation in `delegations.entries`.
+func (s *Service) agents(ctx context.Context, cmd api.Command) (*api.DaemonStatus, error) {
+	var (
+		info    api.AgentInfo
+		list    []api.AgentInfo
+		updates *api.AgentUpdates
+		entry   *api.DelegationInfo
+		err     error
+	)
+	switch c := cmd.(type) {
+	case api.CmdAgentStart:
+		var d api.DelegationInfo
+		info, d, err = s.Agents.StartAgent(ctx, c)
+		entry = &d
+	case api.CmdAgentList:
+		list = s.Agents.ListAgents()
+	case api.CmdAgentStop:
+		info, err = s.Agents.StopAgent(ctx, c.Agent)
+	case api.CmdAgentPrompt:
+		var u api.AgentUpdates
+		info, u, err = s.Agents.PromptAgent(ctx, c)
+		updates = &u
+	case api.CmdAgentCancel:
+		info, err = s.Agents.CancelTurn(ctx, c.Agent)
+	case api.CmdAgentUpdates:
+		var u api.AgentUpdates
+		u, err = s.Agents.AgentUpdates(ctx, c)
+		updates = &u
+	}
+	if err != nil {
+		return nil, err
+	}
+	st := s.status(nil)
+	if list == nil && info.Handle != "" {
+		list = []api.AgentInfo{info}
+	}
+	if list != nil {
+		st.Agents = &list
+	}
+	st.AgentUpdates = updates
+	if entry != nil {
+		st.Delegations.Entries = []api.DelegationInfo{*entry}
 	}
 	return st, nil
 }

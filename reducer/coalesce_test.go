@@ -64,3 +64,54 @@ func TestCoalescing(t *testing.T) {
 		})
 	}
 }
+
+// TestProgressCoalescing: with Every, Decide journals a run's progress only
+// when the run's last journaled progress or heartbeat is at least Every
+// old; a coalesced one is accepted with no event and no change, and Every
+// 0 journals every one. A run that is not running is refused either way.
+func TestProgressCoalescing(t *testing.T) {
+	const every = 100
+	cases := []struct {
+		name    string
+		setup   []reducer.Command
+		journal bool
+	}{
+		{name: "first progress", setup: cmds(add("a", 0), start("a", "r1")), journal: true},
+		{name: "inside the interval of a progress", setup: cmds(add("a", 0), start("a", "r1"), withNow(progress("r1", "x"), cmdNow-every+1)), journal: false},
+		{name: "inside the interval of a heartbeat", setup: cmds(add("a", 0), start("a", "r1"), withNow(beat("", "r1"), cmdNow-1)), journal: false},
+		{name: "exactly one interval later", setup: cmds(add("a", 0), start("a", "r1"), withNow(progress("r1", "x"), cmdNow-every)), journal: true},
+		{name: "another run's progress does not count", setup: cmds(add("a", 0), add("b", 0), start("a", "r1"), start("b", "r2"), withNow(progress("r2", "x"), cmdNow-1)), journal: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLedger(t)
+			l.do(baseProject)
+			l.do(tc.setup...)
+			before := dumpState(l.s, projID)
+			for _, e := range []int64{every, 0} {
+				c := progress("r1", "y")
+				c.Every, c.Now = e, cmdNow
+				evs, err := l.s.decide(c)
+				require.NoError(t, err)
+				switch {
+				case e == 0:
+					assert.Len(t, evs, 1, "Every 0 journals every progress")
+				case tc.journal:
+					assert.Len(t, evs, 1)
+				default:
+					assert.Empty(t, evs, "coalesced")
+				}
+			}
+			assert.Equal(t, before, dumpState(l.s, projID), "Decide changed the state")
+		})
+	}
+	t.Run("a finished run is refused", func(t *testing.T) {
+		l := newLedger(t)
+		l.do(baseProject)
+		l.do(add("a", 0), start("a", "r1"), withNow(progress("r1", "x"), cmdNow-1), finish("r1", reducer.RunSucceeded))
+		c := progress("r1", "y")
+		c.Every, c.Now = every, cmdNow
+		_, err := l.s.decide(c)
+		assert.ErrorIs(t, err, reducer.ErrRunNotRunning, "fenced, coalesced or not")
+	})
+}

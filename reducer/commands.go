@@ -61,11 +61,17 @@ type StartRun struct {
 	Now     int64
 }
 
-// ProgressRun records a running run's progress text.
+// ProgressRun records a running run's progress text. Every
+// (milliseconds) coalesces progress as RecordHeartbeat's coalesces
+// heartbeats: progress that comes less than Every after the run's last
+// journaled progress or heartbeat is accepted and appends nothing (a
+// caller that wants its newest text journaled sends it again later, or
+// with Every 0). Zero journals every one.
 type ProgressRun struct {
 	Project  string
 	RunID    string
 	Progress string
+	Every    int64
 	Now      int64
 }
 

@@ -33,10 +33,7 @@ func Decide(p *Project, c Command) ([]Event, error) {
 	case StartRun:
 		return one(p, c.Now)(decideStartRun(p, c))
 	case ProgressRun:
-		if _, err := runningRun(p, c.RunID); err != nil {
-			return nil, err
-		}
-		return one(p, c.Now)(RunProgress{RunID: c.RunID, Progress: c.Progress}, nil)
+		return one(p, c.Now)(decideProgress(p, c))
 	case FinishRun:
 		return one(p, c.Now)(decideFinishRun(p, c))
 	case RecordHeartbeat:
@@ -195,6 +192,17 @@ func decideFinishRun(p *Project, c FinishRun) (Body, error) {
 	return RunFinished{RunID: c.RunID, Status: c.Status}, nil
 }
 
+func decideProgress(p *Project, c ProgressRun) (Body, error) {
+	r, err := runningRun(p, c.RunID)
+	if err != nil {
+		return nil, err
+	}
+	if coalesced(r.LastHeartbeat, c.Every, c.Now) {
+		return nil, nil
+	}
+	return RunProgress{RunID: c.RunID, Progress: c.Progress}, nil
+}
+
 func decideHeartbeat(p *Project, c RecordHeartbeat) (Body, error) {
 	if c.RunID != "" {
 		r, err := runningRun(p, c.RunID)
@@ -206,7 +214,7 @@ func decideHeartbeat(p *Project, c RecordHeartbeat) (Body, error) {
 				return nil, fmt.Errorf("%w: run %s belongs to task %s, not %s", ErrInvalidArgument, r.ID, r.TaskID, c.TaskID)
 			}
 		}
-		if coalesced(r.LastHeartbeat, c) {
+		if coalesced(r.LastHeartbeat, c.Every, c.Now) {
 			return nil, nil
 		}
 		return Heartbeat{TaskID: r.TaskID, RunID: r.ID}, nil
@@ -222,7 +230,7 @@ func decideHeartbeat(p *Project, c RecordHeartbeat) (Body, error) {
 		}
 		last, task = t.LastHeartbeat, t.ID
 	}
-	if coalesced(last, c) {
+	if coalesced(last, c.Every, c.Now) {
 		return nil, nil
 	}
 	return Heartbeat{TaskID: task}, nil
@@ -316,11 +324,11 @@ func decideArchive(p *Project, c ArchiveProject) (Body, error) {
 	return Archived{By: c.By}, nil
 }
 
-// coalesced reports whether a heartbeat at c.Now comes within c.Every of
-// the last journaled one, so that journaling it would add nothing an
-// observer needs.
-func coalesced(last int64, c RecordHeartbeat) bool {
-	return c.Every > 0 && last != 0 && c.Now-last < c.Every
+// coalesced reports whether a heartbeat (or progress) at now comes within
+// every of the last journaled one, last, so that journaling it would add
+// nothing an observer needs.
+func coalesced(last, every, now int64) bool {
+	return every > 0 && last != 0 && now-last < every
 }
 
 func runningRun(p *Project, id string) (*Run, error) {

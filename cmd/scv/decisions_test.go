@@ -57,7 +57,7 @@ func TestOwnerDecisions(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(cliOK(t, sock, "--json", "project", "list")), &all))
 	raw := cliOK(t, sock, "--json", "project", "list", "--status", "failed")
 	require.NoError(t, json.Unmarshal([]byte(raw), &failed))
-	assert.Regexp(t, `^\{"version":"[^"]+","pid":\d+,"components":\[\],"delegations":\{"active":0,"reaped":0\},"projects":\[\{"id":"[0-9A-Z]{26}","name":"acme",`, raw)
+	assert.Regexp(t, `^\{"version":"[^"]+","pid":\d+,"components":\[\],"delegations":\{"active":0,"idle":0,"reaped":0\},"projects":\[\{"id":"[0-9A-Z]{26}","name":"acme",`, raw)
 	for k, v := range all {
 		if k != "projects" {
 			assert.Equal(t, string(v), string(failed[k]), k)

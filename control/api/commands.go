@@ -279,6 +279,8 @@ var commands = []Command{
 	CmdLedgerCompact{}, CmdDelegationRegister{}, CmdDelegationDone{},
 	CmdConfirmList{}, CmdConfirmAnswer{},
 	CmdProjectList{}, CmdProjectTaskRetry{}, CmdProjectRelease{}, CmdProjectArchive{},
+	CmdAgentStart{}, CmdAgentList{}, CmdAgentStop{}, CmdAgentPrompt{}, CmdAgentCancel{}, CmdAgentUpdates{},
+	CmdDelegationUpdate{},
 }
 
 // EncodeCommand writes c as serde writes the seed's DaemonCommand: the

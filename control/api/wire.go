@@ -157,6 +157,12 @@ type DaemonStatus struct {
 	// Projects is an extension (project_list): set, also empty, on its
 	// replies only.
 	Projects *[]ProjectListItem `json:"projects,omitempty"`
+	// Agents is an extension (agent_list and the other agent actions):
+	// the live agents the request is about.
+	Agents *[]AgentInfo `json:"agents,omitempty"`
+	// AgentUpdates is an extension (agent_updates, agent_prompt): a page
+	// of one agent's updates.
+	AgentUpdates *AgentUpdates `json:"agent_updates,omitempty"`
 }
 
 // ProjectListItem is one project of project_list: the seed's

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"scv/control"
+	"scv/control/agents"
 	"scv/control/channels"
 	"scv/control/confirm"
 	"scv/control/delegations"
@@ -161,6 +162,7 @@ type Daemon struct {
 	ready     *os.File // that daemon's readiness pipe, written once open
 	locks     []*os.File
 	registry  *delegations.Registry
+	agents    *agents.Manager
 	channels  *channels.Manager
 	questions *confirm.Manager
 	restarter *restart.Restarter
@@ -254,7 +256,11 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	if err := d.registry.Load(ctx); err != nil {
 		return err
 	}
-	svc.Delegations = d.registry
+	d.agents = &agents.Manager{Store: d.db, Ledger: d.ledger, Clock: d.cfg.Clock, Logger: d.log.With("component", "agents"),
+		Grace: d.cfg.KillGrace, Every: d.cfg.HeartbeatEvery, Beat: d.beat()}
+	dels := agents.Delegations{Registry: d.registry, Agents: d.agents}
+	svc.Delegations = dels
+	svc.Agents = d.agents
 	d.channels = channels.New(d.db)
 	d.channels.Path = d.cfg.ConfigPath
 	d.channels.Logger = d.log.With("component", "channels")
@@ -263,7 +269,7 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	}
 	svc.Channels = d.channels
 	d.questions = &confirm.Manager{
-		Log: d.db, Ledger: d.ledger, Chats: d.channels, DelegationChat: d.registry.ChatOf, Clock: d.cfg.Clock,
+		Log: d.db, Ledger: d.ledger, Chats: d.channels, DelegationChat: dels.ChatOf, Clock: d.cfg.Clock,
 		Notify: d.cfg.Notify, Logger: d.log.With("component", "questions"),
 	}
 	// Questions still pending from before lose their answer here.
@@ -271,16 +277,19 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 		return err
 	}
 	svc.Questions = d.questions
+	d.agents.Questions = d.questions
 	d.restarter = &restart.Restarter{
 		Exe: d.cfg.Executable, Version: d.cfg.Version, Log: d.log.With("component", "restart"),
-		Active: d.registry.Active, InFlight: d.server.InFlight, Handoff: d.handoff,
+		Active: dels.Active, Busy: dels.Busy, InFlight: d.server.InFlight, Handoff: d.handoff,
 	}
 	svc.Restarter = d.restarter
 	d.sweeper = &sweeper.Sweeper{StaleAfter: d.cfg.StaleAfter, CompactAfter: d.cfg.CompactAfter, Retain: d.cfg.Retain,
 		Drop: d.cfg.CompactDrop, Logger: d.log.With("component", "sweeper"), Holder: holder(), LeaseTTL: d.cfg.LeaseTTL,
 		Clock: d.cfg.Clock, Shared: d.Shared()}
 	d.wire()
-	d.services = append(startstop.Group{d.sweeper, d.registry, d.questions}, d.httpServices()...)
+	// Stopped in the reverse order: the live agents before the questions
+	// their permission requests wait on, all before the ledger closes.
+	d.services = append(startstop.Group{d.sweeper, d.registry, d.questions, d.agents}, d.httpServices()...)
 	if err := d.services.Start(ctx); err != nil {
 		return err
 	}
@@ -295,6 +304,15 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 		}
 	}
 	return nil
+}
+
+// beat is how often a live agent's silent turn gets a heartbeat: the
+// coalescing interval, else a tenth of the stale window.
+func (d *Daemon) beat() time.Duration {
+	if d.cfg.HeartbeatEvery > 0 {
+		return d.cfg.HeartbeatEvery
+	}
+	return d.cfg.StaleAfter / 10
 }
 
 // holder names this daemon among those that share a ledger: its host and
@@ -405,6 +423,9 @@ func (d *Daemon) wire() {
 	}
 	if d.registry != nil {
 		d.registry.Store = d.db
+	}
+	if d.agents != nil {
+		d.agents.Store, d.agents.Ledger = d.db, d.ledger
 	}
 	if d.channels != nil {
 		d.channels.Store = d.db

@@ -52,6 +52,10 @@ type delegation struct {
 	local.Delegation
 	orphaned bool
 	stopping bool
+	// jobs is how many background jobs of its own the delegation last
+	// reported (delegation_update); it is not kept across a restart of
+	// the daemon, and the delegation reports again.
+	jobs uint32
 }
 
 // Delegation defaults.
@@ -354,6 +358,50 @@ func (r *Registry) ChatOf(parent string) string {
 	return ""
 }
 
+// Update records the background jobs that a process of the delegation
+// reports: its owner (the `scv delegate` process), or a process started
+// in it (whose SCV_DELEGATION is its handle, such as a nested SCV). Anyone
+// else is refused, and nothing changes.
+func (r *Registry) Update(handle string, jobs uint32, peer int) (api.DelegationInfo, error) {
+	r.mu.Lock()
+	e, ok := r.entries[handle]
+	r.mu.Unlock()
+	if !ok {
+		return api.DelegationInfo{}, fmt.Errorf("%w: delegation %q", api.ErrNotFound, handle)
+	}
+	owner := peer > 0 && (proc.Ident{PID: e.OwnerPID, Start: e.OwnerStart}) == identOf(peer)
+	if !owner && proc.Innermost(peer) != handle {
+		return api.DelegationInfo{}, api.NewError(api.CodeForbidden, api.ReasonForbidden,
+			"process %d does not own delegation %s: only its owner or a process started in it reports its jobs", peer, handle)
+	}
+	r.mu.Lock()
+	e.jobs = jobs
+	r.mu.Unlock()
+	r.logger().Info("delegation updated", "handle", handle, "background_jobs", jobs)
+	return r.info(e), nil
+}
+
+// identOf is pid's identity now, or the zero Ident.
+func identOf(pid int) proc.Ident {
+	id, _ := proc.Identify(pid)
+	return id
+}
+
+// Busy says what of the delegations a restart waits for: those with
+// background jobs.
+func (r *Registry) Busy() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.entries {
+		if e.jobs > 0 && !e.orphaned {
+			out = append(out, fmt.Sprintf("delegation %s (%d background jobs)", e.Handle, e.jobs))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Summary counts running delegations (orphans awaiting cleanup not
 // included) and those reaped since the daemon started.
 func (r *Registry) Summary() api.DelegationSummary {
@@ -395,12 +443,16 @@ func (r *Registry) List(all bool) api.DelegationSummary {
 // info is e on the wire, with its live process count.
 func (r *Registry) info(e *delegation) api.DelegationInfo {
 	r.mu.Lock()
-	orphaned := e.orphaned
+	orphaned, jobs := e.orphaned, e.jobs
 	r.mu.Unlock()
 	t := proc.Tree{Handle: e.Handle, Leader: proc.Ident{PID: e.PID, Start: e.PIDStart}}
-	return api.DelegationInfo{
+	d := api.DelegationInfo{
 		Handle: e.Handle, Agent: e.Agent, Session: e.Session, Depth: e.Depth,
 		PID: uint32(e.PID), OwnerPID: uint32(e.OwnerPID), Processes: uint32(t.Count()),
 		Cwd: e.Cwd, StartedUnixSeconds: uint64(e.Started / 1000), Orphaned: orphaned,
 	}
+	if jobs > 0 {
+		d.BackgroundJobs = &jobs
+	}
+	return d
 }

@@ -52,6 +52,31 @@ func Tagged(pid int, handle string) bool {
 	return err == nil && taggedEnv(environ, handle)
 }
 
+// Innermost is the innermost delegation pid was started in: the value of
+// TagEnv in the environment it was started with, or "" (none, or a
+// process that is gone or whose environment cannot be read).
+func Innermost(pid int) string {
+	if pid <= 0 {
+		return ""
+	}
+	environ, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	if err != nil {
+		return ""
+	}
+	return innermostEnv(environ)
+}
+
+// innermostEnv is Innermost on the text of /proc/PID/environ: the first
+// TagEnv, the one getenv(3) reads.
+func innermostEnv(environ []byte) string {
+	for kv := range bytes.SplitSeq(environ, []byte{0}) {
+		if k, v, ok := bytes.Cut(kv, []byte{'='}); ok && string(k) == TagEnv {
+			return string(v)
+		}
+	}
+	return ""
+}
+
 // taggedEnv is Tagged on the NUL-separated text of /proc/PID/environ. Every
 // occurrence of the variables counts, not only the first.
 func taggedEnv(environ []byte, handle string) bool {

@@ -65,6 +65,19 @@ func TestTaggedEnv(t *testing.T) {
 	}
 }
 
+// TestInnermost: the first SCV_DELEGATION of an environment, never one
+// named in SCV_PARENT alone; and the calling process's own.
+func TestInnermost(t *testing.T) {
+	env := func(vars ...string) []byte { return []byte(strings.Join(vars, "\x00") + "\x00") }
+	assert.Equal(t, "h", innermostEnv(env("A=1", TagEnv+"=h", ParentEnv+"=x,h")))
+	assert.Equal(t, "a", innermostEnv(env(TagEnv+"=a", TagEnv+"=b")), "the first, as getenv reads it")
+	assert.Equal(t, "", innermostEnv(env(ParentEnv+"=x,h")))
+	assert.Equal(t, "", innermostEnv(env("X"+TagEnv+"=h")))
+	assert.Equal(t, "", innermostEnv(nil))
+	assert.Equal(t, os.Getenv(TagEnv), Innermost(os.Getpid()))
+	assert.Equal(t, "", Innermost(0))
+}
+
 // TestTreeMembersAndStop starts a leader whose child has a grandchild in
 // the group and another that called setsid: all four are members, the
 // setsid one by its tag alone, and Stop ends them all with SIGTERM, well

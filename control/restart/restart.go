@@ -61,9 +61,11 @@ type Restarter struct {
 	Exe     string // the daemon's own path; "": restarts are refused
 	Version string // the running release, for messages
 	Log     *slog.Logger
-	// Active reports whether a delegation still runs; InFlight counts the
-	// requests being answered.
+	// Active reports whether a delegation still runs; Busy says what
+	// else a restart waits for (live agents' turns, background jobs; nil:
+	// nothing); InFlight counts the requests being answered.
 	Active   func(handle string) bool
+	Busy     func() []string
 	InFlight func() int
 	// Handoff hands over to the release of version toVersion; nil: a new
 	// process serves.
@@ -237,12 +239,15 @@ func (r *Restarter) watch(p *pendingRestart) {
 }
 
 // waitingFor says what a restart still waits for, nil for nothing: the
-// requesting delegation while it is active, and the requests being
-// answered (less self, the caller's own).
+// requesting delegation while it is active, what Busy names, and the
+// requests being answered (less self, the caller's own).
 func (r *Restarter) waitingFor(requester string, self int) *string {
 	var parts []string
 	if requester != "" && r.Active != nil && r.Active(requester) {
 		parts = append(parts, "delegation "+requester)
+	}
+	if r.Busy != nil {
+		parts = append(parts, r.Busy()...)
 	}
 	switch n := r.InFlight() - self; {
 	case n == 1:

@@ -25,6 +25,7 @@ var ErrInvalid = errors.New("invalid record")
 // all of it is kept or none. Failures wrap driver.ErrStorage.
 type Store interface {
 	Delegations
+	Agents
 	Channels
 	Questions
 }
@@ -38,6 +39,19 @@ type Delegations interface {
 	DeleteDelegation(ctx context.Context, handle string) (bool, error)
 	// Delegations lists the registry, oldest first.
 	Delegations(ctx context.Context) ([]Delegation, error)
+}
+
+// Agents is the live agents the daemon runs.
+type Agents interface {
+	// PutAgent writes a, inserting it or replacing every column of the row
+	// with its handle. A name another handle has is refused with
+	// ErrConflict, a Spec that is not a JSON object with ErrInvalid, and
+	// nothing changes.
+	PutAgent(ctx context.Context, a Agent) error
+	// DeleteAgent removes handle and reports whether it was there.
+	DeleteAgent(ctx context.Context, handle string) (bool, error)
+	// Agents lists the live agents, oldest first.
+	Agents(ctx context.Context) ([]Agent, error)
 }
 
 // Channels is the channel account settings.
@@ -90,6 +104,27 @@ type Delegation struct {
 	// Chat is the chat that started its work (`<channel>:<account>`), or
 	// "".
 	Chat string `db:"chat"`
+}
+
+// Agent is one row of the live agents: an ACP agent the daemon started
+// and speaks to. It is kept so that a restarted daemon starts it again and
+// loads its conversation; it is not project history and has no events
+// (its turns are runs, which do).
+type Agent struct {
+	Handle string `db:"handle"`
+	Name   string `db:"name"`
+	// Spec is what the agent was started with, a JSON object that the
+	// agents package writes and reads.
+	Spec string `db:"spec"`
+	// Conversation is the ACP session ID ("" before session/new
+	// answered), Turn the turns sent.
+	Conversation string `db:"conversation"`
+	Turn         uint32 `db:"turn"`
+	// RunID is the run of the turn under way when the row was written,
+	// "" between turns.
+	RunID string `db:"run_id"`
+	// Started is when the daemon first started it, in Unix milliseconds.
+	Started int64 `db:"started_unix_ms"`
 }
 
 // ChannelAccount is one row of the channel account settings: the daemon's

@@ -78,6 +78,43 @@ func TestDelegationRegistry(t *testing.T) {
 	assertNoEvents(t, path)
 }
 
+// TestAgents: a live agent's row survives a reopen field for field; a put
+// of the same handle replaces it; a name another handle has, or a spec
+// that is not a JSON object, is refused and changes nothing; deleting
+// reports whether it was there.
+func TestAgents(t *testing.T) {
+	ctx := context.Background()
+	path := dbPath(t)
+	store := openDB(t, path)
+	a := local.Agent{Handle: "01JAGENT", Name: "gemini", Spec: `{"command":["gemini","--acp"]}`, Started: 1_700_000_000_123}
+	require.NoError(t, store.PutAgent(ctx, a))
+	a.Conversation, a.Turn, a.RunID = "sess-1", 3, "01JRUN"
+	require.NoError(t, store.PutAgent(ctx, a), "the same handle again replaces its row")
+	b := local.Agent{Handle: "01JOTHER", Name: "gemini", Spec: `{}`, Started: a.Started + 1}
+	assert.ErrorIs(t, store.PutAgent(ctx, b), local.ErrConflict, "the name is taken")
+	b.Name = "codex"
+	b.Spec = `["not","an","object"]`
+	assert.ErrorIs(t, store.PutAgent(ctx, b), local.ErrInvalid)
+	b.Spec = `{"command":["codex"]}`
+	require.NoError(t, store.PutAgent(ctx, b))
+	require.NoError(t, store.Close())
+
+	store = openDB(t, path)
+	got, err := store.Agents(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []local.Agent{a, b}, got, "oldest first, every field kept")
+	found, err := store.DeleteAgent(ctx, a.Handle)
+	require.NoError(t, err)
+	assert.True(t, found)
+	found, err = store.DeleteAgent(ctx, a.Handle)
+	require.NoError(t, err)
+	assert.False(t, found, "already gone")
+	got, err = store.Agents(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []local.Agent{b}, got)
+	assertNoEvents(t, path)
+}
+
 // TestChannelAccountsRoundTrip: accounts survive a reopen field for
 // field, ordered by channel and account; empty credentials and state are
 // stored as {}; a zero Updated is stamped with the store's clock; a second

@@ -1,0 +1,486 @@
+// Command acpagent is a small scripted agent speaking the Agent Client
+// Protocol (ACP) on its stdin and stdout. It exists only so the daemon's
+// tests can drive a real ACP agent process: the daemon, the ACP client,
+// starts it as `acpagent [flags]` with stdin and stdout as the JSON-RPC
+// pipes.
+//
+// A prompt's text is run line by line as a tiny script of `VERB ARGS...`
+// lines (say, chunks, thought, tool, tooldone, plan, permission, read,
+// write, terminal, sleep, silent, exec, spawn, crash, garbage, big, stop,
+// refuse; any other line is said as it is). Sessions are kept as JSON
+// files in the --state folder, so a second process can load them.
+// Flags make it misbehave on purpose: --exit-at-once, --garbage,
+// --no-init, --no-load, --stderr.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+)
+
+// lockedWriter serialises whole-line writes to stdout: the SDK's messages
+// and the raw lines the `garbage` and `big` verbs write must not interleave.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// entry is one turn of a session's history.
+type entry struct {
+	Role string `json:"role"` // "user" or "agent"
+	Text string `json:"text"`
+}
+
+// session is what DIR/<sessionId>.json holds.
+type session struct {
+	Cwd     string  `json:"cwd"`
+	History []entry `json:"history"`
+}
+
+type agent struct {
+	state  string
+	noLoad bool
+	out    *lockedWriter
+	conn   *acp.AgentSideConnection // set once, before ready is closed
+	ready  chan struct{}
+
+	mu      sync.Mutex
+	cancels map[acp.SessionId]context.CancelFunc
+	perms   atomic.Int64
+}
+
+var (
+	_ acp.Agent       = (*agent)(nil)
+	_ acp.AgentLoader = (*agent)(nil)
+)
+
+// client is the connection to the client, once main has set it.
+func (a *agent) client() *acp.AgentSideConnection {
+	<-a.ready
+	return a.conn
+}
+
+func (a *agent) path(id acp.SessionId) (string, error) {
+	s := string(id)
+	if s == "" || s != filepath.Base(s) || strings.HasPrefix(s, ".") {
+		return "", fmt.Errorf("bad session id %q", s)
+	}
+	return filepath.Join(a.state, s+".json"), nil
+}
+
+func (a *agent) load(id acp.SessionId) (*session, error) {
+	p, err := a.path(id)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	var s session
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	return &s, nil
+}
+
+func (a *agent) save(id acp.SessionId, s *session) error {
+	p, err := a.path(id)
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
+func (a *agent) Initialize(context.Context, acp.InitializeRequest) (acp.InitializeResponse, error) {
+	return acp.InitializeResponse{
+		ProtocolVersion:   acp.ProtocolVersionNumber,
+		AgentCapabilities: acp.AgentCapabilities{LoadSession: !a.noLoad},
+		AgentInfo:         &acp.Implementation{Name: "acpagent", Version: "1"},
+		AuthMethods:       []acp.AuthMethod{},
+	}, nil
+}
+
+func (a *agent) NewSession(_ context.Context, p acp.NewSessionRequest) (acp.NewSessionResponse, error) {
+	var r [8]byte
+	if _, err := rand.Read(r[:]); err != nil {
+		return acp.NewSessionResponse{}, err
+	}
+	id := acp.SessionId("sess-" + hex.EncodeToString(r[:]))
+	if err := a.save(id, &session{Cwd: p.Cwd, History: []entry{}}); err != nil {
+		return acp.NewSessionResponse{}, err
+	}
+	return acp.NewSessionResponse{SessionId: id}, nil
+}
+
+func (a *agent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
+	if a.noLoad {
+		return acp.LoadSessionResponse{}, acp.NewMethodNotFound(acp.AgentMethodSessionLoad)
+	}
+	s, err := a.load(p.SessionId)
+	if err != nil {
+		return acp.LoadSessionResponse{}, err
+	}
+	for _, e := range s.History {
+		u := acp.UpdateAgentMessageText(e.Text)
+		if e.Role == "user" {
+			u = acp.UpdateUserMessageText(e.Text)
+		}
+		if err := a.client().SessionUpdate(ctx, acp.SessionNotification{SessionId: p.SessionId, Update: u}); err != nil {
+			return acp.LoadSessionResponse{}, err
+		}
+	}
+	return acp.LoadSessionResponse{}, nil
+}
+
+func (a *agent) Cancel(_ context.Context, p acp.CancelNotification) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if cancel, ok := a.cancels[p.SessionId]; ok {
+		cancel()
+	}
+	return nil
+}
+
+func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
+	s, err := a.load(p.SessionId)
+	if err != nil {
+		return acp.PromptResponse{}, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a.mu.Lock()
+	a.cancels[p.SessionId] = cancel
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		delete(a.cancels, p.SessionId)
+		a.mu.Unlock()
+	}()
+
+	var text strings.Builder
+	for _, b := range p.Prompt {
+		if b.Text != nil {
+			text.WriteString(b.Text.Text)
+		}
+	}
+	s.History = append(s.History, entry{Role: "user", Text: text.String()})
+	t := &turn{agent: a, conn: a.client(), ctx: ctx, io: context.WithoutCancel(ctx), id: p.SessionId, s: s}
+	reason := t.run(text.String())
+	if err := a.save(p.SessionId, s); err != nil {
+		return acp.PromptResponse{}, err
+	}
+	return acp.PromptResponse{StopReason: reason}, nil
+}
+
+// turn is one prompt's script being run. Cancelling the prompt (ctx)
+// stops the script at the next line or sleep, but the messages and the
+// requests to the client use io, which is not cancelled: a permission
+// request pending at cancellation gets the client's "cancelled" outcome,
+// and what the agent says then still reaches the client.
+type turn struct {
+	*agent
+	conn *acp.AgentSideConnection
+	ctx  context.Context
+	io   context.Context
+	id   acp.SessionId
+	s    *session
+}
+
+func (t *turn) update(u acp.SessionUpdate) {
+	_ = t.conn.SessionUpdate(t.io, acp.SessionNotification{SessionId: t.id, Update: u})
+}
+
+// say sends an agent message chunk and records it in the history.
+func (t *turn) say(format string, args ...any) {
+	text := fmt.Sprintf(format, args...)
+	t.s.History = append(t.s.History, entry{Role: "agent", Text: text})
+	t.update(acp.UpdateAgentMessageText(text))
+}
+
+// raw writes one whole line to stdout, bypassing the SDK.
+func (t *turn) raw(line string) {
+	_, _ = t.out.Write([]byte(line + "\n"))
+}
+
+// run runs the script and returns the turn's stop reason.
+func (t *turn) run(script string) acp.StopReason {
+	for line := range strings.Lines(script) {
+		line = strings.TrimRight(line, "\r\n")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if t.ctx.Err() != nil {
+			return acp.StopReasonCancelled
+		}
+		verb, args, _ := strings.Cut(line, " ")
+		if reason, stop := t.step(verb, args, line); stop {
+			return reason
+		}
+	}
+	return acp.StopReasonEndTurn
+}
+
+// step runs one line; stop says the script ends there, with reason.
+func (t *turn) step(verb, args, line string) (reason acp.StopReason, stop bool) {
+	switch verb {
+	case "say":
+		t.say("%s", args)
+	case "chunks":
+		n, err := strconv.Atoi(args)
+		if err != nil {
+			t.say("chunks: %v", err)
+		}
+		for i := 1; i <= n; i++ {
+			t.say("chunk %d ", i)
+		}
+	case "thought":
+		t.update(acp.UpdateAgentThoughtText(args))
+	case "tool":
+		id, title, _ := strings.Cut(args, " ")
+		t.update(acp.StartToolCall(acp.ToolCallId(id), title,
+			acp.WithStartKind(acp.ToolKindRead), acp.WithStartStatus(acp.ToolCallStatusPending)))
+	case "tooldone":
+		t.update(acp.UpdateToolCall(acp.ToolCallId(args), acp.WithUpdateStatus(acp.ToolCallStatusCompleted)))
+	case "plan":
+		var entries []acp.PlanEntry
+		for i, item := range strings.Split(args, ";") {
+			status := acp.PlanEntryStatusPending
+			if i == 0 {
+				status = acp.PlanEntryStatusInProgress
+			}
+			entries = append(entries, acp.PlanEntry{
+				Content: strings.TrimSpace(item), Status: status, Priority: acp.PlanEntryPriorityMedium,
+			})
+		}
+		t.update(acp.UpdatePlan(entries...))
+	case "permission":
+		t.permission(args)
+	case "read":
+		r, err := t.conn.ReadTextFile(t.io, acp.ReadTextFileRequest{SessionId: t.id, Path: args})
+		if err != nil {
+			t.say("read error: %v", err)
+		} else {
+			t.say("read: %s", r.Content)
+		}
+	case "write":
+		path, text, _ := strings.Cut(args, " ")
+		_, err := t.conn.WriteTextFile(t.io, acp.WriteTextFileRequest{SessionId: t.id, Path: path, Content: text})
+		if err != nil {
+			t.say("write error: %v", err)
+		} else {
+			t.say("write: ok")
+		}
+	case "terminal":
+		t.terminal(command(args))
+	case "sleep", "silent":
+		d, err := time.ParseDuration(args)
+		if err != nil {
+			t.say("%s: %v", verb, err)
+			break
+		}
+		select {
+		case <-time.After(d):
+		case <-t.ctx.Done():
+			return acp.StopReasonCancelled, true
+		}
+	case "exec":
+		name, rest := command(args)
+		out, err := exec.CommandContext(t.ctx, name, rest...).CombinedOutput()
+		if err != nil {
+			t.say("exec error: %v: %s", err, strings.TrimSpace(string(out)))
+		} else {
+			t.say("exec: %s", strings.TrimSpace(string(out)))
+		}
+	case "spawn":
+		name, rest := command(args)
+		cmd := exec.Command(name, rest...) // stdin and stdout /dev/null, not our pipes
+		if err := cmd.Start(); err != nil {
+			t.say("spawn error: %v", err)
+			break
+		}
+		go func() { _ = cmd.Wait() }() // reap it if it ends while we run; never kill it
+		t.say("spawned %d", cmd.Process.Pid)
+	case "crash":
+		fmt.Fprintln(os.Stderr, "acpagent: crashing")
+		os.Exit(3)
+	case "garbage":
+		t.raw("this is not json")
+	case "big":
+		n, err := strconv.Atoi(args)
+		if err != nil {
+			t.say("big: %v", err)
+			break
+		}
+		id, _ := json.Marshal(string(t.id))
+		t.raw(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":` + string(id) +
+			`,"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"` +
+			strings.Repeat("x", n) + `"}}}}`)
+	case "stop":
+		if args == "" {
+			return acp.StopReasonEndTurn, true
+		}
+		return acp.StopReason(args), true
+	case "refuse":
+		return acp.StopReasonRefusal, true
+	default:
+		t.say("%s", line)
+	}
+	return "", false
+}
+
+// command splits `CMD ARGS...` on spaces.
+func command(s string) (name string, args []string) {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return "", nil
+	}
+	return f[0], f[1:]
+}
+
+func (t *turn) permission(title string) {
+	n := t.perms.Add(1)
+	r, err := t.conn.RequestPermission(t.io, acp.RequestPermissionRequest{
+		SessionId: t.id,
+		ToolCall:  acp.ToolCallUpdate{ToolCallId: acp.ToolCallId(fmt.Sprintf("perm-%d", n)), Title: acp.Ptr(title)},
+		Options: []acp.PermissionOption{
+			{Kind: acp.PermissionOptionKindAllowOnce, Name: "Allow", OptionId: "allow"},
+			{Kind: acp.PermissionOptionKindRejectOnce, Name: "Reject", OptionId: "reject"},
+		},
+	})
+	switch {
+	case err != nil:
+		t.say("permission: error: %v", err)
+	case r.Outcome.Cancelled != nil:
+		t.say("permission: cancelled")
+	case r.Outcome.Selected != nil && r.Outcome.Selected.OptionId == "allow":
+		t.say("permission: allowed")
+	case r.Outcome.Selected != nil && r.Outcome.Selected.OptionId == "reject":
+		t.say("permission: rejected")
+	default:
+		t.say("permission: error: unexpected outcome %+v", r.Outcome)
+	}
+}
+
+func (t *turn) terminal(name string, args []string) {
+	req := acp.CreateTerminalRequest{SessionId: t.id, Command: name, Args: args}
+	if t.s.Cwd != "" {
+		req.Cwd = acp.Ptr(t.s.Cwd)
+	}
+	term, err := t.conn.CreateTerminal(t.io, req)
+	if err != nil {
+		t.say("terminal error: %v", err)
+		return
+	}
+	defer func() {
+		_, _ = t.conn.ReleaseTerminal(t.io, acp.ReleaseTerminalRequest{SessionId: t.id, TerminalId: term.TerminalId})
+	}()
+	exit, err := t.conn.WaitForTerminalExit(t.io, acp.WaitForTerminalExitRequest{SessionId: t.id, TerminalId: term.TerminalId})
+	if err != nil {
+		t.say("terminal error: %v", err)
+		return
+	}
+	out, err := t.conn.TerminalOutput(t.io, acp.TerminalOutputRequest{SessionId: t.id, TerminalId: term.TerminalId})
+	if err != nil {
+		t.say("terminal error: %v", err)
+		return
+	}
+	code := -1
+	if exit.ExitCode != nil {
+		code = *exit.ExitCode
+	}
+	t.say("terminal: exit %d output %s", code, strings.TrimSuffix(out.Output, "\n"))
+}
+
+// The remaining methods of acp.Agent do nothing.
+
+func (*agent) Authenticate(context.Context, acp.AuthenticateRequest) (acp.AuthenticateResponse, error) {
+	return acp.AuthenticateResponse{}, nil
+}
+func (*agent) CloseSession(context.Context, acp.CloseSessionRequest) (acp.CloseSessionResponse, error) {
+	return acp.CloseSessionResponse{}, nil
+}
+func (*agent) ListSessions(context.Context, acp.ListSessionsRequest) (acp.ListSessionsResponse, error) {
+	return acp.ListSessionsResponse{}, nil
+}
+func (*agent) ResumeSession(context.Context, acp.ResumeSessionRequest) (acp.ResumeSessionResponse, error) {
+	return acp.ResumeSessionResponse{}, nil
+}
+func (*agent) SetSessionConfigOption(context.Context, acp.SetSessionConfigOptionRequest) (acp.SetSessionConfigOptionResponse, error) {
+	return acp.SetSessionConfigOptionResponse{}, nil
+}
+func (*agent) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.SetSessionModeResponse, error) {
+	return acp.SetSessionModeResponse{}, nil
+}
+
+func main() {
+	state := os.Getenv("ACPAGENT_STATE")
+	if state == "" {
+		state = filepath.Join(os.TempDir(), "acpagent")
+	}
+	flag.StringVar(&state, "state", state, "folder where sessions are kept (default: $ACPAGENT_STATE, else a folder in the temporary directory)")
+	noLoad := flag.Bool("no-load", false, "do not offer session/load")
+	exitAtOnce := flag.Bool("exit-at-once", false, "exit with status 2 before reading anything")
+	garbage := flag.Bool("garbage", false, "write a line that is not JSON-RPC, then answer nothing")
+	noInit := flag.Bool("no-init", false, "read stdin until EOF without answering anything")
+	stderrText := flag.String("stderr", "", "write `TEXT` and a newline to stderr at start")
+	flag.Parse()
+
+	if *stderrText != "" {
+		fmt.Fprintln(os.Stderr, *stderrText)
+	}
+	if *exitAtOnce {
+		fmt.Fprintln(os.Stderr, "acpagent: exiting at once")
+		os.Exit(2)
+	}
+	if *garbage {
+		fmt.Println("this is not json-rpc")
+	}
+	if *garbage || *noInit {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return
+	}
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "acpagent:", err)
+		os.Exit(1)
+	}
+
+	out := &lockedWriter{w: os.Stdout}
+	a := &agent{state: state, noLoad: *noLoad, out: out, ready: make(chan struct{}),
+		cancels: map[acp.SessionId]context.CancelFunc{}}
+	asc := acp.NewAgentSideConnection(a, out, os.Stdin)
+	asc.SetLogger(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	a.conn = asc
+	close(a.ready)
+	<-asc.Done()
+}

@@ -1,0 +1,546 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"scv/control/api"
+	"scv/control/proc"
+	"scv/ledger/local"
+	"scv/reducer"
+)
+
+// spec is what an agent was started with, kept in its row of the local
+// store (local.Agent.Spec) so that a restarted daemon starts it again.
+type spec struct {
+	Command       []string `json:"command"`
+	Workspace     string   `json:"workspace"`
+	Env           []string `json:"env,omitempty"`
+	Project       string   `json:"project,omitempty"` // the project's ID
+	Task          string   `json:"task,omitempty"`    // the task's ID
+	Ask           bool     `json:"ask,omitempty"`
+	AllowTerminal bool     `json:"allow_terminal,omitempty"`
+	InitTimeout   uint64   `json:"init_timeout_seconds"`
+	Session       string   `json:"session,omitempty"`
+	Parent        string   `json:"parent,omitempty"` // the caller's SCV_PARENT
+	Chat          string   `json:"chat,omitempty"`
+}
+
+// Timing of an agent's stop.
+const (
+	// cancelWait is how long a stop waits for a cancelled turn to end
+	// before it stops the process.
+	cancelWait = 3 * time.Second
+	// exitWait bounds the wait for the process to be reaped once its tree
+	// was stopped, and, after a failed handshake, for its exit status.
+	exitWait = 10 * time.Second
+	// stderrTail is how much of an agent's standard error is kept for
+	// the messages that say why it failed.
+	stderrTail = 2 << 10
+)
+
+// agent is one live agent: its process, the ACP connection to it, its
+// session and its turns.
+type agent struct {
+	m       *Manager
+	handle  string
+	name    string
+	started time.Time
+	updates *updateLog
+	log     *slog.Logger
+
+	// Set by spawn, then fixed.
+	ident  proc.Ident
+	stdin  *os.File
+	conn   *acp.ClientSideConnection
+	guard  *guard
+	stderr *tail
+	exited chan struct{} // closed once the process is reaped
+	terms  terminals
+
+	mu           sync.Mutex
+	spec         spec
+	state        api.AgentState
+	conversation string
+	turn         uint32
+	idleSince    time.Time
+	jobs         uint32
+	loadSession  bool
+	stopReason   string
+	runID        string
+	run          *turnRun
+	turnDone     chan struct{} // closed when the running turn has ended; nil between turns
+	turnCtx      context.Context
+	endTurn      context.CancelFunc // ends the waits of the running turn (permission questions)
+	message      string             // the running turn's agent text so far (its tail)
+	exitHow      string             // how the process ended, once exited
+	crashed      bool               // it ended without being stopped
+	stopping     bool
+	why          string // why it is being stopped
+	loading      bool   // session/load replays the conversation: not news
+	done         chan struct{}
+}
+
+func (a *agent) chain() string { return proc.ExtendChain(a.spec.Parent, a.handle) }
+
+func (a *agent) argv0() string { return a.spec.Command[0] }
+
+// spawn starts the process and the ACP connection to it.
+func (a *agent) spawn() error {
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		return err
+	}
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		for _, f := range []*os.File{stdinR, stdinW, stdoutR, stdoutW} {
+			f.Close()
+		}
+		return err
+	}
+	argv := append([]string{lookPath(a.spec.Command[0], a.spec.Env)}, a.spec.Command[1:]...)
+	env := a.spec.Env
+	if env == nil {
+		env = []string{}
+	}
+	p, err := proc.Start(argv, a.spec.Workspace, env, a.handle, a.spec.Parent, stdinR, stdoutW, stderrW)
+	stdinR.Close()
+	stdoutW.Close()
+	stderrW.Close()
+	if err != nil {
+		stdinW.Close()
+		stdoutR.Close()
+		stderrR.Close()
+		return err
+	}
+	// The process is our child until reaped below, so its PID names it.
+	ident, _ := proc.Identify(p.Pid)
+	ident.PID = p.Pid
+	stderr := &tail{max: stderrTail}
+	g := newGuard(stdoutR, a.m.MaxMessage, func(err error) {
+		a.log.Warn("agent broke the protocol; stopping it", "err", err)
+		go a.stop("it "+err.Error(), false)
+	})
+	conn := acp.NewClientSideConnection(&client{a: a}, stdinW, g)
+	conn.SetLogger(a.log.With("component", "acp"))
+	a.mu.Lock()
+	a.ident, a.stdin, a.exited, a.stderr, a.guard, a.conn = ident, stdinW, make(chan struct{}), stderr, g, conn
+	a.mu.Unlock()
+	go func() {
+		io.Copy(stderr, stderrR)
+		stderrR.Close()
+	}()
+	go func() {
+		st, err := p.Wait()
+		how := "it ended"
+		switch {
+		case err != nil:
+			how = err.Error()
+		case st != nil:
+			how = st.String() // "exit status 3", "signal: killed"
+		}
+		stdoutR.Close() // the connection ends, even if a child holds the pipe open
+		a.mu.Lock()
+		a.exitHow = how
+		a.crashed = !a.stopping && a.state != api.AgentStarting
+		crashed := a.crashed
+		a.mu.Unlock()
+		close(a.exited)
+		a.log.Info("agent process ended", "pid", p.Pid, "how", how)
+		if crashed {
+			a.add(api.AgentUpdate{Kind: "agent_exited", Text: how})
+			a.stop("its process ended ("+how+")", false)
+		}
+	}()
+	a.log.Info("agent process started", "pid", p.Pid, "command", a.spec.Command)
+	return nil
+}
+
+// handshake initializes the connection and opens the session, or loads
+// the one in a.conversation; it returns why not, naming the agent and
+// what it did.
+func (a *agent) handshake(ctx context.Context) error {
+	timeout := time.Duration(a.spec.InitTimeout) * time.Second
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-a.exited:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	init, err := a.conn.Initialize(ctx, acp.InitializeRequest{
+		ProtocolVersion: acp.ProtocolVersionNumber,
+		ClientCapabilities: acp.ClientCapabilities{
+			Fs:       acp.FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true},
+			Terminal: a.spec.AllowTerminal,
+		},
+	})
+	if err != nil {
+		return a.startError(ctx, "initialize", timeout, err)
+	}
+	a.mu.Lock()
+	a.loadSession = init.AgentCapabilities.LoadSession
+	load := a.conversation != ""
+	a.mu.Unlock()
+	if !load {
+		s, err := a.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: a.spec.Workspace, McpServers: []acp.McpServer{}})
+		if err != nil {
+			return a.startError(ctx, "session/new", timeout, err)
+		}
+		if s.SessionId == "" {
+			return fmt.Errorf("agent %s (%s) answered session/new without a session ID", a.name, a.argv0())
+		}
+		a.mu.Lock()
+		a.conversation = string(s.SessionId)
+		a.mu.Unlock()
+		return nil
+	}
+	if !init.AgentCapabilities.LoadSession {
+		return fmt.Errorf("agent %s (%s) does not offer session/load, so conversation %s cannot be resumed",
+			a.name, a.argv0(), a.conversation)
+	}
+	a.mu.Lock()
+	a.loading = true
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.loading = false
+		a.mu.Unlock()
+	}()
+	if _, err := a.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(a.conversation),
+		Cwd: a.spec.Workspace, McpServers: []acp.McpServer{}}); err != nil {
+		return a.startError(ctx, "session/load", timeout, err)
+	}
+	return nil
+}
+
+// startError says why step failed: the agent broke the protocol, ended,
+// or did not answer in time.
+func (a *agent) startError(ctx context.Context, step string, timeout time.Duration, err error) error {
+	who := fmt.Sprintf("agent %s (%s)", a.name, a.argv0())
+	if v := a.guard.violation(); v != nil {
+		return fmt.Errorf("%s is not an ACP agent: it %v", who, v)
+	}
+	select {
+	case <-a.exited:
+	case <-time.After(200 * time.Millisecond):
+	}
+	a.mu.Lock()
+	how := a.exitHow
+	a.mu.Unlock()
+	if how != "" {
+		msg := fmt.Sprintf("%s ended (%s) before it answered %s", who, how, step)
+		if s := a.stderr.String(); s != "" {
+			msg += "; its standard error: " + oneLine(s)
+		}
+		return errors.New(msg)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%s did not answer %s within %s", who, step, timeout)
+	}
+	return fmt.Errorf("%s refused %s: %v", who, step, err)
+}
+
+// begin starts a turn: text goes out as session/prompt, and the answer
+// ends the turn (endTurn). run records it, or is nil.
+func (a *agent) begin(text string, run *turnRun) {
+	a.mu.Lock()
+	a.turn++
+	a.state = api.AgentWorking
+	a.idleSince = time.Time{}
+	a.run = run
+	if run != nil {
+		a.runID = run.run
+	}
+	a.message = ""
+	a.turnDone = make(chan struct{})
+	a.turnCtx, a.endTurn = context.WithCancel(context.Background())
+	conv, turn := a.conversation, a.turn
+	a.mu.Unlock()
+	a.add(api.AgentUpdate{Kind: "turn_started", Text: text})
+	go func() {
+		resp, err := a.conn.Prompt(context.Background(), acp.PromptRequest{
+			SessionId: acp.SessionId(conv), Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
+		a.finishTurn(turn, resp, err)
+	}()
+}
+
+// finishTurn ends the running turn with the agent's answer (or the error
+// that came instead), records the run's end, and makes the agent idle.
+func (a *agent) finishTurn(turn uint32, resp acp.PromptResponse, err error) {
+	a.mu.Lock()
+	a.endTurn()
+	run, stopping, why := a.run, a.stopping, a.why
+	a.mu.Unlock()
+
+	reason := string(resp.StopReason)
+	status, failWhy := reducer.RunSucceeded, ""
+	switch {
+	case err != nil:
+		reason, status, failWhy = a.broken(err, stopping, why)
+	case resp.StopReason == acp.StopReasonEndTurn:
+	case resp.StopReason == acp.StopReasonCancelled:
+		status = reducer.RunCancelled
+	default: // refusal, max_tokens, max_turn_requests, or one this build does not know
+		status, failWhy = reducer.RunFailed, "the agent ended its turn: "+reason
+	}
+	if run != nil {
+		if err := run.finish(status, failWhy); err != nil {
+			a.log.Warn("record the end of a turn", "run", run.run, "err", err)
+		}
+	}
+	a.add(api.AgentUpdate{Kind: "turn_ended", StopReason: reason, Text: failWhy, Status: string(status)})
+	a.mu.Lock()
+	a.stopReason = reason
+	a.run, a.runID = nil, ""
+	gone := a.exitHow != "" || a.stopping
+	if !gone {
+		a.state, a.idleSince = api.AgentIdle, a.m.now()
+	}
+	done := a.turnDone
+	a.turnDone = nil
+	a.mu.Unlock()
+	if !gone {
+		if err := a.save(); err != nil {
+			a.log.Error("keep the agent's turn", "err", err)
+		}
+	}
+	close(done)
+	a.log.Info("turn ended", "turn", turn, "stop_reason", reason, "run_status", status)
+}
+
+// broken says how a turn whose connection broke (err) ended: the agent
+// broke the protocol or crashed, and its run failed; or it was stopped,
+// and its run was cancelled.
+func (a *agent) broken(err error, stopping bool, why string) (reason string, status reducer.RunStatus, failWhy string) {
+	if v := a.guard.violation(); v != nil {
+		return "crashed", reducer.RunFailed, "agent stopped: it " + v.Error()
+	}
+	if !stopping {
+		select {
+		case <-a.exited:
+		case <-time.After(exitWait):
+		}
+	}
+	a.mu.Lock()
+	crashed, how, stopping, why := a.crashed, a.exitHow, a.stopping, a.why
+	a.mu.Unlock()
+	switch {
+	case crashed:
+		msg := "agent crashed (" + how + ")"
+		if s := a.stderr.String(); s != "" {
+			msg += ": " + oneLine(s)
+		}
+		return "crashed", reducer.RunFailed, msg
+	case stopping:
+		return string(acp.StopReasonCancelled), reducer.RunCancelled, "cancelled: " + why
+	}
+	return "crashed", reducer.RunFailed, "agent connection lost: " + err.Error()
+}
+
+// cancel asks the agent to end its running turn.
+func (a *agent) cancel() error {
+	a.mu.Lock()
+	working, conv, end, conn := a.turnDone != nil, a.conversation, a.endTurn, a.conn
+	a.mu.Unlock()
+	if !working {
+		return api.Errorf(api.ErrInvalidTransition, "agent %s has no turn running", a.name)
+	}
+	end() // a permission question waiting is answered cancelled
+	return conn.Cancel(context.Background(), acp.CancelNotification{SessionId: acp.SessionId(conv)})
+}
+
+// stop ends the agent: its running turn is cancelled (the run finished
+// cancelled), its process tree stopped as a delegation's is, and it is
+// forgotten; with keep, its row stays for the next start of the daemon.
+// Only the first stop does it; the others wait for it.
+func (a *agent) stop(why string, keep bool) {
+	a.mu.Lock()
+	if a.stopping {
+		a.mu.Unlock()
+		<-a.done
+		return
+	}
+	a.stopping, a.why = true, why
+	a.state = api.AgentStopping
+	turnDone := a.turnDone
+	a.mu.Unlock()
+	if turnDone != nil && a.cancel() == nil {
+		select {
+		case <-turnDone:
+		case <-time.After(cancelWait):
+		}
+	}
+	a.kill()
+	a.mu.Lock()
+	turnDone = a.turnDone
+	a.mu.Unlock()
+	if turnDone != nil {
+		<-turnDone // the connection closed with the process: the turn ends
+	}
+	a.terms.closeAll()
+	if keep {
+		if err := a.save(); err != nil {
+			a.log.Error("keep the agent for the next start", "err", err)
+		}
+	} else if _, err := a.m.Store.DeleteAgent(context.Background(), a.handle); err != nil {
+		a.log.Error("forget the agent", "err", err)
+	}
+	a.m.forget(a)
+	a.log.Info("agent stopped", "why", why, "kept", keep)
+	close(a.done)
+}
+
+// kill closes the agent's input and stops its tree: SIGTERM, then SIGKILL
+// after the grace, to every process of its group or tagged with its
+// handle.
+func (a *agent) kill() {
+	a.mu.Lock()
+	stdin, exited, leader := a.stdin, a.exited, a.ident
+	a.mu.Unlock()
+	if stdin != nil {
+		stdin.Close()
+	}
+	grace := a.m.grace()
+	ctx, cancel := context.WithTimeout(context.Background(), grace+5*time.Second)
+	defer cancel()
+	if _, err := (proc.Tree{Handle: a.handle, Leader: leader}).Stop(ctx, grace); err != nil {
+		a.log.Error("stop the agent's processes", "err", err)
+	}
+	if exited != nil {
+		select {
+		case <-exited:
+		case <-time.After(exitWait):
+			a.log.Error("agent process not reaped", "pid", leader.PID)
+		}
+	}
+}
+
+// add appends u to the agent's updates, stamped and numbered.
+func (a *agent) add(u api.AgentUpdate) uint64 {
+	a.mu.Lock()
+	u.Turn = a.turn
+	a.mu.Unlock()
+	u.TimeUnixMillis = a.m.now().UnixMilli()
+	return a.updates.add(u)
+}
+
+// save writes the agent's row.
+func (a *agent) save() error {
+	a.mu.Lock()
+	b, err := json.Marshal(a.spec)
+	row := local.Agent{Handle: a.handle, Name: a.name, Spec: string(b), Conversation: a.conversation,
+		Turn: a.turn, RunID: a.runID, Started: a.started.UnixMilli()}
+	a.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return a.m.Store.PutAgent(context.Background(), row)
+}
+
+// info is the agent on the wire.
+func (a *agent) info() api.AgentInfo {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	i := api.AgentInfo{
+		Name: a.name, Handle: a.handle, State: a.state, Command: a.spec.Command, Workspace: a.spec.Workspace,
+		PID: uint32(a.ident.PID), Turn: a.turn, LoadSession: a.loadSession, Ask: a.spec.Ask,
+		AllowTerminal: a.spec.AllowTerminal, StartedUnixSeconds: uint64(a.started.Unix()),
+		Conversation: nonEmpty(a.conversation), Project: nonEmpty(a.spec.Project), Task: nonEmpty(a.spec.Task),
+		Run: nonEmpty(a.runID), StopReason: nonEmpty(a.stopReason),
+	}
+	i.IdleSinceUnixSeconds = a.idleSinceLocked()
+	if a.jobs > 0 {
+		jobs := a.jobs
+		i.BackgroundJobs = &jobs
+	}
+	return i
+}
+
+func (a *agent) idleSinceLocked() *uint64 {
+	if a.state != api.AgentIdle || a.idleSince.IsZero() {
+		return nil
+	}
+	s := uint64(a.idleSince.Unix())
+	return &s
+}
+
+// delegation is the agent as `delegations` lists it.
+func (a *agent) delegation() api.DelegationInfo {
+	a.mu.Lock()
+	d := api.DelegationInfo{
+		Handle: a.handle, Agent: a.name, Session: a.spec.Session, Depth: uint32(len(proc.ParseChain(a.chain()))),
+		PID: uint32(a.ident.PID), OwnerPID: uint32(a.m.pid()), Cwd: a.spec.Workspace,
+		StartedUnixSeconds: uint64(a.started.Unix()), Conversation: nonEmpty(a.conversation),
+		IdleSinceUnixSeconds: a.idleSinceLocked(),
+	}
+	if a.conversation != "" {
+		turn := a.turn
+		d.Turn = &turn
+	}
+	if a.jobs > 0 {
+		jobs := a.jobs
+		d.BackgroundJobs = &jobs
+	}
+	a.mu.Unlock()
+	d.Processes = uint32((proc.Tree{Handle: a.handle, Leader: a.ident}).Count())
+	return d
+}
+
+// idle reports whether the agent waits between turns with no background
+// job of its own.
+func (a *agent) idle() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.state == api.AgentIdle && a.jobs == 0
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// lookPath finds a command's file the way the caller's shell would: a
+// name with a slash as it is, else in the PATH of env.
+func lookPath(name string, env []string) string {
+	if strings.Contains(name, "/") {
+		return name
+	}
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return name // proc.Start looks in the daemon's own PATH, and says so if it is not there
+}

@@ -1,0 +1,299 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	acp "github.com/coder/acp-go-sdk"
+
+	"scv/control/api"
+)
+
+// client is the daemon's side of one agent's connection: what the agent
+// may ask of it, answered by the agent's policy.
+type client struct{ a *agent }
+
+// maxMessageTail bounds the text of a turn's agent message kept for its
+// progress.
+const maxMessageTail = 1 << 10
+
+// SessionUpdate takes one of the agent's updates: into the agent's
+// updates, and into the progress of the turn's run.
+func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
+	a := c.a
+	a.mu.Lock()
+	loading := a.loading
+	a.mu.Unlock()
+	if loading {
+		return nil // session/load replays what was said before: not news
+	}
+	raw, err := json.Marshal(n.Update)
+	if err != nil {
+		return err
+	}
+	var tag struct {
+		Kind string `json:"sessionUpdate"`
+	}
+	json.Unmarshal(raw, &tag)
+	u := api.AgentUpdate{Kind: tag.Kind, Update: raw}
+	progress := ""
+	switch up := n.Update; {
+	case up.AgentMessageChunk != nil:
+		u.Text = textOf(up.AgentMessageChunk.Content)
+		a.mu.Lock()
+		a.message += u.Text
+		if len(a.message) > maxMessageTail {
+			a.message = a.message[len(a.message)-maxMessageTail:]
+		}
+		progress = a.message
+		a.mu.Unlock()
+	case up.AgentThoughtChunk != nil:
+		u.Text = textOf(up.AgentThoughtChunk.Content)
+	case up.UserMessageChunk != nil:
+		u.Text = textOf(up.UserMessageChunk.Content)
+	case up.ToolCall != nil:
+		u.ToolCallID, u.Title, u.Status = string(up.ToolCall.ToolCallId), up.ToolCall.Title, string(up.ToolCall.Status)
+		progress = "tool: " + u.Title
+	case up.ToolCallUpdate != nil:
+		u.ToolCallID = string(up.ToolCallUpdate.ToolCallId)
+		if t := up.ToolCallUpdate.Title; t != nil {
+			u.Title = *t
+		}
+		if s := up.ToolCallUpdate.Status; s != nil {
+			u.Status = string(*s)
+		}
+	case up.Plan != nil:
+		var steps []string
+		done := 0
+		for _, e := range up.Plan.Entries {
+			steps = append(steps, fmt.Sprintf("[%s] %s", e.Status, e.Content))
+			if e.Status == acp.PlanEntryStatusCompleted {
+				done++
+			}
+			if e.Status == acp.PlanEntryStatusInProgress && progress == "" {
+				progress = "plan: " + e.Content
+			}
+		}
+		u.Text = strings.Join(steps, "\n")
+		if progress == "" && len(up.Plan.Entries) > 0 {
+			progress = fmt.Sprintf("plan: %d/%d done", done, len(up.Plan.Entries))
+		}
+	}
+	a.add(u)
+	a.mu.Lock()
+	run := a.run
+	a.mu.Unlock()
+	if run != nil && progress != "" {
+		run.progress(progress)
+	}
+	return nil
+}
+
+// textOf is a content block's text, or what it is when it is not text.
+func textOf(b acp.ContentBlock) string {
+	switch {
+	case b.Text != nil:
+		return b.Text.Text
+	case b.Image != nil:
+		return "[image]"
+	case b.Audio != nil:
+		return "[audio]"
+	case b.ResourceLink != nil:
+		return "[resource " + b.ResourceLink.Uri + "]"
+	case b.Resource != nil:
+		return "[resource]"
+	}
+	return ""
+}
+
+// questionPoll is how often a permission question is looked at while the
+// owner has not answered.
+const questionPoll = 200 * time.Millisecond
+
+// RequestPermission answers by the agent's policy: with --ask the owner
+// decides (a confirm_ask question, whose answer picks the agent's allow or
+// reject option); without it, the request is refused.
+func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
+	a := c.a
+	title := string(p.ToolCall.ToolCallId)
+	if p.ToolCall.Title != nil && *p.ToolCall.Title != "" {
+		title = *p.ToolCall.Title
+	}
+	u := api.AgentUpdate{Kind: "permission", Title: title, ToolCallID: string(p.ToolCall.ToolCallId)}
+	refuse := func(why string) (acp.RequestPermissionResponse, error) {
+		u.Status, u.Text = "refused", why
+		a.add(u)
+		return pick(p.Options, acp.PermissionOptionKindRejectOnce, acp.PermissionOptionKindRejectAlways), nil
+	}
+	if !a.spec.Ask || a.m.Questions == nil {
+		return refuse("the agent was started without --ask")
+	}
+	a.mu.Lock()
+	turnCtx, turn := a.turnCtx, a.turn
+	a.mu.Unlock()
+	if turnCtx == nil {
+		return refuse("no turn is running")
+	}
+	chain := a.chain()
+	info, err := a.m.Questions.Ask(ctx, api.CmdConfirmAsk{
+		Question: fmt.Sprintf("Agent %s (turn %d) asks for permission: %s. Allow it?", a.name, turn, title),
+		Parent:   &chain,
+	})
+	if err != nil {
+		return refuse("the owner could not be asked: " + err.Error())
+	}
+	u.Status, u.Text = "asked", "question "+info.ID
+	a.add(u)
+	t := time.NewTicker(questionPoll)
+	defer t.Stop()
+	for info.State == api.ConfirmPending {
+		select {
+		case <-ctx.Done():
+			return cancelled(), nil
+		case <-turnCtx.Done():
+			return cancelled(), nil
+		case <-t.C:
+		}
+		if info, err = a.m.Questions.Status(context.WithoutCancel(ctx), info.ID); err != nil {
+			return refuse("the owner's answer was lost: " + err.Error())
+		}
+	}
+	if info.State == api.ConfirmYes {
+		u.Status, u.Text = "allowed", "the owner answered yes"
+		a.add(u)
+		return pick(p.Options, acp.PermissionOptionKindAllowOnce, acp.PermissionOptionKindAllowAlways), nil
+	}
+	u.Status, u.Text = "rejected", "the owner's answer: "+string(info.State)
+	a.add(u)
+	return pick(p.Options, acp.PermissionOptionKindRejectOnce, acp.PermissionOptionKindRejectAlways), nil
+}
+
+// pick selects the first option of the first kind offered, in the order
+// of kinds; an agent that offers none of them gets cancelled.
+func pick(options []acp.PermissionOption, kinds ...acp.PermissionOptionKind) acp.RequestPermissionResponse {
+	for _, k := range kinds {
+		for _, o := range options {
+			if o.Kind == k {
+				return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{
+					Selected: &acp.RequestPermissionOutcomeSelected{OptionId: o.OptionId}}}
+			}
+		}
+	}
+	return cancelled()
+}
+
+func cancelled() acp.RequestPermissionResponse {
+	return acp.RequestPermissionResponse{Outcome: acp.RequestPermissionOutcome{Cancelled: &acp.RequestPermissionOutcomeCancelled{}}}
+}
+
+// refusal is the error an agent's request is refused with.
+func refusal(format string, args ...any) *acp.RequestError {
+	return &acp.RequestError{Code: -32602, Message: fmt.Sprintf(format, args...)}
+}
+
+// ReadTextFile reads a file of the agent's workspace, and nothing outside
+// it.
+func (c *client) ReadTextFile(_ context.Context, p acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
+	a := c.a
+	path, err := a.confine(p.Path)
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(path); err == nil && fi.Size() > int64(a.m.maxMessage()/2) {
+			err = refusal("%s is %d bytes, more than the %d an agent may read at once", p.Path, fi.Size(), a.m.maxMessage()/2)
+		}
+	}
+	var b []byte
+	if err == nil {
+		b, err = os.ReadFile(path)
+	}
+	a.fileUpdate("read", p.Path, err)
+	if err != nil {
+		return acp.ReadTextFileResponse{}, asRefusal(err)
+	}
+	content := string(b)
+	if p.Line != nil || p.Limit != nil {
+		lines := strings.Split(content, "\n")
+		start := 0
+		if p.Line != nil && *p.Line > 1 {
+			start = min(*p.Line-1, len(lines))
+		}
+		end := len(lines)
+		if p.Limit != nil && *p.Limit >= 0 {
+			end = min(start+*p.Limit, end)
+		}
+		content = strings.Join(lines[start:end], "\n")
+	}
+	return acp.ReadTextFileResponse{Content: content}, nil
+}
+
+// WriteTextFile writes a file of the agent's workspace (making its
+// folders), and nothing outside it.
+func (c *client) WriteTextFile(_ context.Context, p acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
+	a := c.a
+	path, err := a.confine(p.Path)
+	if err == nil {
+		if err = os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+			err = os.WriteFile(path, []byte(p.Content), 0o644)
+		}
+	}
+	a.fileUpdate("write", p.Path, err)
+	if err != nil {
+		return acp.WriteTextFileResponse{}, asRefusal(err)
+	}
+	return acp.WriteTextFileResponse{}, nil
+}
+
+func (a *agent) fileUpdate(op, path string, err error) {
+	u := api.AgentUpdate{Kind: "file", Title: op, Text: path, Status: "ok"}
+	if err != nil {
+		u.Status = "refused"
+		u.Text = path + ": " + asRefusal(err).Message
+	}
+	a.add(u)
+}
+
+func asRefusal(err error) *acp.RequestError {
+	var re *acp.RequestError
+	if errors.As(err, &re) {
+		return re
+	}
+	return refusal("%v", err)
+}
+
+// confine resolves path, which must be absolute, and refuses it unless
+// it is inside the agent's workspace once every symbolic link is
+// followed (of the path itself, or of its nearest folder that exists, for
+// a file to be made): the workspace rule of projects.
+func (a *agent) confine(path string) (string, error) {
+	if !filepath.IsAbs(path) {
+		return "", refusal("path %q is not absolute", path)
+	}
+	ws, err := filepath.EvalSymlinks(a.spec.Workspace)
+	if err != nil {
+		return "", refusal("the agent's workspace %s: %v", a.spec.Workspace, err)
+	}
+	clean := filepath.Clean(path)
+	resolved, rest := clean, ""
+	for {
+		r, err := filepath.EvalSymlinks(resolved)
+		if err == nil {
+			resolved = filepath.Join(r, rest)
+			break
+		}
+		if !errors.Is(err, os.ErrNotExist) || resolved == "/" {
+			return "", refusal("%s: %v", path, err)
+		}
+		rest = filepath.Join(filepath.Base(resolved), rest)
+		resolved = filepath.Dir(resolved)
+	}
+	if resolved != ws && !strings.HasPrefix(resolved, ws+string(filepath.Separator)) {
+		return "", refusal("%s is outside the agent's workspace %s", path, a.spec.Workspace)
+	}
+	return resolved, nil
+}

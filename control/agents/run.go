@@ -1,0 +1,161 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"scv/reducer"
+)
+
+// maxProgress bounds the progress text a turn records, in characters.
+const maxProgress = 200
+
+// turnRun records one turn as a run of its task: progress from the
+// agent's updates and heartbeats while it is silent, each sent with the
+// coalescing interval so that the reducer decides what is journaled (as
+// it does for heartbeats), and the run's end. Updates only note the
+// newest text; the ledger is written by the run's own goroutine, so that
+// an agent's stream never waits for a commit.
+type turnRun struct {
+	l       Ledger
+	log     *slog.Logger
+	project string
+	run     string
+	every   time.Duration // the reducer's coalescing interval
+	beat    time.Duration // how often the goroutine looks
+	now     func() time.Time
+
+	mu        sync.Mutex
+	pending   string // newest text not yet journaled ("" none)
+	journaled string
+	kick      chan struct{}
+	done      chan struct{}
+	finished  chan struct{}
+}
+
+func (m *Manager) newTurnRun(project, run string) *turnRun {
+	r := &turnRun{l: m.Ledger, log: m.logger(), project: project, run: run,
+		every: m.Every, beat: m.beat(), now: m.now,
+		kick: make(chan struct{}, 1), done: make(chan struct{}), finished: make(chan struct{})}
+	go r.loop()
+	return r
+}
+
+// progress notes the run's newest progress text.
+func (r *turnRun) progress(text string) {
+	text = oneLine(text)
+	r.mu.Lock()
+	changed := text != "" && text != r.journaled && text != r.pending
+	if changed {
+		r.pending = text
+	}
+	r.mu.Unlock()
+	if changed {
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// loop sends the newest progress text when it changes (at most once per
+// interval), and at each look with nothing new a heartbeat, which keeps a
+// silent turn's run from going stale: the reducer coalesces both.
+func (r *turnRun) loop() {
+	defer close(r.finished)
+	t := time.NewTicker(r.beat)
+	defer t.Stop()
+	var last time.Time // when something was last journaled
+	for {
+		tick := false
+		select {
+		case <-r.done:
+			return
+		case <-r.kick:
+			if r.every > 0 && r.now().Sub(last) < r.every {
+				continue // the next look sends it
+			}
+		case <-t.C:
+			tick = true
+		}
+		r.mu.Lock()
+		text := r.pending
+		r.mu.Unlock()
+		var cmd reducer.Command
+		switch {
+		case text != "":
+			cmd = reducer.ProgressRun{Project: r.project, RunID: r.run, Progress: text, Every: r.every.Milliseconds()}
+		case tick:
+			cmd = reducer.RecordHeartbeat{Project: r.project, RunID: r.run, Every: r.every.Milliseconds()}
+		default:
+			continue
+		}
+		res, err := r.l.Execute(context.Background(), cmd)
+		if err != nil {
+			if !errors.Is(err, reducer.ErrRunNotRunning) {
+				r.log.Warn("record a turn's progress", "run", r.run, "err", err)
+			}
+			continue
+		}
+		if len(res.Events) > 0 {
+			last = r.now()
+			if text != "" {
+				r.mu.Lock()
+				r.journaled = text
+				if r.pending == text {
+					r.pending = ""
+				}
+				r.mu.Unlock()
+			}
+		}
+	}
+}
+
+// finish ends the run: the newest progress text (or, given, why the turn
+// failed) is journaled whatever the interval, then the run's end.
+func (r *turnRun) finish(status reducer.RunStatus, why string) error {
+	close(r.done)
+	<-r.finished
+	r.mu.Lock()
+	text := r.pending
+	r.mu.Unlock()
+	if why != "" {
+		text = why
+	}
+	return endRun(r.l, r.project, r.run, status, text)
+}
+
+// endRun records a run's end with status, its progress text first
+// (journaled whatever the interval) when there is one to record.
+func endRun(l Ledger, project, run string, status reducer.RunStatus, text string) error {
+	ctx := context.Background()
+	if text = oneLine(text); text != "" {
+		if _, err := l.Execute(ctx, reducer.ProgressRun{Project: project, RunID: run, Progress: text}); err != nil {
+			return err
+		}
+	}
+	_, err := l.Execute(ctx, reducer.FinishRun{Project: project, RunID: run, Status: status})
+	return err
+}
+
+// oneLine is the last non-blank line of s, cut to maxProgress characters.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = strings.TrimSpace(s[i+1:])
+	}
+	if utf8.RuneCountInString(s) > maxProgress {
+		s = string([]rune(s)[:maxProgress-1]) + "…"
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}
