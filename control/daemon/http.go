@@ -22,11 +22,11 @@ func (c *Config) checkHTTP() error {
 	return web.CheckAddr(c.HTTP)
 }
 
-// httpServices is the web UI, with the daemon's metrics at /metrics,
-// when Config.HTTP asks for it; nothing otherwise. It reads the ledger
-// the daemon has open at each request (a restart that fails reopens it),
-// which is safe because the daemon stops its services before it closes
-// the ledger and starts them again after.
+// httpServices is the web UI, with the daemon's metrics at /metrics and
+// its live agents at /agents, when Config.HTTP asks for it; nothing
+// otherwise. It reads the ledger the daemon has open at each request (a
+// restart that fails reopens it), which is safe because the daemon stops
+// its services before it closes the ledger and starts them again after.
 func (d *Daemon) httpServices() []startstop.Service {
 	if d.cfg.HTTP == "" {
 		return nil
@@ -38,6 +38,9 @@ func (d *Daemon) httpServices() []startstop.Service {
 		StaleAfter: d.cfg.StaleAfter, DB: d.drv.Name(), Version: d.cfg.Version, Clock: d.cfg.Clock,
 		Logger:  d.log.With("component", "web"),
 		Actions: daemonLedger{d},
+	}
+	if d.agents != nil { // never a typed nil: the UI tells nil apart
+		d.web.Agents = d.agents
 	}
 	return []startstop.Service{d.web}
 }

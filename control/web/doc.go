@@ -15,13 +15,19 @@
 //     Yes and No buttons, which post to /questions/{id}/answer
 //     (Questions.Answer, by "web UI"); a project's page shows the pending
 //     ones too.
+//   - /agents lists the live agents (Agents, the daemon's ACP agents),
+//     oldest first: name, state, conversation, turn, how long idle,
+//     background jobs, the task (linked to its run's row, #run-ID, or
+//     to the runs table, #runs, on its project's page), the current run
+//     and the last turn's stop reason; a project's page lists its own
+//     live agents, each linked to its run.
 //   - /metrics is the daemon's Prometheus metrics (control/metrics).
 //
 // Each page's script (static/app.js, embedded like the style sheet; no
 // build step, nothing from outside) asks /api/version every PollEvery
 // whether what the page shows changed, and if so fetches the page again
-// and swaps it in: a new event shows within two seconds, without a
-// reload. The pages work without the script, but do not update.
+// and swaps it in: a new event, or a live agent's new state, shows
+// within two seconds, without a reload. The pages work without the script, but do not update.
 //
 // # Security
 //

@@ -33,6 +33,7 @@ type env struct {
 	l         *ledger.Ledger
 	q         *confirm.Manager
 	actions   *fakeActions
+	agents    *fakeAgents
 	rec       *metrics.Recorder
 	srv       *web.Server
 	base      string // http://127.0.0.1:PORT
@@ -90,9 +91,32 @@ func (a *fakeActions) asked() []string {
 	return append([]string(nil), a.retries...)
 }
 
+// fakeAgents is a live agents' listing the test sets.
+type fakeAgents struct {
+	mu   sync.Mutex
+	list []api.AgentInfo
+}
+
+func (a *fakeAgents) ListAgents() []api.AgentInfo {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]api.AgentInfo{}, a.list...)
+}
+
+// set replaces the listing.
+func (a *fakeAgents) set(list ...api.AgentInfo) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.list = append([]api.AgentInfo(nil), list...)
+}
+
+func ptr[T any](v T) *T { return &v }
+
 type envOption func(*web.Server)
 
 func withoutActions(s *web.Server) { s.Actions = nil }
+
+func withoutAgents(s *web.Server) { s.Agents = nil }
 
 func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
@@ -106,12 +130,12 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Cleanup(func() { l.Close() })
 	q := &confirm.Manager{Log: db, Chats: chats{}, Notify: "local:owner"}
 	require.NoError(t, q.Load(ctx))
-	e := &env{t: t, clock: clk, dir: dir, db: db, l: l, q: q, actions: &fakeActions{}}
+	e := &env{t: t, clock: clk, dir: dir, db: db, l: l, q: q, actions: &fakeActions{}, agents: &fakeAgents{}}
 	e.rec = metrics.New(metrics.Sources{CacheStats: l.CacheStats})
 	e.tokenFile, e.urlFile = web.Files(filepath.Join(dir, "daemon.sock"))
 	e.srv = &web.Server{
 		Addr: "127.0.0.1:0", TokenFile: e.tokenFile, URLFile: e.urlFile,
-		Ledger: ledgerOf{l}, Questions: q, Actions: e.actions, Metrics: e.rec,
+		Ledger: ledgerOf{l}, Questions: q, Actions: e.actions, Agents: e.agents, Metrics: e.rec,
 		StaleAfter: 5 * time.Minute, DB: filepath.Join(dir, "ledger.db"), Version: "test", Clock: clk.now,
 	}
 	for _, o := range opts {

@@ -40,13 +40,8 @@ var staticFS embed.FS
 // pages are the page templates, each with the layout.
 var pages = func() map[string]*template.Template {
 	funcs := template.FuncMap{
-		"unix": func(s uint64) time.Time { return time.Unix(int64(s), 0) },
-		"deref": func(p *string) string {
-			if p == nil {
-				return ""
-			}
-			return *p
-		},
+		"unix":  func(s uint64) time.Time { return time.Unix(int64(s), 0) },
+		"deref": deref,
 		"derefu": func(p *uint64) uint64 {
 			if p == nil {
 				return 0
@@ -66,7 +61,7 @@ var pages = func() map[string]*template.Template {
 		funcs[k] = v
 	}
 	out := map[string]*template.Template{}
-	for _, name := range []string{"projects", "project", "questions", "error"} {
+	for _, name := range []string{"projects", "project", "questions", "agents", "error"} {
 		out[name] = template.Must(template.New("layout.tmpl").Funcs(funcs).ParseFS(templateFS, "templates/layout.tmpl", "templates/questions_part.tmpl", "templates/"+name+".tmpl"))
 	}
 	return out
@@ -96,6 +91,7 @@ type layout struct {
 	PollMs        int64
 	Pending       int  // questions waiting for an answer
 	HasQuestions  bool // the daemon asks questions
+	HasAgents     bool // the daemon runs live agents
 	Body          any
 }
 
@@ -107,6 +103,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("POST /p/{ref}/tasks/{task}/retry", s.retry)
 	mux.HandleFunc("GET /questions", s.questionsPage)
 	mux.HandleFunc("POST /questions/{id}/answer", s.answer)
+	mux.HandleFunc("GET /agents", s.agentsPage)
 	mux.HandleFunc("GET /api/version", s.version)
 	mux.HandleFunc("GET /static/{file}", s.static)
 	mux.Handle("GET /metrics", s.Metrics.Handler())
@@ -117,6 +114,7 @@ func (s *Server) handler() http.Handler {
 // show renders page name with its layout, in one Write.
 func (s *Server) show(w http.ResponseWriter, r *http.Request, code int, name string, l layout) {
 	l.PollMs = PollEvery.Milliseconds()
+	l.HasAgents = s.Agents != nil
 	if s.Questions != nil {
 		l.HasQuestions = true
 		if l.Pending == 0 {
@@ -208,6 +206,9 @@ type projectPage struct {
 	CanRetry        bool
 	Pending         []api.Question
 	Verify          string
+	// Agents are the live agents whose turns are runs of the project's
+	// tasks.
+	Agents []agentRow
 }
 
 type eventRow struct {
@@ -242,6 +243,8 @@ func (s *Server) projectPage(w http.ResponseWriter, r *http.Request) {
 		Verify:   verifyCommand(s.DB, v),
 	}
 	page.Events, page.Older, page.Newer, page.First = eventsPage(rows, r.URL.Query().Get("before"), now.Location())
+	agents := s.listAgents()
+	page.Agents = projectAgents(agents, p)
 	if s.Questions != nil {
 		if page.Pending, err = s.pending(ctx); err != nil {
 			s.fail(w, r, err)
@@ -255,7 +258,7 @@ func (s *Server) projectPage(w http.ResponseWriter, r *http.Request) {
 	}
 	s.show(w, r, http.StatusOK, "project", layout{
 		Title: p.Name, Poll: "/api/version?page=project&id=" + url.QueryEscape(p.ID),
-		Version: fmt.Sprintf("%d.%s", p.LastSequence, q), Pending: len(page.Pending), Body: page,
+		Version: fmt.Sprintf("%d.%s%s", p.LastSequence, q, s.projectAgentsVersion(agents, p.ID)), Pending: len(page.Pending), Body: page,
 	})
 }
 
@@ -468,12 +471,20 @@ func (s *Server) version(w http.ResponseWriter, r *http.Request) {
 		if p, err = s.Ledger.Project(ctx, q.Get("id")); err == nil {
 			var qv string
 			qv, err = s.questionsVersion(ctx)
-			ver = fmt.Sprintf("%d.%s", p.LastSequence, qv)
+			ver = fmt.Sprintf("%d.%s%s", p.LastSequence, qv, s.projectAgentsVersion(s.listAgents(), p.ID))
 		}
 	case "questions":
 		ver, err = s.questionsVersion(ctx)
+	case "agents":
+		if s.Agents == nil {
+			http.Error(w, "404 not found: this daemon runs no live agents", http.StatusNotFound)
+			return
+		}
+		var qv string
+		qv, err = s.questionsVersion(ctx)
+		ver = agentsVersion(s.Agents.ListAgents(), s.now()) + "." + qv
 	default:
-		http.Error(w, "400 bad request: page must be projects, project or questions", http.StatusBadRequest)
+		http.Error(w, "400 bad request: page must be projects, project, questions or agents", http.StatusBadRequest)
 		return
 	}
 	if err != nil {

@@ -20,8 +20,9 @@ const wantCSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; scr
 
 // paths is every kind of page, with the IDs of a project and a question.
 func paths(project, task, question string) (gets, posts []string) {
-	gets = []string{"/", "/p/" + project, "/p/" + project + "/report.html", "/questions", "/metrics",
-		"/api/version?page=projects", "/api/version?page=project&id=" + project, "/static/app.js", "/static/app.css", "/nowhere"}
+	gets = []string{"/", "/p/" + project, "/p/" + project + "/report.html", "/questions", "/agents", "/metrics",
+		"/api/version?page=projects", "/api/version?page=project&id=" + project, "/api/version?page=agents",
+		"/static/app.js", "/static/app.css", "/nowhere"}
 	posts = []string{"/questions/" + question + "/answer", "/p/" + project + "/tasks/" + task + "/retry"}
 	return gets, posts
 }
@@ -218,6 +219,7 @@ func TestHeaders(t *testing.T) {
 	}{
 		{http.MethodGet, "/", nil, true, 200},
 		{http.MethodGet, "/p/" + pid, nil, true, 200},
+		{http.MethodGet, "/agents", nil, true, 200},
 		{http.MethodGet, "/static/app.js", nil, true, 200},
 		{http.MethodGet, "/nowhere", nil, true, 404},
 		{http.MethodGet, "/", nil, false, 401},

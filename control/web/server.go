@@ -81,6 +81,9 @@ type Server struct {
 	Questions Questions
 	// Actions: nil offers no retry.
 	Actions Actions
+	// Agents: nil shows no live agents (no /agents page, no section on
+	// a project's page).
+	Agents Agents
 	// Metrics is served at /metrics and counts the UI's requests; nil
 	// serves 404 there.
 	Metrics *metrics.Recorder
