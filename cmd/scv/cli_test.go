@@ -143,7 +143,7 @@ func TestCLILifecycleHuman(t *testing.T) {
 	assert.Regexp(t, `(?m)^version\s+`+regexp.QuoteMeta(version)+`$`, out)
 	assert.Regexp(t, `(?m)^pid\s+\d+$`, out)
 	assert.Regexp(t, `(?m)^components\s+0$`, out)
-	assert.Regexp(t, `(?m)^delegations\s+0 active, 0 reaped$`, out)
+	assert.Regexp(t, `(?m)^delegations\s+0 active \(0 idle\), 0 reaped$`, out)
 
 	// Flags after the positional argument.
 	out = cliOK(t, sock, "project", "create", "acme", "--workspace", ws)
@@ -265,7 +265,7 @@ func TestCLILifecycleJSON(t *testing.T) {
 
 	st := call("status")
 	assert.Nil(t, st.Project)
-	assert.Equal(t, api.DelegationSummary{}, st.Delegations)
+	assert.Equal(t, api.DelegationSummary{Idle: ptr(uint64(0))}, st.Delegations)
 
 	st = call("project", "create", "acme", "--workspace", ws)
 	require.NotNil(t, st.Project)

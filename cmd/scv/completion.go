@@ -264,3 +264,20 @@ func (c *client) completeHandles(cmd *cobra.Command, args []string, toComplete s
 	}
 	return out, noFiles
 }
+
+// completeAgents completes a live agent's NAME, its state and turn as
+// the description.
+func (c *client) completeAgents(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, noFiles
+	}
+	st := c.ask(api.CmdAgentList{})
+	if st == nil || st.Agents == nil {
+		return nil, noFiles
+	}
+	var out []cobra.Completion
+	for _, a := range *st.Agents {
+		out = append(out, cobra.CompletionWithDesc(a.Name, fmt.Sprintf("%s, turn %d", a.State, a.Turn)))
+	}
+	return out, noFiles
+}

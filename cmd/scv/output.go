@@ -205,7 +205,11 @@ func printDaemonStatus(p *printer, st *api.DaemonStatus) error {
 	t.add("version", st.Version)
 	t.add("pid", fmt.Sprint(st.PID))
 	t.add("components", fmt.Sprint(len(st.Components)))
-	t.add("delegations", fmt.Sprintf("%d active, %d reaped", st.Delegations.Active, st.Delegations.Reaped))
+	if d := st.Delegations; d.Idle != nil {
+		t.add("delegations", fmt.Sprintf("%d active (%d idle), %d reaped", d.Active, *d.Idle, d.Reaped))
+	} else {
+		t.add("delegations", fmt.Sprintf("%d active, %d reaped", d.Active, d.Reaped))
+	}
 	if r := st.Restart; r != nil {
 		waiting := "nothing"
 		if r.WaitingFor != nil {
@@ -223,13 +227,14 @@ func printDelegations(p *printer, st *api.DaemonStatus) error {
 		fmt.Fprintf(p.w, "stopped %s\n", h)
 	}
 	if len(d.Entries) > 0 {
-		t := newTable("HANDLE", "~AGENT", "PID", "OWNER", "PROCS", "DEPTH", "STARTED", "~CWD")
+		t := newTable("HANDLE", "~AGENT", "TURN", "IDLE", "JOBS", "PID", "OWNER", "PROCS", "DEPTH", "STARTED", "~CWD")
 		for _, e := range d.Entries {
 			handle := e.Handle
 			if e.Orphaned {
 				handle += " (orphaned)"
 			}
-			t.add(handle, e.Agent, fmt.Sprint(e.PID), fmt.Sprint(e.OwnerPID), fmt.Sprint(e.Processes),
+			t.add(handle, e.Agent, uintDash(e.Turn), p.agoPtr(e.IdleSinceUnixSeconds), uintDash(e.BackgroundJobs),
+				fmt.Sprint(e.PID), fmt.Sprint(e.OwnerPID), fmt.Sprint(e.Processes),
 				fmt.Sprint(e.Depth), p.ago(e.StartedUnixSeconds), e.Cwd)
 		}
 		p.table(t)
@@ -532,6 +537,14 @@ func orDash(s *string) string {
 		return "-"
 	}
 	return *s
+}
+
+// uintDash is *n, or - when absent.
+func uintDash(n *uint32) string {
+	if n == nil {
+		return "-"
+	}
+	return fmt.Sprint(*n)
 }
 
 func dash(s string) string {

@@ -113,7 +113,7 @@ Exit codes:
 		}
 	}
 	add(groupProjects, newProjectCmd(c))
-	add(groupAgents, newDelegateCmd(c), newDelegationsCmd(c))
+	add(groupAgents, newDelegateCmd(c), newDelegationsCmd(c), newAgentCmd(c))
 	add(groupOwner, newChatCmd(c), newConfirmCmd(c), newChannelsCmd(c), newChannelCmd(c))
 	add(groupLedger, newLedgerCmd(c))
 	add(groupDaemon, newDaemonCmd(c), newStatusCmd(c), newUICmd(c), newReloadCmd(c), newRestartWhenIdleCmd(c), newVersionCmd(c))

@@ -121,10 +121,12 @@ func newDelegationsCmd(c *client) *cobra.Command {
 	o := &DelegationsOptions{c: c}
 	cmd := &cobra.Command{
 		Use:   "delegations",
-		Short: "List running delegations (--all: orphans too), or kill one",
+		Short: "List running delegations (--all: orphans too), kill one, or report its jobs",
 		Long: `List the running delegations, oldest first, each with its live process
-count; --all adds orphans awaiting cleanup. scv delegations kill stops a
-delegation's whole process tree.`,
+count, and for a live agent its turn, idle time and background jobs;
+--all adds orphans awaiting cleanup. scv delegations kill stops a
+delegation's whole process tree; scv delegations update reports how many
+background jobs of a delegation still run.`,
 		Example: `  scv delegations
   scv delegations --all --json`,
 		Args: exactArgs(),
@@ -134,7 +136,7 @@ delegation's whole process tree.`,
 		},
 	}
 	cmd.Flags().BoolVar(&o.All, "all", false, "include orphans awaiting cleanup")
-	cmd.AddCommand(newDelegationsKillCmd(c))
+	cmd.AddCommand(newDelegationsKillCmd(c), newDelegationsUpdateCmd(c))
 	return cmd
 }
 

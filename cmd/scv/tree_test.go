@@ -164,6 +164,12 @@ func TestCommandTreeJSON(t *testing.T) {
 		{[]string{"project", "tasks", "acme", "--at", "999999", "--db", db}, 1}, // past the head
 		{[]string{"delegations"}, 0},
 		{[]string{"delegations", "kill", "--orphans"}, 0},
+		{[]string{"delegations", "update", "--background-jobs", "0", "--handle", "nope"}, 1},
+		{[]string{"agent", "list"}, 0},
+		{[]string{"agent", "start", "--", "true"}, 1}, // speaks no ACP: refused
+		{[]string{"agent", "prompt", "nope", "hi"}, 1},
+		{[]string{"agent", "cancel", "nope"}, 1},
+		{[]string{"agent", "stop", "nope"}, 1},
 		{[]string{"confirm", "status", question}, 8},
 		{[]string{"confirm", "list"}, 0},
 		{[]string{"confirm", "answer", question, "yes"}, 0},
