@@ -8,9 +8,10 @@ BIN     := bin/scv
 
 all: build
 
-## build: compile bin/scv with the version stamped
+## build: compile bin/scv with the version stamped, and bin/acpagent, a scripted ACP agent to try live agents with (docs/agents.md)
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/scv
+	$(GO) build -o bin/acpagent ./cmd/internal/acpagent
 
 ## run: start the daemon on the embedded default (SQLite under the user's state directory) with the web UI on a free loopback port (its address with the token is logged; scv ui prints it)
 run: build

@@ -234,3 +234,20 @@ func TestServerPauseWithSubmittedWrite(t *testing.T) {
 	require.NoError(t, <-paused, "Pause returns once the write's connection is closed")
 	srv.Resume()
 }
+
+// TestWaitsAreNotInFlight: a long poll (confirm_list with wait_seconds)
+// is not a request in flight, which a restart would wait for; a request
+// that works is.
+func TestWaitsAreNotInFlight(t *testing.T) {
+	d := startDaemon(t, nil)
+	wait := uint64(5)
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.client(t).Call(testCtx(t), api.CmdConfirmList{WaitSeconds: &wait})
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return control.Waiting(d.srv) == 1 }, ioTimeout, time.Millisecond, "the wait began")
+	assert.Equal(t, 0, d.srv.InFlight(), "a wait is not in flight")
+	require.NoError(t, <-done)
+	assert.Zero(t, control.Waiting(d.srv))
+}

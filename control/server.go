@@ -64,6 +64,8 @@ type Server struct {
 	// cancel it, so that neither waits out a long poll.
 	waits     context.Context
 	stopWaits context.CancelFunc
+	// waiting counts the waits under way: they are not work in flight.
+	waiting atomic.Int64
 
 	// Pause and Resume (a restart hands the listener over).
 	paused    bool
@@ -424,6 +426,8 @@ func (s *Server) handle(ctx context.Context, cmd api.Command) (*api.DaemonStatus
 	if !isWait(cmd) {
 		return s.Service.Handle(ctx, cmd)
 	}
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
 	s.mu.Lock()
 	waits := s.waitsLocked()
 	s.mu.Unlock()
@@ -444,7 +448,8 @@ func (s *Server) handle(ctx context.Context, cmd api.Command) (*api.DaemonStatus
 	return s.Service.Handle(ctx, noWait(cmd))
 }
 
-// InFlight is the number of requests being answered now.
+// InFlight is the number of requests being answered now, the waits (long
+// polls, which a restart ends) aside.
 func (s *Server) InFlight() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -454,7 +459,7 @@ func (s *Server) InFlight() int {
 			n++
 		}
 	}
-	return n
+	return max(n-int(s.waiting.Load()), 0)
 }
 
 // park waits while the server is paused; false means it is closing.

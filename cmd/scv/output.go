@@ -205,11 +205,7 @@ func printDaemonStatus(p *printer, st *api.DaemonStatus) error {
 	t.add("version", st.Version)
 	t.add("pid", fmt.Sprint(st.PID))
 	t.add("components", fmt.Sprint(len(st.Components)))
-	if d := st.Delegations; d.Idle != nil {
-		t.add("delegations", fmt.Sprintf("%d active (%d idle), %d reaped", d.Active, *d.Idle, d.Reaped))
-	} else {
-		t.add("delegations", fmt.Sprintf("%d active, %d reaped", d.Active, d.Reaped))
-	}
+	t.add("delegations", delegationCounts(st.Delegations))
 	if r := st.Restart; r != nil {
 		waiting := "nothing"
 		if r.WaitingFor != nil {
@@ -239,8 +235,17 @@ func printDelegations(p *printer, st *api.DaemonStatus) error {
 		}
 		p.table(t)
 	}
-	_, err := fmt.Fprintf(p.w, "%d active, %d reaped since the daemon started\n", d.Active, d.Reaped)
+	_, err := fmt.Fprintf(p.w, "%s since the daemon started\n", delegationCounts(d))
 	return err
+}
+
+// delegationCounts is "N active (I idle), R reaped", without the idle
+// count from a daemon that does not tell it.
+func delegationCounts(d api.DelegationSummary) string {
+	if d.Idle != nil {
+		return fmt.Sprintf("%d active (%d idle), %d reaped", d.Active, *d.Idle, d.Reaped)
+	}
+	return fmt.Sprintf("%d active, %d reaped", d.Active, d.Reaped)
 }
 
 // projectOf returns the reply's project payload and checks it is of kind.

@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,7 +30,7 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-var update = flag.Bool("update", false, "rewrite testdata/script/readme.txtar from README.md")
+var update = flag.Bool("update", false, "rewrite the transcripts of testdata/script from README.md and docs/ (TestTranscripts)")
 
 // TestScripts runs the transcripts of testdata/script: each starts with a
 // daemon of its own, in-process, on the default paths of a home folder
@@ -55,7 +57,14 @@ func scriptSetup(env *testscript.Env) error {
 	env.Defer(func() { os.RemoveAll(sockDir) })
 	home := filepath.Join(env.WorkDir, "home")
 	sock := filepath.Join(sockDir, "d.sock")
+	agentDir, err := scriptAgent()
+	if err != nil {
+		return err
+	}
 	for k, v := range map[string]string{
+		// acpagent, the scripted ACP agent that make build puts beside
+		// scv, for the live agents of the transcripts.
+		"PATH": agentDir + string(os.PathListSeparator) + env.Getenv("PATH"), "ACPAGENT_STATE": filepath.Join(env.WorkDir, "agent-state"),
 		"HOME": home, "XDG_STATE_HOME": "", "XDG_RUNTIME_DIR": "", "XDG_CONFIG_HOME": filepath.Join(home, ".config"),
 		"SCV_DB": "", "SCV_SOCKET": sock, "TZ": "UTC", "NO_COLOR": "", "COLUMNS": "", "SCV_PARENT": "",
 	} {
@@ -80,6 +89,30 @@ func scriptSetup(env *testscript.Env) error {
 	return nil
 }
 
+var (
+	scriptAgentOnce sync.Once
+	scriptAgentDir  string
+	scriptAgentErr  error
+)
+
+// scriptAgent builds cmd/internal/acpagent once, into a folder of its own
+// that it returns.
+func scriptAgent() (string, error) {
+	scriptAgentOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "scvagent")
+		if err != nil {
+			scriptAgentErr = err
+			return
+		}
+		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "acpagent"), "scv/cmd/internal/acpagent").CombinedOutput()
+		if err != nil {
+			scriptAgentErr = fmt.Errorf("build acpagent: %w: %s", err, out)
+		}
+		scriptAgentDir = dir
+	})
+	return scriptAgentDir, scriptAgentErr
+}
+
 // capture VAR sets $VAR to the last command's stdout, trimmed.
 func capture(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 1 {
@@ -93,8 +126,9 @@ func capture(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // cmpnorm stdout|stderr FILE compares the output with FILE as people
-// read them: IDs, times, ages, hashes and paths differ from run to run,
-// so each is replaced by a placeholder (IDs numbered in the order they
+// read them: IDs, times, ages, hashes, session IDs, process IDs (every
+// number of three digits or more) and paths differ from run to run, so
+// each is replaced by a placeholder (IDs numbered in the order they
 // appear, so that the same ID is the same placeholder) and runs of
 // spaces between columns count as one gap.
 func cmpNorm(ts *testscript.TestScript, neg bool, args []string) {
@@ -115,6 +149,12 @@ var (
 	normHash = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
 	normPath = regexp.MustCompile(`(^|\s)/\S*`)
 	normGap  = regexp.MustCompile(` {2,}`)
+	// An ACP session's ID (acpagent's), the tail of an ID a narrow
+	// column shows, and a process ID or another number of three digits or
+	// more.
+	normSession = regexp.MustCompile(`\bsess-[0-9a-f]{16}\b`)
+	normIDTail  = regexp.MustCompile(`…[0-9A-HJKMNP-TV-Z]{8}\b`)
+	normNumber  = regexp.MustCompile(`\b\d{3,}\b`)
 )
 
 func normalize(s string) string {
@@ -128,31 +168,42 @@ func normalize(s string) string {
 	s = normTime.ReplaceAllString(s, "<TIME>")
 	s = normAge.ReplaceAllString(s, "<AGO>")
 	s = normHash.ReplaceAllString(s, "<HASH>")
+	s = normSession.ReplaceAllString(s, "sess-<ID>")
+	s = normIDTail.ReplaceAllString(s, "…<ID>")
+	s = normNumber.ReplaceAllString(s, "<N>")
 	s = normPath.ReplaceAllString(s, "$1<PATH>")
 	return normGap.ReplaceAllString(s, "  ")
 }
 
-// readmeScript is the transcript of README.md's walk-through: the text
-// between the markers below, where an indented line `$ COMMAND` is a
-// command and the indented lines after it what it prints. Each command
-// runs in sh, as pasted into a shell (a trailing `# comment` dropped),
-// its stdout and stderr together; `VAR=$(…)` sets VAR for the commands
-// after it.
-func readmeScript(readme string) (string, error) {
-	const begin, end = "<!-- transcript: cmd/scv/testdata/script/readme.txtar -->", "<!-- end of transcript -->"
-	_, rest, ok := strings.Cut(readme, begin)
+// transcripts are the documents whose walk-through is a transcript of
+// testdata/script, which TestScripts runs: the document (from the
+// module's root) and its script.
+var transcripts = []struct{ doc, script string }{
+	{"README.md", "readme.txtar"},
+	{"docs/agents.md", "agents.txtar"},
+}
+
+// transcriptScript is the transcript of doc's walk-through (the text of
+// the document named doc): the text between the markers below, where an
+// indented line `$ COMMAND` is a command and the indented lines after it
+// what it prints. Each command runs in sh, as pasted into a shell (a
+// trailing `# comment` dropped), its stdout and stderr together;
+// `VAR=$(…)` sets VAR for the commands after it.
+func transcriptScript(doc, name, text string) (string, error) {
+	begin, end := "<!-- transcript: cmd/scv/testdata/script/"+name+" -->", "<!-- end of transcript -->"
+	_, rest, ok := strings.Cut(text, begin)
 	if !ok {
-		return "", fmt.Errorf("README.md has no %q", begin)
+		return "", fmt.Errorf("%s has no %q", doc, begin)
 	}
 	region, _, ok := strings.Cut(rest, end)
 	if !ok {
-		return "", fmt.Errorf("README.md has no %q", end)
+		return "", fmt.Errorf("%s has no %q", doc, end)
 	}
 	var script, files strings.Builder
-	script.WriteString("# Generated from README.md by TestReadmeTranscript; do not edit: edit the\n" +
-		"# README and run `go test ./cmd/scv -run TestReadmeTranscript -update`.\n" +
-		"# Each command of the walk-through, run by sh as a user pastes it,\n" +
-		"# prints what the README shows.\n")
+	fmt.Fprintf(&script, "# Generated from %s by TestTranscripts; do not edit: edit the\n"+
+		"# document and run `go test ./cmd/scv -run TestTranscripts -update`.\n"+
+		"# Each command of the walk-through, run by sh as a user pastes it,\n"+
+		"# prints what the document shows.\n", doc)
 	assign := regexp.MustCompile(`^([A-Z_][A-Z0-9_]*)=\$\((.*)\)$`)
 	comment := regexp.MustCompile(`\s{2,}#\s.*$`)
 	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
@@ -174,7 +225,7 @@ func readmeScript(readme string) (string, error) {
 		cmd, isCmd := strings.CutPrefix(line, "$ ")
 		if !isCmd {
 			if out == nil {
-				return "", fmt.Errorf("README.md: output %q before any command", line)
+				return "", fmt.Errorf("%s: output %q before any command", doc, line)
 			}
 			out.WriteString(line + "\n")
 			continue
@@ -193,20 +244,22 @@ func readmeScript(readme string) (string, error) {
 	return script.String() + "\n" + files.String(), nil
 }
 
-// TestReadmeTranscript: testdata/script/readme.txtar is README.md's
-// walk-through, so that TestScripts runs it: README and transcript can
-// never differ.
-func TestReadmeTranscript(t *testing.T) {
+// TestTranscripts: testdata/script/readme.txtar is README.md's
+// walk-through, and agents.txtar docs/agents.md's, so that TestScripts
+// runs them: a document and its transcript can never differ.
+func TestTranscripts(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
-	require.NoError(t, err)
-	script, err := readmeScript(string(readme))
-	require.NoError(t, err)
-	path := filepath.Join("testdata", "script", "readme.txtar")
-	if *update {
-		require.NoError(t, os.WriteFile(path, []byte(script), 0o644))
+	for _, tr := range transcripts {
+		text, err := os.ReadFile(filepath.Join("..", "..", tr.doc))
+		require.NoError(t, err)
+		script, err := transcriptScript(tr.doc, tr.script, string(text))
+		require.NoError(t, err)
+		path := filepath.Join("testdata", "script", tr.script)
+		if *update {
+			require.NoError(t, os.WriteFile(path, []byte(script), 0o644))
+		}
+		got, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, script, string(got), "%s changed: run go test ./cmd/scv -run TestTranscripts -update", tr.doc)
 	}
-	got, err := os.ReadFile(path)
-	require.NoError(t, err)
-	assert.Equal(t, script, string(got), "README.md changed: run go test ./cmd/scv -run TestReadmeTranscript -update")
 }

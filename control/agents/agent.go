@@ -66,8 +66,11 @@ type agent struct {
 	conn   *acp.ClientSideConnection
 	guard  *guard
 	stderr *tail
-	exited chan struct{} // closed once the process is reaped
-	terms  terminals
+	// stderrDone is closed once the agent's standard error is read to its
+	// end (the process, and whatever it left, closed it).
+	stderrDone chan struct{}
+	exited     chan struct{} // closed once the process is reaped
+	terms      terminals
 
 	mu           sync.Mutex
 	spec         spec
@@ -143,9 +146,12 @@ func (a *agent) spawn() error {
 	a.mu.Lock()
 	a.ident, a.stdin, a.exited, a.stderr, a.guard, a.conn = ident, stdinW, make(chan struct{}), stderr, g, conn
 	a.mu.Unlock()
+	stderrDone := make(chan struct{})
+	a.stderrDone = stderrDone
 	go func() {
 		io.Copy(stderr, stderrR)
 		stderrR.Close()
+		close(stderrDone)
 	}()
 	go func() {
 		st, err := p.Wait()
@@ -249,7 +255,7 @@ func (a *agent) startError(ctx context.Context, step string, timeout time.Durati
 	a.mu.Unlock()
 	if how != "" {
 		msg := fmt.Sprintf("%s ended (%s) before it answered %s", who, how, step)
-		if s := a.stderr.String(); s != "" {
+		if s := a.stderrText(); s != "" {
 			msg += "; its standard error: " + oneLine(s)
 		}
 		return errors.New(msg)
@@ -308,7 +314,6 @@ func (a *agent) finishTurn(turn uint32, resp acp.PromptResponse, err error) {
 			a.log.Warn("record the end of a turn", "run", run.run, "err", err)
 		}
 	}
-	a.add(api.AgentUpdate{Kind: "turn_ended", StopReason: reason, Text: failWhy, Status: string(status)})
 	a.mu.Lock()
 	a.stopReason = reason
 	a.run, a.runID = nil, ""
@@ -324,8 +329,20 @@ func (a *agent) finishTurn(turn uint32, resp acp.PromptResponse, err error) {
 			a.log.Error("keep the agent's turn", "err", err)
 		}
 	}
+	// Last: a client that reads it may prompt again at once.
+	a.add(api.AgentUpdate{Kind: "turn_ended", Turn: turn, StopReason: reason, Text: failWhy, Status: string(status)})
 	close(done)
 	a.log.Info("turn ended", "turn", turn, "stop_reason", reason, "run_status", status)
+}
+
+// stderrText is what the agent last wrote on its standard error, read to
+// its end when the agent's processes closed it within a second.
+func (a *agent) stderrText() string {
+	select {
+	case <-a.stderrDone:
+	case <-time.After(time.Second):
+	}
+	return a.stderr.String()
 }
 
 // broken says how a turn whose connection broke (err) ended: the agent
@@ -347,7 +364,7 @@ func (a *agent) broken(err error, stopping bool, why string) (reason string, sta
 	switch {
 	case crashed:
 		msg := "agent crashed (" + how + ")"
-		if s := a.stderr.String(); s != "" {
+		if s := a.stderrText(); s != "" {
 			msg += ": " + oneLine(s)
 		}
 		return "crashed", reducer.RunFailed, msg
@@ -405,6 +422,9 @@ func (a *agent) stop(why string, keep bool) {
 	} else if _, err := a.m.Store.DeleteAgent(context.Background(), a.handle); err != nil {
 		a.log.Error("forget the agent", "err", err)
 	}
+	a.mu.Lock()
+	a.state = api.AgentStopped
+	a.mu.Unlock()
 	a.m.forget(a)
 	a.log.Info("agent stopped", "why", why, "kept", keep)
 	close(a.done)
@@ -435,11 +455,14 @@ func (a *agent) kill() {
 	}
 }
 
-// add appends u to the agent's updates, stamped and numbered.
+// add appends u to the agent's updates, stamped and numbered, of the
+// agent's turn now unless it names one.
 func (a *agent) add(u api.AgentUpdate) uint64 {
-	a.mu.Lock()
-	u.Turn = a.turn
-	a.mu.Unlock()
+	if u.Turn == 0 {
+		a.mu.Lock()
+		u.Turn = a.turn
+		a.mu.Unlock()
+	}
 	u.TimeUnixMillis = a.m.now().UnixMilli()
 	return a.updates.add(u)
 }

@@ -118,6 +118,9 @@ const (
 	AgentWorking AgentState = "working"
 	// AgentStopping: its turn is being cancelled and its tree stopped.
 	AgentStopping AgentState = "stopping"
+	// AgentStopped: it has ended (agent_stop's reply says so); it is no
+	// longer listed.
+	AgentStopped AgentState = "stopped"
 )
 
 // AgentInfo is one live agent.

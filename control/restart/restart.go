@@ -1,6 +1,7 @@
 // Package restart is restart_when_idle: the daemon checks the release
 // installed at its own path, waits until the requesting delegation has
-// ended and no request is being answered (or until the deadline), then
+// ended, no request is being answered, and no live agent's turn or
+// background job runs (or until the deadline), then
 // hands its listening socket to a new process running that release,
 // which opens the same database. Clients are never refused: connections
 // made meanwhile wait in the socket's backlog for whichever process

@@ -446,7 +446,7 @@ func (*agent) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.Se
 func main() {
 	state := os.Getenv("ACPAGENT_STATE")
 	if state == "" {
-		state = filepath.Join(os.TempDir(), "acpagent")
+		state = filepath.Join(os.TempDir(), "acpagent-state")
 	}
 	flag.StringVar(&state, "state", state, "folder where sessions are kept (default: $ACPAGENT_STATE, else a folder in the temporary directory)")
 	noLoad := flag.Bool("no-load", false, "do not offer session/load")
