@@ -7,8 +7,9 @@
 // projects (start-up and memory), project_report on deep dependency
 // graphs, a fleet of daemons on PostgreSQL against the server's own
 // pgbench, and a daemon's start on a long history against a plain
-// scan-and-decode of the same rows. It prints one table and writes the
-// numbers as JSON.
+// scan-and-decode of the same rows, and the daemon's CPU per update of a
+// live agent's turn against the agent's own. It prints one table and
+// writes the numbers as JSON.
 //
 //	go run ./cmd/scvbench -o bin/bench.json
 //
@@ -80,6 +81,10 @@ type Config struct {
 	PGClients int
 	// Encoders runs the reply-encoder experiment.
 	Encoders bool
+	// AgentUpdates is how many session/update a live agent sends in each
+	// of AgentRounds turns (agents.go).
+	AgentUpdates int
+	AgentRounds  int
 	// Profile, when set, is a folder for CPU profiles of the daemon over
 	// the load windows (a profiling build: see profile.go).
 	Profile string
@@ -112,6 +117,8 @@ func defaultConfig() Config {
 		PGDaemons:     3,
 		PGClients:     64,
 		Encoders:      true,
+		AgentUpdates:  20_000,
+		AgentRounds:   5,
 	}
 }
 
@@ -132,6 +139,8 @@ func (c *Config) quick() {
 	// 64 connections may not even be made within a window this short on
 	// a loaded machine (pgbench counted 0 transactions in its second).
 	c.PGClients = 16
+	c.AgentUpdates = 5000
+	c.AgentRounds = 2
 }
 
 // parseFlags reads the command line into a Config.
@@ -316,6 +325,10 @@ func Run(ctx context.Context, cfg Config, out, logw io.Writer) (*Report, error) 
 		}},
 		{"replay", func() (err error) {
 			rep.Replay, err = replay(ctx, cfg, bin, dir, logf)
+			return err
+		}},
+		{"live agents' turns", func() (err error) {
+			rep.Agents, err = agentTurns(ctx, cfg, bin, dir, logf)
 			return err
 		}},
 	}

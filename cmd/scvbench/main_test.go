@@ -1,6 +1,8 @@
 package main
 
 import (
+	"scv/cmd/internal/daemonproc"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -84,6 +86,7 @@ func TestQuick(t *testing.T) {
 		"many.events", "many.first_open_seconds", "many.first_project_status_seconds", "many.first_status_seconds",
 		"many.touch_per_sec", "many.vmhwm_kib",
 		"rss.vmhwm_kib",
+		"agents.updates_per_turn", "agents.events_per_turn", "agents.turn_s",
 		"total_seconds",
 	} {
 		positive(p)
@@ -168,4 +171,28 @@ func TestResponder(t *testing.T) {
 	}
 	require.NoError(t, c.Close())
 	require.NoError(t, stop())
+}
+
+// TestAgentTurns: the live agents' measure runs its turns on a real
+// daemon and agent, and reports the daemon's and the agent's CPU per
+// update and the ledger events of a turn: run_started, run_finished, and
+// between them no more than the coalesced progress and heartbeats.
+func TestAgentTurns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon and an agent")
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o700), "the socket's folder")
+	bin := filepath.Join(dir, "scv")
+	require.NoError(t, daemonproc.Build(context.Background(), bin))
+	cfg := defaultConfig()
+	cfg.AgentUpdates, cfg.AgentRounds = 20_000, 2
+	res, err := agentTurns(context.Background(), cfg, bin, dir, t.Logf)
+	require.NoError(t, err)
+	assert.Equal(t, 20_000, res.Updates)
+	assert.Greater(t, res.DaemonWithRun, 0.0)
+	assert.Greater(t, res.Agent, 0.0)
+	assert.Greater(t, res.Ratio, 0.0)
+	assert.GreaterOrEqual(t, res.EventsPerTurn, 2.0, "run_started and run_finished at least")
+	assert.Less(t, res.EventsPerTurn, 20.0, "20,000 updates coalesced into a handful of progress events")
 }

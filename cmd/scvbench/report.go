@@ -44,6 +44,7 @@ type Report struct {
 	Many         ManyResult    `json:"many"`
 	PG           PGResult      `json:"pg"`
 	Replay       ReplayResult  `json:"replay"`
+	Agents       AgentResult   `json:"agents"`
 	RSS          RSSResult     `json:"rss"`
 	Targets      []Target      `json:"targets"`
 	Phases       []PhaseTime   `json:"phases"`
@@ -74,6 +75,8 @@ type ConfigReport struct {
 	DiamondLayers   int     `json:"diamond_layers"`
 	ManyProjects    int     `json:"many_projects"`
 	ManyTasks       int     `json:"many_tasks"`
+	AgentUpdates    int     `json:"agent_updates"`
+	AgentRounds     int     `json:"agent_rounds"`
 	PGDaemons       int     `json:"pg_daemons"`
 	PGClients       int     `json:"pg_clients"`
 }
@@ -84,6 +87,7 @@ func (c Config) report() ConfigReport {
 		Levels: c.Levels, Producers: c.Producers, Events: c.Events, ReplayRounds: c.ReplayRounds,
 		SizeClients: c.SizeClients, Sizes: c.Sizes, ChainTasks: c.ChainTasks, DiamondLayers: c.DiamondLayers,
 		ManyProjects: c.ManyProjects, ManyTasks: c.ManyTasks, PGDaemons: c.PGDaemons, PGClients: c.PGClients,
+		AgentUpdates: c.AgentUpdates, AgentRounds: c.AgentRounds,
 	}
 }
 
@@ -418,6 +422,10 @@ func (r *Report) printTable(out io.Writer) {
 		fmt.Sprintf("%.2f s (compaction took %.1f s)", rp.SnapshotFirstStatusSeconds, rp.CompactSeconds), tg, res)
 	row("  appends during that compaction", fmt.Sprintf("%d, the longest waited %.1f ms (the longest step's hold of the writer)",
 		rp.CompactWrites, rp.CompactLongestWriteMs), "", "")
+	a := r.Agents
+	row(fmt.Sprintf("live agent: a turn of %d session/update (%d turns)", a.Updates, a.Rounds),
+		fmt.Sprintf("daemon %.1f µs CPU/update with its run, %.1f without; the agent %.1f µs to send one: %.2f× the agent; %.1f events/turn, %.2f s/turn",
+			a.DaemonWithRun, a.DaemonWithoutRun, a.Agent, a.Ratio, a.EventsPerTurn, a.TurnSeconds), "", "")
 	tg, res = mark(tgtTotal, " s")
 	row("total runtime", fmt.Sprintf("%.1f s", r.TotalSeconds), tg, res)
 	w.Flush()

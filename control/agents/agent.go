@@ -86,7 +86,9 @@ type agent struct {
 	turnDone     chan struct{} // closed when the running turn has ended; nil between turns
 	turnCtx      context.Context
 	endTurn      context.CancelFunc // ends the waits of the running turn (permission questions)
-	message      string             // the running turn's agent text so far (its tail)
+	message      []byte             // the running turn's agent message since its last newline (its tail)
+	progress     string             // what a tool call or the plan said last
+	fromMessage  bool               // the turn's progress is its message's, not progress
 	exitHow      string             // how the process ended, once exited
 	crashed      bool               // it ended without being stopped
 	stopping     bool
@@ -137,11 +139,12 @@ func (a *agent) spawn() error {
 	ident, _ := proc.Identify(p.Pid)
 	ident.PID = p.Pid
 	stderr := &tail{max: stderrTail}
+	cl := &client{a: a}
 	g := newGuard(stdoutR, a.m.MaxMessage, func(err error) {
 		a.log.Warn("agent broke the protocol; stopping it", "err", err)
 		go a.stop("it "+err.Error(), false)
-	})
-	conn := acp.NewClientSideConnection(&client{a: a}, stdinW, g)
+	}, a.take)
+	conn := acp.NewClientSideConnection(cl, stdinW, g)
 	conn.SetLogger(a.log.With("component", "acp"))
 	a.mu.Lock()
 	a.ident, a.stdin, a.exited, a.stderr, a.guard, a.conn = ident, stdinW, make(chan struct{}), stderr, g, conn
@@ -277,7 +280,7 @@ func (a *agent) begin(text string, run *turnRun) {
 	if run != nil {
 		a.runID = run.run
 	}
-	a.message = ""
+	a.message, a.progress, a.fromMessage = a.message[:0], "", false
 	a.turnDone = make(chan struct{})
 	a.turnCtx, a.endTurn = context.WithCancel(context.Background())
 	conv, turn := a.conversation, a.turn
@@ -345,12 +348,21 @@ func (a *agent) stderrText() string {
 	return a.stderr.String()
 }
 
-// broken says how a turn whose connection broke (err) ended: the agent
-// broke the protocol or crashed, and its run failed; or it was stopped,
-// and its run was cancelled.
+// broken says how a turn whose prompt failed (err) ended: the agent broke
+// the protocol, crashed, or lost its connection, and its run failed; it
+// was stopped, and its run was cancelled; or it answered the prompt with
+// an error, and its run failed while it lives on.
 func (a *agent) broken(err error, stopping bool, why string) (reason string, status reducer.RunStatus, failWhy string) {
 	if v := a.guard.violation(); v != nil {
 		return "crashed", reducer.RunFailed, "agent stopped: it " + v.Error()
+	}
+	select {
+	case <-a.conn.Done():
+	default: // the connection is up: the agent's own answer
+		if stopping {
+			return string(acp.StopReasonCancelled), reducer.RunCancelled, "cancelled: " + why
+		}
+		return "error", reducer.RunFailed, "the agent answered the prompt with an error: " + err.Error()
 	}
 	if !stopping {
 		select {
@@ -371,6 +383,8 @@ func (a *agent) broken(err error, stopping bool, why string) (reason string, sta
 	case stopping:
 		return string(acp.StopReasonCancelled), reducer.RunCancelled, "cancelled: " + why
 	}
+	// Its output closed, and it runs on: it cannot be spoken to.
+	go a.stop("its connection closed", false)
 	return "crashed", reducer.RunFailed, "agent connection lost: " + err.Error()
 }
 

@@ -1,6 +1,7 @@
 package agents_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -390,4 +391,27 @@ func TestBackgroundJobs(t *testing.T) {
 	assert.Empty(t, e.dels.Busy())
 	_, err = e.dels.Update(inside, api.CmdDelegationUpdate{Handle: "01JNOSUCHDELEGATION0000000", BackgroundJobs: 1})
 	assert.Equal(t, api.ReasonNotFound, api.ErrorOf(err).Data.Reason)
+}
+
+// TestFastAgent: an agent that sends updates faster than the daemon takes
+// them waits for the daemon (its writes wait on the pipe): none is lost,
+// they come in order, and the turn ends as the agent said. (Left to the
+// SDK's queue of 1,024, such a burst closed the connection.)
+func TestFastAgent(t *testing.T) {
+	e := newEnv(t, "build")
+	e.agent("a", "build")
+	const n = 20_000
+	ups := e.prompt("a", fmt.Sprintf("chunks %d", n))
+	end := last(t, ups, "turn_ended")
+	assert.Equal(t, "end_turn", end.StopReason)
+	chunks := 0
+	for _, u := range ups {
+		if u.Kind == "agent_message_chunk" {
+			chunks++
+			require.Equal(t, fmt.Sprintf("chunk %d ", chunks), u.Text, "in order")
+		}
+	}
+	assert.Equal(t, n, chunks)
+	require.Len(t, e.runs("build"), 1)
+	assert.Equal(t, reducer.RunSucceeded, e.runs("build")[0].Status)
 }

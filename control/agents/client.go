@@ -20,48 +20,49 @@ import (
 type client struct{ a *agent }
 
 // maxMessageTail bounds the text of a turn's agent message kept for its
-// progress.
+// progress: what follows its last newline, up to this many bytes.
 const maxMessageTail = 1 << 10
 
-// SessionUpdate takes one of the agent's updates: into the agent's
-// updates, and into the progress of the turn's run.
+// SessionUpdate takes an update the SDK decoded. The guard takes them as
+// they are read (take), so it is called only for one that reached the
+// SDK otherwise.
 func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
-	a := c.a
+	raw, err := json.Marshal(n.Update)
+	if err != nil {
+		return err
+	}
+	return c.a.take(raw)
+}
+
+// take takes one of the agent's updates (a session/update's `update`, as
+// it came): into the agent's updates, and into the progress of the turn's
+// run. An update of a kind this build does not know is kept as it came;
+// one of a kind it knows that does not decode is refused.
+func (a *agent) take(raw json.RawMessage) error {
 	a.mu.Lock()
 	loading := a.loading
 	a.mu.Unlock()
 	if loading {
 		return nil // session/load replays what was said before: not news
 	}
-	raw, err := json.Marshal(n.Update)
-	if err != nil {
-		return err
-	}
-	var tag struct {
-		Kind string `json:"sessionUpdate"`
-	}
-	json.Unmarshal(raw, &tag)
-	u := api.AgentUpdate{Kind: tag.Kind, Update: raw}
-	progress := ""
-	switch up := n.Update; {
+	var up acp.SessionUpdate
+	err := json.Unmarshal(raw, &up)
+	u := api.AgentUpdate{Update: raw}
+	switch {
 	case up.AgentMessageChunk != nil:
-		u.Text = textOf(up.AgentMessageChunk.Content)
+		u.Kind, u.Text = "agent_message_chunk", textOf(up.AgentMessageChunk.Content)
 		a.mu.Lock()
-		a.message += u.Text
-		if len(a.message) > maxMessageTail {
-			a.message = a.message[len(a.message)-maxMessageTail:]
-		}
-		progress = a.message
+		a.noteMessage(u.Text)
 		a.mu.Unlock()
 	case up.AgentThoughtChunk != nil:
-		u.Text = textOf(up.AgentThoughtChunk.Content)
+		u.Kind, u.Text = "agent_thought_chunk", textOf(up.AgentThoughtChunk.Content)
 	case up.UserMessageChunk != nil:
-		u.Text = textOf(up.UserMessageChunk.Content)
+		u.Kind, u.Text = "user_message_chunk", textOf(up.UserMessageChunk.Content)
 	case up.ToolCall != nil:
-		u.ToolCallID, u.Title, u.Status = string(up.ToolCall.ToolCallId), up.ToolCall.Title, string(up.ToolCall.Status)
-		progress = "tool: " + u.Title
+		u.Kind, u.ToolCallID, u.Title, u.Status = "tool_call", string(up.ToolCall.ToolCallId), up.ToolCall.Title, string(up.ToolCall.Status)
+		a.noteProgress("tool: " + u.Title)
 	case up.ToolCallUpdate != nil:
-		u.ToolCallID = string(up.ToolCallUpdate.ToolCallId)
+		u.Kind, u.ToolCallID = "tool_call_update", string(up.ToolCallUpdate.ToolCallId)
 		if t := up.ToolCallUpdate.Title; t != nil {
 			u.Title = *t
 		}
@@ -69,8 +70,9 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 			u.Status = string(*s)
 		}
 	case up.Plan != nil:
+		u.Kind = "plan"
 		var steps []string
-		done := 0
+		progress, done := "", 0
 		for _, e := range up.Plan.Entries {
 			steps = append(steps, fmt.Sprintf("[%s] %s", e.Status, e.Content))
 			if e.Status == acp.PlanEntryStatusCompleted {
@@ -84,15 +86,72 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 		if progress == "" && len(up.Plan.Entries) > 0 {
 			progress = fmt.Sprintf("plan: %d/%d done", done, len(up.Plan.Entries))
 		}
+		if progress != "" {
+			a.noteProgress(progress)
+		}
+	default:
+		var tag struct {
+			Kind string `json:"sessionUpdate"`
+		}
+		if json.Unmarshal(raw, &tag) != nil || tag.Kind == "" {
+			return errors.New("an update with no sessionUpdate")
+		}
+		if err != nil && known[tag.Kind] {
+			return fmt.Errorf("%s: %v", tag.Kind, err)
+		}
+		u.Kind = tag.Kind
 	}
 	a.add(u)
 	a.mu.Lock()
 	run := a.run
 	a.mu.Unlock()
-	if run != nil && progress != "" {
-		run.progress(progress)
+	if run != nil {
+		run.changed()
 	}
 	return nil
+}
+
+// known is the kinds of update the SDK decodes.
+var known = map[string]bool{
+	"user_message_chunk": true, "agent_message_chunk": true, "agent_thought_chunk": true, "tool_call": true,
+	"tool_call_update": true, "plan": true, "available_commands_update": true, "current_mode_update": true,
+	"config_option_update": true, "session_info_update": true, "usage_update": true,
+}
+
+// noteMessage adds a chunk of the agent's message to the turn's progress:
+// its last line, kept up to maxMessageTail bytes. a.mu is held.
+func (a *agent) noteMessage(text string) {
+	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
+		a.message = a.message[:0]
+		text = text[i+1:]
+	}
+	a.message = append(a.message, text...)
+	if len(a.message) > 2*maxMessageTail {
+		a.message = append(a.message[:0], a.message[len(a.message)-maxMessageTail:]...)
+	}
+	a.fromMessage = true
+}
+
+// noteProgress makes text the turn's progress.
+func (a *agent) noteProgress(text string) {
+	a.mu.Lock()
+	a.progress, a.fromMessage = text, false
+	a.mu.Unlock()
+}
+
+// progressText is the running turn's progress: the last line of the
+// agent's message, or what a tool call or the plan said last.
+func (a *agent) progressText() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.fromMessage {
+		m := a.message
+		if len(m) > maxMessageTail {
+			m = m[len(m)-maxMessageTail:]
+		}
+		return string(m)
+	}
+	return a.progress
 }
 
 // textOf is a content block's text, or what it is when it is not text.

@@ -9,6 +9,8 @@ import (
 	"io"
 	"sync"
 	"unicode/utf8"
+
+	acp "github.com/coder/acp-go-sdk"
 )
 
 // DefaultMaxMessage is the longest line an agent may write: one ACP
@@ -21,21 +23,30 @@ const DefaultMaxMessage = 4 << 20
 // skipped). At the first line that is not, it gives the reason to onBad
 // and ends the stream with it, so that the connection closes: the SDK
 // would skip the line and read on.
+//
+// The agent's session/update notifications it hands to onUpdate (their
+// `update`, as the agent wrote it) there and then, instead of passing
+// them on: the SDK queues at most 1,024 notifications and closes the
+// connection when an agent outruns its handler, where here a fast agent's
+// writes wait on the pipe until the daemon has taken each update; and an
+// update is taken before any later message, a turn's answer included, is
+// read. An update onUpdate refuses is a violation.
 type guard struct {
-	r     *bufio.Reader
-	max   int
-	onBad func(error)
+	r        *bufio.Reader
+	max      int
+	onBad    func(error)
+	onUpdate func(update json.RawMessage) error
 
 	line []byte // what is left of the current line, newline included
 	mu   sync.Mutex
 	err  error // the first violation, kept
 }
 
-func newGuard(r io.Reader, max int, onBad func(error)) *guard {
+func newGuard(r io.Reader, max int, onBad func(error), onUpdate func(json.RawMessage) error) *guard {
 	if max <= 0 {
 		max = DefaultMaxMessage
 	}
-	return &guard{r: bufio.NewReaderSize(r, 64<<10), max: max, onBad: onBad}
+	return &guard{r: bufio.NewReaderSize(r, 64<<10), max: max, onBad: onBad, onUpdate: onUpdate}
 }
 
 // Read passes on the current line, reading and checking the next one when
@@ -51,6 +62,31 @@ func (g *guard) Read(p []byte) (int, error) {
 	n := copy(p, g.line)
 	g.line = g.line[n:]
 	return n, nil
+}
+
+// update takes body if it is a session/update notification (method
+// session/update, no id), reporting whether it was.
+func (g *guard) update(body []byte) (bool, error) {
+	if !bytes.Contains(body, []byte(`"session/update"`)) {
+		return false, nil // the cheap answer for every other message
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Update json.RawMessage `json:"update"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil || m.ID != nil || m.Method != string(acp.ClientMethodSessionUpdate) {
+		return false, nil // not one, or not JSON: the checks of any other line
+	}
+	if len(m.Params.Update) == 0 {
+		return true, errors.New("wrote a session/update without an update")
+	}
+	if err := g.onUpdate(m.Params.Update); err != nil {
+		return true, fmt.Errorf("wrote a session/update that is not one: %v", err)
+	}
+	return true, nil
 }
 
 // next reads one line and checks it.
@@ -74,6 +110,14 @@ func (g *guard) next() ([]byte, error) {
 		body := bytes.TrimSpace(line)
 		if len(body) == 0 {
 			line = line[:0]
+			continue
+		}
+		taken, err := g.update(body)
+		switch {
+		case err != nil:
+			return nil, g.bad(err)
+		case taken:
+			line = nil // its update is kept: a new line for the next
 			continue
 		}
 		if body[0] != '{' || !json.Valid(body) {

@@ -16,12 +16,13 @@ const (
 )
 
 // updateLog is one agent's updates, the newest api.MaxAgentUpdates of
-// them, numbered from 1; readers wait on it for news.
+// them, numbered from 1, in a ring; readers wait on it for news.
 type updateLog struct {
 	mu      sync.Mutex
-	ups     []api.AgentUpdate // oldest first
+	ring    []api.AgentUpdate // update Seq s is at (s-1) % cap, while kept
 	last    uint64            // the newest's Seq
-	changed chan struct{}     // closed and replaced at each append
+	changed chan struct{}     // closed and replaced at an append a reader waits for
+	waited  bool              // a reader waits on changed
 }
 
 func newUpdateLog() *updateLog { return &updateLog{changed: make(chan struct{})} }
@@ -32,14 +33,23 @@ func (l *updateLog) add(u api.AgentUpdate) uint64 {
 	defer l.mu.Unlock()
 	l.last++
 	u.Seq = l.last
-	if len(l.ups) == api.MaxAgentUpdates {
-		l.ups = append(l.ups[:0], l.ups[1:]...)
+	if len(l.ring) < api.MaxAgentUpdates {
+		l.ring = append(l.ring, u)
+	} else {
+		l.ring[(u.Seq-1)%api.MaxAgentUpdates] = u
 	}
-	l.ups = append(l.ups, u)
-	close(l.changed)
-	l.changed = make(chan struct{})
+	if l.waited {
+		close(l.changed)
+		l.changed, l.waited = make(chan struct{}), false
+	}
 	return u.Seq
 }
+
+// at is the kept update of Seq s.
+func (l *updateLog) at(s uint64) api.AgentUpdate { return l.ring[(s-1)%api.MaxAgentUpdates] }
+
+// first is the Seq of the oldest kept update (last+1 when none is).
+func (l *updateLog) first() uint64 { return l.last - uint64(len(l.ring)) + 1 }
 
 // seq is the newest update's Seq.
 func (l *updateLog) seq() uint64 {
@@ -61,6 +71,7 @@ func (l *updateLog) page(ctx context.Context, after uint64, wait time.Duration) 
 			return ups, next, dropped
 		}
 		changed := l.changed
+		l.waited = true
 		l.mu.Unlock()
 		if timer == nil {
 			t := time.NewTimer(wait)
@@ -80,16 +91,16 @@ func (l *updateLog) page(ctx context.Context, after uint64, wait time.Duration) 
 func (l *updateLog) pageLocked(after uint64) (ups []api.AgentUpdate, next, dropped uint64) {
 	ups = []api.AgentUpdate{}
 	next = after
-	if len(l.ups) == 0 || after >= l.last {
+	if after >= l.last {
 		return ups, next, 0
 	}
-	first := l.ups[0].Seq
-	if after+1 < first {
+	if first := l.first(); after+1 < first {
 		dropped = first - after - 1
 		after = first - 1
 	}
 	size := 0
-	for _, u := range l.ups[after+1-first:] {
+	for s := after + 1; s <= l.last; s++ {
+		u := l.at(s)
 		size += len(u.Text) + len(u.Update) + len(u.Title) + 128
 		if len(ups) == maxPageUpdates || (len(ups) > 0 && size > maxPageBytes) {
 			break

@@ -507,7 +507,7 @@ func (m *Manager) PromptAgent(ctx context.Context, c api.CmdAgentPrompt) (api.Ag
 		if _, err := m.Ledger.Execute(ctx, reducer.StartRun{Project: project, TaskID: task, RunID: id, Agent: a.name}); err != nil {
 			return idle(err)
 		}
-		run = m.newTurnRun(project, id)
+		run = m.newTurnRun(project, id, a.progressText)
 	}
 	a.mu.Lock()
 	a.spec.Task = task

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -18,52 +17,43 @@ const maxProgress = 200
 // turnRun records one turn as a run of its task: progress from the
 // agent's updates and heartbeats while it is silent, each sent with the
 // coalescing interval so that the reducer decides what is journaled (as
-// it does for heartbeats), and the run's end. Updates only note the
-// newest text; the ledger is written by the run's own goroutine, so that
+// it does for heartbeats), and the run's end. An update only notes that
+// something changed; the text is made from the agent's state (text) when
+// the run's own goroutine looks, and the ledger is written there, so that
 // an agent's stream never waits for a commit.
 type turnRun struct {
 	l       Ledger
 	log     *slog.Logger
 	project string
 	run     string
+	text    func() string // the turn's progress text now
 	every   time.Duration // the reducer's coalescing interval
 	beat    time.Duration // how often the goroutine looks
 	now     func() time.Time
 
-	mu        sync.Mutex
-	pending   string // newest text not yet journaled ("" none)
-	journaled string
+	journaled string // touched by the goroutine, then by finish
 	kick      chan struct{}
 	done      chan struct{}
 	finished  chan struct{}
 }
 
-func (m *Manager) newTurnRun(project, run string) *turnRun {
-	r := &turnRun{l: m.Ledger, log: m.logger(), project: project, run: run,
+func (m *Manager) newTurnRun(project, run string, text func() string) *turnRun {
+	r := &turnRun{l: m.Ledger, log: m.logger(), project: project, run: run, text: text,
 		every: m.Every, beat: m.beat(), now: m.now,
 		kick: make(chan struct{}, 1), done: make(chan struct{}), finished: make(chan struct{})}
 	go r.loop()
 	return r
 }
 
-// progress notes the run's newest progress text.
-func (r *turnRun) progress(text string) {
-	text = oneLine(text)
-	r.mu.Lock()
-	changed := text != "" && text != r.journaled && text != r.pending
-	if changed {
-		r.pending = text
-	}
-	r.mu.Unlock()
-	if changed {
-		select {
-		case r.kick <- struct{}{}:
-		default:
-		}
+// changed notes that the progress text may have changed.
+func (r *turnRun) changed() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
 	}
 }
 
-// loop sends the newest progress text when it changes (at most once per
+// loop sends the newest progress text when it changed (at most once per
 // interval), and at each look with nothing new a heartbeat, which keeps a
 // silent turn's run from going stale: the reducer coalesces both.
 func (r *turnRun) loop() {
@@ -83,15 +73,13 @@ func (r *turnRun) loop() {
 		case <-t.C:
 			tick = true
 		}
-		r.mu.Lock()
-		text := r.pending
-		r.mu.Unlock()
+		text := oneLine(r.text())
 		var cmd reducer.Command
 		switch {
-		case text != "":
+		case text != "" && text != r.journaled:
 			cmd = reducer.ProgressRun{Project: r.project, RunID: r.run, Progress: text, Every: r.every.Milliseconds()}
 		case tick:
-			cmd = reducer.RecordHeartbeat{Project: r.project, RunID: r.run, Every: r.every.Milliseconds()}
+			cmd, text = reducer.RecordHeartbeat{Project: r.project, RunID: r.run, Every: r.every.Milliseconds()}, ""
 		default:
 			continue
 		}
@@ -105,12 +93,7 @@ func (r *turnRun) loop() {
 		if len(res.Events) > 0 {
 			last = r.now()
 			if text != "" {
-				r.mu.Lock()
 				r.journaled = text
-				if r.pending == text {
-					r.pending = ""
-				}
-				r.mu.Unlock()
 			}
 		}
 	}
@@ -121,9 +104,10 @@ func (r *turnRun) loop() {
 func (r *turnRun) finish(status reducer.RunStatus, why string) error {
 	close(r.done)
 	<-r.finished
-	r.mu.Lock()
-	text := r.pending
-	r.mu.Unlock()
+	text := oneLine(r.text())
+	if text == r.journaled {
+		text = ""
+	}
 	if why != "" {
 		text = why
 	}
