@@ -246,8 +246,8 @@ func TestWaitsAreNotInFlight(t *testing.T) {
 		_, err := d.client(t).Call(testCtx(t), api.CmdConfirmList{WaitSeconds: &wait})
 		done <- err
 	}()
-	require.Eventually(t, func() bool { return control.Waiting(d.srv) == 1 }, ioTimeout, time.Millisecond, "the wait began")
+	require.Eventually(t, func() bool { return d.srv.Waiting() == 1 }, ioTimeout, time.Millisecond, "the wait began")
 	assert.Equal(t, 0, d.srv.InFlight(), "a wait is not in flight")
 	require.NoError(t, <-done)
-	assert.Zero(t, control.Waiting(d.srv))
+	assert.Zero(t, d.srv.Waiting())
 }

@@ -448,6 +448,9 @@ func (s *Server) handle(ctx context.Context, cmd api.Command) (*api.DaemonStatus
 	return s.Service.Handle(ctx, noWait(cmd))
 }
 
+// Waiting is the number of waits (long polls) being served now.
+func (s *Server) Waiting() int { return int(s.waiting.Load()) }
+
 // InFlight is the number of requests being answered now, the waits (long
 // polls, which a restart ends) aside.
 func (s *Server) InFlight() int {

@@ -37,8 +37,8 @@ func TestShutdownEndsLongPoll(t *testing.T) {
 		_, err := cl.Call(ctx, api.CmdConfirmList{Chat: &chat, After: &after, WaitSeconds: &wait})
 		answered <- err
 	}()
-	require.Eventually(t, func() bool { return d.Server().InFlight() == 1 }, 5*time.Second, 5*time.Millisecond,
-		"the long poll is in flight")
+	require.Eventually(t, func() bool { return d.Server().Waiting() == 1 }, 5*time.Second, 5*time.Millisecond,
+		"the long poll is under way")
 
 	began := time.Now()
 	closed := make(chan error, 1)
