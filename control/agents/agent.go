@@ -146,6 +146,7 @@ func (a *agent) spawn() error {
 	}, a.take)
 	conn := acp.NewClientSideConnection(cl, stdinW, g)
 	conn.SetLogger(a.log.With("component", "acp"))
+	g.start() // the connection's settings are made: it may read
 	a.mu.Lock()
 	a.ident, a.stdin, a.exited, a.stderr, a.guard, a.conn = ident, stdinW, make(chan struct{}), stderr, g, conn
 	a.mu.Unlock()

@@ -40,18 +40,26 @@ type guard struct {
 	line []byte // what is left of the current line, newline included
 	mu   sync.Mutex
 	err  error // the first violation, kept
+	// open is closed once the connection that reads is set up: nothing
+	// is read before (the SDK's connection reads at once, and its
+	// settings may not change while it does).
+	open chan struct{}
 }
 
 func newGuard(r io.Reader, max int, onBad func(error), onUpdate func(json.RawMessage) error) *guard {
 	if max <= 0 {
 		max = DefaultMaxMessage
 	}
-	return &guard{r: bufio.NewReaderSize(r, 64<<10), max: max, onBad: onBad, onUpdate: onUpdate}
+	return &guard{r: bufio.NewReaderSize(r, 64<<10), max: max, onBad: onBad, onUpdate: onUpdate, open: make(chan struct{})}
 }
+
+// start lets the connection read.
+func (g *guard) start() { close(g.open) }
 
 // Read passes on the current line, reading and checking the next one when
 // it is used up.
 func (g *guard) Read(p []byte) (int, error) {
+	<-g.open
 	for len(g.line) == 0 {
 		line, err := g.next()
 		if err != nil {
