@@ -72,6 +72,8 @@ type agent struct {
 	exited     chan struct{} // closed once the process is reaped
 	terms      terminals
 
+	saveMu sync.Mutex // orders the writes of the agent's row
+
 	mu           sync.Mutex
 	spec         spec
 	state        api.AgentState
@@ -318,6 +320,8 @@ func (a *agent) finishTurn(turn uint32, resp acp.PromptResponse, err error) {
 			a.log.Warn("record the end of a turn", "run", run.run, "err", err)
 		}
 	}
+	// One step for readers: the agent idle, and the update that says the
+	// turn ended (a client that reads it may prompt again at once).
 	a.mu.Lock()
 	a.stopReason = reason
 	a.run, a.runID = nil, ""
@@ -327,14 +331,13 @@ func (a *agent) finishTurn(turn uint32, resp acp.PromptResponse, err error) {
 	}
 	done := a.turnDone
 	a.turnDone = nil
+	a.add(api.AgentUpdate{Kind: "turn_ended", Turn: turn, StopReason: reason, Text: failWhy, Status: string(status)})
 	a.mu.Unlock()
 	if !gone {
 		if err := a.save(); err != nil {
 			a.log.Error("keep the agent's turn", "err", err)
 		}
 	}
-	// Last: a client that reads it may prompt again at once.
-	a.add(api.AgentUpdate{Kind: "turn_ended", Turn: turn, StopReason: reason, Text: failWhy, Status: string(status)})
 	close(done)
 	a.log.Info("turn ended", "turn", turn, "stop_reason", reason, "run_status", status)
 }
@@ -471,7 +474,7 @@ func (a *agent) kill() {
 }
 
 // add appends u to the agent's updates, stamped and numbered, of the
-// agent's turn now unless it names one.
+// agent's turn now unless it names one (then a.mu may be held).
 func (a *agent) add(u api.AgentUpdate) uint64 {
 	if u.Turn == 0 {
 		a.mu.Lock()
@@ -482,8 +485,11 @@ func (a *agent) add(u api.AgentUpdate) uint64 {
 	return a.updates.add(u)
 }
 
-// save writes the agent's row.
+// save writes the agent's row as it is now. Saves are one at a time, each
+// of the state when it began: the last to end wrote the newest.
 func (a *agent) save() error {
+	a.saveMu.Lock()
+	defer a.saveMu.Unlock()
 	a.mu.Lock()
 	b, err := json.Marshal(a.spec)
 	row := local.Agent{Handle: a.handle, Name: a.name, Spec: string(b), Conversation: a.conversation,

@@ -565,9 +565,14 @@ func (m *Manager) page(a *agent, after uint64, ctx context.Context, wait time.Du
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ups, next, dropped := a.updates.page(ctx, after, wait)
+	if wait > 0 {
+		a.updates.page(ctx, after, wait) // until there is news, or the wait is over
+	}
+	// The page and whether a turn runs, read as one: a turn's end and its
+	// turn_ended update are one step (finishTurn).
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	ups, next, dropped := a.updates.page(ctx, after, 0)
 	return api.AgentUpdates{Agent: a.name, Turn: a.turn, Working: a.turnDone != nil, Next: next, Updates: ups, Dropped: dropped}
 }
 
