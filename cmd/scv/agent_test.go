@@ -367,8 +367,10 @@ func TestLiveAgentsThroughRestarts(t *testing.T) {
 	assert.Equal(t, before.Handle, after.Handle)
 	assert.Equal(t, uint32(2), after.Turn)
 	assert.NotEqual(t, before.PID, after.PID, "a new process")
-	_, listed := e.agent("forgetful")
-	assert.False(t, listed, "an agent without session/load has ended")
+	require.Eventually(t, func() bool {
+		_, listed := e.agent("forgetful")
+		return !listed
+	}, 20*time.Second, 20*time.Millisecond, "an agent without session/load has ended")
 	logs := e.d.logs()
 	assert.Contains(t, logs, `msg="live agent ended: it could not be resumed after the restart"`)
 	assert.Contains(t, logs, "does not offer session/load")
@@ -382,7 +384,7 @@ func TestLiveAgentsThroughRestarts(t *testing.T) {
 	turn := e.background("agent", "prompt", "gem", "--task", "lint", "say long\nsleep 1s\nsay done")
 	require.Eventually(t, func() bool {
 		a, _ := e.agent("gem")
-		return a.State == api.AgentWorking
+		return a.State == api.AgentWorking && a.Turn == 4
 	}, 10*time.Second, 20*time.Millisecond)
 	st = e.d.must(t, api.CmdRestartWhenIdle{Version: ptr("1.0.0-old")})
 	require.NotNil(t, st.Restart.WaitingFor)

@@ -272,11 +272,11 @@ func (a *agent) startError(ctx context.Context, step string, timeout time.Durati
 	return fmt.Errorf("%s refused %s: %v", who, step, err)
 }
 
-// begin starts a turn: text goes out as session/prompt, and the answer
-// ends the turn (endTurn). run records it, or is nil.
+// begin starts the turn PromptAgent counted: text goes out as
+// session/prompt, and the answer ends the turn (finishTurn). run records
+// it, or is nil.
 func (a *agent) begin(text string, run *turnRun) {
 	a.mu.Lock()
-	a.turn++
 	a.state = api.AgentWorking
 	a.idleSince = time.Time{}
 	a.run = run

@@ -476,14 +476,16 @@ func (m *Manager) PromptAgent(ctx context.Context, c api.CmdAgentPrompt) (api.Ag
 		a.mu.Unlock()
 		return api.AgentInfo{}, api.AgentUpdates{}, api.Errorf(api.ErrConflict, "agent %s is %s", a.name, st)
 	}
-	a.state = api.AgentWorking // reserved: a second prompt is refused
+	// Reserved: the turn is counted and a second prompt refused, until
+	// it begins or is refused.
+	a.state = api.AgentWorking
+	a.turn++
 	project, task := a.spec.Project, a.spec.Task
 	a.mu.Unlock()
 	idle := func(err error) (api.AgentInfo, api.AgentUpdates, error) {
 		a.mu.Lock()
-		if a.state == api.AgentWorking {
-			a.state = api.AgentIdle
-		}
+		a.state = api.AgentIdle
+		a.turn--
 		a.mu.Unlock()
 		return api.AgentInfo{}, api.AgentUpdates{}, err
 	}
