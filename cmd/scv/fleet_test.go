@@ -160,7 +160,7 @@ func TestFleetThreeDaemons(t *testing.T) {
 	var wg sync.WaitGroup
 
 	// The follower: pages each project from sequence 0 until every
-	// client has had its last answer, then once more.
+	// client has had its last answer, then to the end.
 	followStop := make(chan struct{})
 	seen := map[uint64]string{}
 	var followErr error
@@ -175,7 +175,9 @@ func TestFleetThreeDaemons(t *testing.T) {
 		}
 		defer c.Close()
 		after := map[string]uint64{}
-		page := func() {
+		// page reads the next page of each project and reports how many
+		// events it read.
+		page := func() (n int) {
 			for _, p := range projects {
 				a := after[p]
 				st, err := c.Call(ctx, api.CmdProjectEvents{Project: p, After: &a})
@@ -189,13 +191,19 @@ func TestFleetThreeDaemons(t *testing.T) {
 					}
 					seen[e.Sequence] = p
 					after[p] = e.Sequence
+					n++
 				}
 			}
+			return n
 		}
 		for {
 			select {
 			case <-followStop:
-				page()
+				// Every client has had its last answer: read on to the
+				// end, however far behind the follower fell (a page
+				// holds at most ledger.MaxPage events).
+				for page() > 0 && followErr == nil {
+				}
 				return
 			default:
 				page()
