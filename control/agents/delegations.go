@@ -28,13 +28,8 @@ func (d Delegations) Active(handle string) bool {
 // background job.
 func (d Delegations) Summary() api.DelegationSummary {
 	s := d.Registry.Summary()
-	var idle uint64
-	for _, a := range d.Agents.live() {
-		s.Active++
-		if a.idle() {
-			idle++
-		}
-	}
+	live, idle := d.Agents.counts()
+	s.Active += live
 	s.Idle = &idle
 	return s
 }

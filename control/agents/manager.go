@@ -425,6 +425,20 @@ func (m *Manager) ListAgents() []api.AgentInfo {
 	return out
 }
 
+// counts is how many agents are live, and how many of them idle with no
+// background job: on every reply's path, so it neither copies nor sorts.
+func (m *Manager) counts() (live, idle uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, a := range m.agents {
+		live++
+		if a.idle() {
+			idle++
+		}
+	}
+	return live, idle
+}
+
 // live is every live agent, oldest first.
 func (m *Manager) live() []*agent {
 	m.mu.Lock()
