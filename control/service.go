@@ -438,7 +438,11 @@ func (s *Service) write(ctx context.Context, cmd api.Command) (w write, ok bool,
 		return write{api.KindRunStarted, id, reducer.StartRun{
 			Project: c.Project, TaskID: c.Task, RunID: id, Agent: c.Agent}}, true, nil
 	case api.CmdProjectRunProgress:
-		return write{kind: api.KindUpdated, cmd: reducer.ProgressRun{Project: c.Project, RunID: c.Run, Progress: c.Progress}}, true, nil
+		every := int64(0)
+		if c.Coalesce {
+			every = s.HeartbeatEvery.Milliseconds()
+		}
+		return write{kind: api.KindUpdated, cmd: reducer.ProgressRun{Project: c.Project, RunID: c.Run, Progress: c.Progress, Every: every}}, true, nil
 	case api.CmdProjectRunFinish:
 		return write{kind: api.KindUpdated, cmd: reducer.FinishRun{Project: c.Project, RunID: c.Run, Status: c.Status}}, true, nil
 	case api.CmdProjectHeartbeat:

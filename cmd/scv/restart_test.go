@@ -67,8 +67,6 @@ func writeScript(t *testing.T, path, body string) {
 	require.NoError(t, os.Rename(path+".new", path))
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // buildOldNew builds two releases of scv for a restart: 1.0.0-old and
 // 2.0.0-new.
 func buildOldNew(t *testing.T) (oldBin, newBin string) {

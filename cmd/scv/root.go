@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -33,6 +35,12 @@ type client struct {
 	// startDaemon, when set, is called with the configuration instead of
 	// running `scv daemon` (parseDaemonFlags).
 	startDaemon func(daemon.Config) error
+	// keep makes do send every command on one connection, made when first
+	// needed and made again after one is lost (scv mcp, whose tool calls
+	// come one after the other for as long as the agent runs).
+	keep bool
+	mu   sync.Mutex
+	conn *control.Client
 }
 
 // printer is how the human output of this invocation looks.
@@ -113,7 +121,7 @@ Exit codes:
 		}
 	}
 	add(groupProjects, newProjectCmd(c))
-	add(groupAgents, newDelegateCmd(c), newDelegationsCmd(c), newAgentCmd(c))
+	add(groupAgents, newDelegateCmd(c), newDelegationsCmd(c), newAgentCmd(c), newMCPCmd(c))
 	add(groupOwner, newChatCmd(c), newConfirmCmd(c), newChannelsCmd(c), newChannelCmd(c))
 	add(groupLedger, newLedgerCmd(c))
 	add(groupDaemon, newDaemonCmd(c), newStatusCmd(c), newUICmd(c), newReloadCmd(c), newRestartWhenIdleCmd(c), newVersionCmd(c))
@@ -295,12 +303,51 @@ func (c *client) raw(cmd api.Command) (json.RawMessage, error) {
 func (c *client) do(cmd api.Command) (*api.DaemonStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
+	if c.keep {
+		return c.doKept(ctx, cmd)
+	}
 	cl, err := c.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cl.Close()
 	st, err := cl.Call(ctx, cmd)
+	if err != nil {
+		return nil, callError(err)
+	}
+	return st, nil
+}
+
+// doKept is do on the kept connection. A command whose connection broke
+// is not sent again (it may have run): the next command dials anew.
+func (c *client) doKept(ctx context.Context, cmd api.Command) (*api.DaemonStatus, error) {
+	c.mu.Lock()
+	cl := c.conn
+	c.mu.Unlock()
+	if cl == nil {
+		var err error
+		if cl, err = c.dial(ctx); err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		if c.conn == nil {
+			c.conn = cl
+		} else {
+			cl.Close()
+			cl = c.conn
+		}
+		c.mu.Unlock()
+	}
+	st, err := cl.Call(ctx, cmd)
+	var e *api.Error
+	if err != nil && !errors.As(err, &e) {
+		c.mu.Lock()
+		if c.conn == cl {
+			c.conn = nil
+		}
+		c.mu.Unlock()
+		cl.Close()
+	}
 	if err != nil {
 		return nil, callError(err)
 	}

@@ -191,6 +191,7 @@ func TestCommandTreeJSON(t *testing.T) {
 		"daemon":                "runs the daemon; with --json it logs JSON lines to stderr (TestDaemonSignal)",
 		"delegate":              "the command's own output passes through",
 		"project run exec":      "the command's own output passes through",
+		"mcp":                   "speaks MCP (JSON-RPC) on its standard input and output (TestMCP)",
 		"help":                  "help is for people",
 		"completion bash":       "a shell script",
 		"completion zsh":        "a shell script",

@@ -34,6 +34,25 @@ type AgentResult struct {
 	TurnSeconds float64 `json:"turn_s"`
 }
 
+// startDialled starts a daemon of its own on name.db and name.sock in
+// dir, waits for it, and dials it.
+func startDialled(ctx context.Context, bin, dir, name string) (*daemonproc.Daemon, *control.Client, error) {
+	d, err := daemonproc.Start(bin, filepath.Join(dir, name+".db"), filepath.Join(dir, name+".sock"))
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := d.Ready(ctx, time.Minute); err != nil {
+		d.Kill()
+		return nil, nil, err
+	}
+	c, err := control.Dial(ctx, d.Sock)
+	if err != nil {
+		d.Kill()
+		return nil, nil, err
+	}
+	return d, c, nil
+}
+
 // agentTurns measures the bookkeeping of live agents' turns: a daemon
 // with its defaults, the scripted agent of cmd/internal/acpagent sending
 // cfg.AgentUpdates message chunks per turn, one agent whose turns are runs
@@ -44,18 +63,11 @@ func agentTurns(ctx context.Context, cfg Config, bin, dir string, logf func(stri
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", agentBin, "scv/cmd/internal/acpagent").CombinedOutput(); err != nil {
 		return res, fmt.Errorf("build acpagent: %v: %s", err, out)
 	}
-	d, err := daemonproc.Start(bin, filepath.Join(dir, "agents.db"), filepath.Join(dir, "agents.sock"))
+	d, c, err := startDialled(ctx, bin, dir, "agents")
 	if err != nil {
 		return res, err
 	}
 	defer d.Kill()
-	if _, err := d.Ready(ctx, time.Minute); err != nil {
-		return res, err
-	}
-	c, err := control.Dial(ctx, d.Sock)
-	if err != nil {
-		return res, err
-	}
 	defer c.Close()
 	call := func(cmd api.Command) (*api.DaemonStatus, error) {
 		cctx, cancel := context.WithTimeout(ctx, time.Minute)

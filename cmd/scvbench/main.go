@@ -7,8 +7,9 @@
 // projects (start-up and memory), project_report on deep dependency
 // graphs, a fleet of daemons on PostgreSQL against the server's own
 // pgbench, and a daemon's start on a long history against a plain
-// scan-and-decode of the same rows, and the daemon's CPU per update of a
-// live agent's turn against the agent's own. It prints one table and
+// scan-and-decode of the same rows, the daemon's CPU per update of a
+// live agent's turn against the agent's own, and run_progress through
+// `scv mcp` against the same on the socket. It prints one table and
 // writes the numbers as JSON.
 //
 //	go run ./cmd/scvbench -o bin/bench.json
@@ -85,6 +86,9 @@ type Config struct {
 	// of AgentRounds turns (agents.go).
 	AgentUpdates int
 	AgentRounds  int
+	// MCPCalls is how many run_progress calls go each way, through `scv
+	// mcp` and on the socket (mcp.go).
+	MCPCalls int
 	// Profile, when set, is a folder for CPU profiles of the daemon over
 	// the load windows (a profiling build: see profile.go).
 	Profile string
@@ -119,6 +123,7 @@ func defaultConfig() Config {
 		Encoders:      true,
 		AgentUpdates:  20_000,
 		AgentRounds:   5,
+		MCPCalls:      1000,
 	}
 }
 
@@ -141,6 +146,7 @@ func (c *Config) quick() {
 	c.PGClients = 16
 	c.AgentUpdates = 5000
 	c.AgentRounds = 2
+	c.MCPCalls = 100
 }
 
 // parseFlags reads the command line into a Config.
@@ -329,6 +335,10 @@ func Run(ctx context.Context, cfg Config, out, logw io.Writer) (*Report, error) 
 		}},
 		{"live agents' turns", func() (err error) {
 			rep.Agents, err = agentTurns(ctx, cfg, bin, dir, logf)
+			return err
+		}},
+		{"run_progress through MCP", func() (err error) {
+			rep.MCP, err = mcpLatency(ctx, cfg, bin, dir, logf)
 			return err
 		}},
 	}

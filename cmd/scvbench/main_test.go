@@ -87,6 +87,7 @@ func TestQuick(t *testing.T) {
 		"many.touch_per_sec", "many.vmhwm_kib",
 		"rss.vmhwm_kib",
 		"agents.updates_per_turn", "agents.events_per_turn", "agents.turn_s",
+		"mcp.calls", "mcp.socket.p50_us", "mcp.mcp.p50_us", "mcp.p50_ratio",
 		"total_seconds",
 	} {
 		positive(p)
@@ -195,4 +196,25 @@ func TestAgentTurns(t *testing.T) {
 	assert.Greater(t, res.Ratio, 0.0)
 	assert.GreaterOrEqual(t, res.EventsPerTurn, 2.0, "run_started and run_finished at least")
 	assert.Less(t, res.EventsPerTurn, 20.0, "20,000 updates coalesced into a handful of progress events")
+}
+
+// TestMCPLatency: the MCP measure runs its calls both ways against a real
+// daemon and a real `scv mcp`, and reports both latencies.
+func TestMCPLatency(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon and scv mcp")
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o700), "the socket's folder")
+	bin := filepath.Join(dir, "scv")
+	require.NoError(t, daemonproc.Build(context.Background(), bin))
+	cfg := defaultConfig()
+	cfg.MCPCalls = 200
+	res, err := mcpLatency(context.Background(), cfg, bin, dir, t.Logf)
+	require.NoError(t, err)
+	assert.Equal(t, 200, res.Socket.Count)
+	assert.Equal(t, 200, res.MCP.Count)
+	assert.Greater(t, res.Socket.P50us, 0.0)
+	assert.Greater(t, res.MCP.P50us, 0.0)
+	assert.Greater(t, res.P50Ratio, 0.0)
 }

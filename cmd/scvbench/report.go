@@ -45,6 +45,7 @@ type Report struct {
 	PG           PGResult      `json:"pg"`
 	Replay       ReplayResult  `json:"replay"`
 	Agents       AgentResult   `json:"agents"`
+	MCP          MCPResult     `json:"mcp"`
 	RSS          RSSResult     `json:"rss"`
 	Targets      []Target      `json:"targets"`
 	Phases       []PhaseTime   `json:"phases"`
@@ -77,6 +78,7 @@ type ConfigReport struct {
 	ManyTasks       int     `json:"many_tasks"`
 	AgentUpdates    int     `json:"agent_updates"`
 	AgentRounds     int     `json:"agent_rounds"`
+	MCPCalls        int     `json:"mcp_calls"`
 	PGDaemons       int     `json:"pg_daemons"`
 	PGClients       int     `json:"pg_clients"`
 }
@@ -87,7 +89,7 @@ func (c Config) report() ConfigReport {
 		Levels: c.Levels, Producers: c.Producers, Events: c.Events, ReplayRounds: c.ReplayRounds,
 		SizeClients: c.SizeClients, Sizes: c.Sizes, ChainTasks: c.ChainTasks, DiamondLayers: c.DiamondLayers,
 		ManyProjects: c.ManyProjects, ManyTasks: c.ManyTasks, PGDaemons: c.PGDaemons, PGClients: c.PGClients,
-		AgentUpdates: c.AgentUpdates, AgentRounds: c.AgentRounds,
+		AgentUpdates: c.AgentUpdates, AgentRounds: c.AgentRounds, MCPCalls: c.MCPCalls,
 	}
 }
 
@@ -426,6 +428,10 @@ func (r *Report) printTable(out io.Writer) {
 	row(fmt.Sprintf("live agent: a turn of %d session/update (%d turns)", a.Updates, a.Rounds),
 		fmt.Sprintf("daemon %.1f µs CPU/update with its run, %.1f without; the agent %.1f µs to send one: %.2f× the agent; %.1f events/turn, %.2f s/turn",
 			a.DaemonWithRun, a.DaemonWithoutRun, a.Agent, a.Ratio, a.EventsPerTurn, a.TurnSeconds), "", "")
+	mr := r.MCP
+	row(fmt.Sprintf("run_progress through scv mcp, %d calls", mr.Calls),
+		fmt.Sprintf("p50 %.0f µs, p99 %.0f µs; on the socket p50 %.0f µs, p99 %.0f µs: %.2f× and %.2f×",
+			mr.MCP.P50us, mr.MCP.P99us, mr.Socket.P50us, mr.Socket.P99us, mr.P50Ratio, mr.P99Ratio), "", "")
 	tg, res = mark(tgtTotal, " s")
 	row("total runtime", fmt.Sprintf("%.1f s", r.TotalSeconds), tg, res)
 	w.Flush()

@@ -125,11 +125,16 @@ type CmdProjectRunStart struct {
 	Agent   string `json:"agent"`
 }
 
-// CmdProjectRunProgress records a run's progress.
+// CmdProjectRunProgress records a run's progress. Coalesce is an
+// extension (docs/protocol.md): the progress is journaled at most once per
+// the daemon's heartbeat interval, as heartbeats are; one that comes
+// sooner after the run's last journaled progress or heartbeat is
+// accepted and appends nothing. A seed client never sends it.
 type CmdProjectRunProgress struct {
 	Project  string `json:"project"`
 	Run      string `json:"run"`
 	Progress string `json:"progress"`
+	Coalesce bool   `json:"coalesce,omitempty" serde:"default"`
 }
 
 // CmdProjectRunFinish records a run's terminal status.

@@ -42,6 +42,9 @@ func (d *Daemon) httpServices() []startstop.Service {
 	if d.agents != nil { // never a typed nil: the UI tells nil apart
 		d.web.Agents = d.agents
 	}
+	if d.cfg.MCP != nil {
+		d.web.MCP = d.cfg.MCP(d.cfg.Socket)
+	}
 	return []startstop.Service{d.web}
 }
 

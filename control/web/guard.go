@@ -67,6 +67,12 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 //     with an Origin header naming the UI itself (403 otherwise), and a
 //     body of at most 64 KiB.
 //
+// /mcp, the Model Context Protocol's endpoint, is for programs, not
+// pages: its token must come in the Authorization header (a browser's
+// cookie does not open it), and its requests may come without an Origin
+// (programs send none) but never with another (a page of another site
+// in the owner's browser); it takes DELETE too (a session's end).
+//
 // No answer carries a CORS header.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -75,18 +81,27 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			s.refuse(w, r, refusedHost, http.StatusMisdirectedRequest, "refused: this server answers only to http://"+s.addr+"/\n")
 			return
 		}
-		switch s.authorize(r) {
-		case authNone:
+		mcp := r.URL.Path == "/mcp"
+		switch a := s.authorize(r); {
+		case mcp && a != authBearer:
+			s.refuse(w, r, refusedToken, http.StatusUnauthorized, "401 unauthorized: /mcp needs the token of the daemon's web UI in an Authorization: Bearer header.\n")
+			return
+		case a == authNone:
 			s.refuse(w, r, refusedToken, http.StatusUnauthorized, "401 unauthorized: this page needs the token of the daemon's web UI. `scv ui` prints the address to open.\n")
 			return
-		case authURL:
+		case a == authURL:
 			s.trade(w, r)
 			return
 		}
 		switch r.Method {
 		case http.MethodGet, http.MethodHead:
-		case http.MethodPost:
-			if !s.origin[r.Header.Get("Origin")] {
+		case http.MethodPost, http.MethodDelete:
+			if r.Method == http.MethodDelete && !mcp {
+				w.Header().Set("Allow", "GET, HEAD, POST")
+				http.Error(w, "405 method not allowed", http.StatusMethodNotAllowed)
+				return
+			}
+			if o := r.Header.Get("Origin"); !s.origin[o] && !(mcp && o == "") {
 				s.refuse(w, r, refusedOrigin, http.StatusForbidden, "403 forbidden: a write must come from the UI's own pages (Origin "+strings.TrimSuffix(s.base(), "/")+").\n")
 				return
 			}
@@ -106,7 +121,8 @@ type auth int
 
 const (
 	authNone   auth = iota
-	authHeader      // Authorization: Bearer, or the cookie
+	authBearer      // Authorization: Bearer
+	authCookie      // the UI's cookie
 	authURL         // ?token= on a GET, to trade for the cookie
 )
 
@@ -119,13 +135,13 @@ func (s *Server) authorize(r *http.Request) auth {
 		if !ok || !s.valid(tok) {
 			return authNone
 		}
-		got = authHeader
+		got = authBearer
 	}
 	if c, err := r.Cookie(s.cookie); err == nil && got == authNone {
 		if !s.valid(c.Value) {
 			return authNone
 		}
-		got = authHeader
+		got = authCookie
 	}
 	if q := r.URL.Query(); q.Has("token") {
 		if !s.valid(q.Get("token")) || len(q["token"]) != 1 {

@@ -108,6 +108,9 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /static/{file}", s.static)
 	mux.Handle("GET /metrics", s.Metrics.Handler())
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	if s.MCP != nil {
+		mux.Handle("/mcp", s.MCP)
+	}
 	return s.guard(mux)
 }
 

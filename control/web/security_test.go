@@ -299,3 +299,50 @@ func TestTokenFiles(t *testing.T) {
 	resp, _ = e.get("/")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 }
+
+// TestMCPGuard: /mcp is for programs: the token only in an Authorization
+// header (not the UI's cookie, nor the URL), no Origin or the UI's own
+// (never another site's), and DELETE too, which no page takes.
+func TestMCPGuard(t *testing.T) {
+	var served []string
+	e := newEnv(t, func(s *web.Server) {
+		s.MCP = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			served = append(served, r.Method)
+			w.WriteHeader(http.StatusOK)
+		})
+	})
+	bearer := http.Header{"Authorization": {"Bearer " + e.token}}
+	traded, _ := e.do(http.MethodGet, "/?token="+e.token, nil, nil, false)
+	require.NotEmpty(t, traded.Cookies(), "the token traded for the UI's cookie")
+	cookie := http.Header{"Cookie": {traded.Cookies()[0].String()}, "Origin": {e.base}}
+	with := func(h http.Header, k, v string) http.Header {
+		h = h.Clone()
+		h.Set(k, v)
+		return h
+	}
+	for _, tc := range []struct {
+		name   string
+		method string
+		path   string
+		header http.Header
+		auth   bool
+		want   int
+	}{
+		{"no token", http.MethodPost, "/mcp", nil, false, http.StatusUnauthorized},
+		{"the cookie opens a page", http.MethodGet, "/agents", cookie, false, http.StatusOK},
+		{"the UI's cookie", http.MethodPost, "/mcp", cookie, false, http.StatusUnauthorized},
+		{"the token in the URL", http.MethodGet, "/mcp?token=" + e.token, nil, false, http.StatusUnauthorized},
+		{"a wrong token", http.MethodPost, "/mcp", http.Header{"Authorization": {"Bearer nope"}}, false, http.StatusUnauthorized},
+		{"another site's page", http.MethodPost, "/mcp", with(bearer, "Origin", "http://evil.example"), false, http.StatusForbidden},
+		{"a program", http.MethodPost, "/mcp", bearer, false, http.StatusOK},
+		{"a program, the UI's Origin", http.MethodPost, "/mcp", with(bearer, "Origin", e.base), false, http.StatusOK},
+		{"its stream", http.MethodGet, "/mcp", bearer, false, http.StatusOK},
+		{"a session's end", http.MethodDelete, "/mcp", bearer, false, http.StatusOK},
+		{"DELETE elsewhere", http.MethodDelete, "/agents", bearer, false, http.StatusMethodNotAllowed},
+		{"a page's POST without Origin", http.MethodPost, "/questions/x/answer", bearer, false, http.StatusForbidden},
+	} {
+		resp, _ := e.do(tc.method, tc.path, strings.NewReader("{}"), tc.header, tc.auth)
+		assert.Equal(t, tc.want, resp.StatusCode, tc.name)
+	}
+	assert.Equal(t, []string{http.MethodPost, http.MethodPost, http.MethodGet, http.MethodDelete}, served, "only what passed reached /mcp")
+}

@@ -84,6 +84,9 @@ type Server struct {
 	// Agents: nil shows no live agents (no /agents page, no section on
 	// a project's page).
 	Agents Agents
+	// MCP serves the Model Context Protocol at /mcp (docs/mcp.md), behind
+	// the same guard as the pages; nil: no /mcp.
+	MCP http.Handler
 	// Metrics is served at /metrics and counts the UI's requests; nil
 	// serves 404 there.
 	Metrics *metrics.Recorder

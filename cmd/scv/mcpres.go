@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"scv/control/api"
+	"scv/control/render"
+)
+
+// The MCP resources: each project's report, as Markdown, and its task
+// graph, as `scv project graph` draws it in text, under
+// scv://project/NAME/report and scv://project/NAME/graph. A subscription
+// to one is notified when the project changes: the server looks at the
+// subscribed projects' events every mcpPoll.
+
+const (
+	reportURI = "scv://project/%s/report"
+	graphURI  = "scv://project/%s/graph"
+	// mcpPoll is how often a session with subscriptions looks for
+	// changes.
+	mcpPoll = 250 * time.Millisecond
+)
+
+func (m *mcpServer) addResources() {
+	m.srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: fmt.Sprintf(reportURI, "{name}"), Name: "report",
+		Title: "Project report", MIMEType: "text/markdown",
+		Description: "The project's report: its summary, tasks, runs and evidence notes, in Markdown."}, m.read)
+	m.srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: fmt.Sprintf(graphURI, "{name}"), Name: "graph",
+		Title: "Task graph", MIMEType: "text/plain",
+		Description: "The project's task graph: the tasks in layers below the tasks they depend on, as text."}, m.read)
+	// The projects there are now, listed; a daemon not running lists none.
+	if st, err := m.c.do(api.CmdProjectList{}); err == nil {
+		for _, p := range *st.Projects {
+			if m.scope.project == "" || p.Name == m.scope.project || p.ID == m.scope.project {
+				m.addProject(p.Name)
+			}
+		}
+	}
+}
+
+// addProject lists the resources of project name.
+func (m *mcpServer) addProject(name string) {
+	m.srv.AddResource(&mcp.Resource{URI: fmt.Sprintf(reportURI, name), Name: name + " report", MIMEType: "text/markdown",
+		Title: "Report of " + name}, m.read)
+	m.srv.AddResource(&mcp.Resource{URI: fmt.Sprintf(graphURI, name), Name: name + " graph", MIMEType: "text/plain",
+		Title: "Task graph of " + name}, m.read)
+}
+
+// parseURI splits a resource URI into its project and what of it.
+func parseURI(uri string) (project, what string, ok bool) {
+	rest, ok := strings.CutPrefix(uri, "scv://project/")
+	if !ok {
+		return "", "", false
+	}
+	i := strings.LastIndexByte(rest, '/')
+	if i <= 0 {
+		return "", "", false
+	}
+	project, what = rest[:i], rest[i+1:]
+	return project, what, what == "report" || what == "graph"
+}
+
+// read reads a project's report or graph.
+func (m *mcpServer) read(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	name, what, ok := parseURI(uri)
+	if !ok {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	p, err := m.project(name)
+	if err != nil {
+		return nil, toolError(err)
+	}
+	// Where the history stands, before the state is read: a change after
+	// it is news to a subscription of this session.
+	if err := m.catchUp(name); err != nil {
+		return nil, toolError(err)
+	}
+	st, err := m.c.do(api.CmdProjectReport{Project: p})
+	if err != nil {
+		return nil, toolError(err)
+	}
+	r := st.Project.Report
+	content := &mcp.ResourceContents{URI: uri}
+	switch what {
+	case "report":
+		content.MIMEType, content.Text = "text/markdown", reportMarkdown(r)
+	case "graph":
+		var b bytes.Buffer
+		if err := render.GraphText(&b, graphOf(r), render.TextOptions{Width: 100}); err != nil {
+			return nil, err
+		}
+		content.MIMEType, content.Text = "text/plain", b.String()
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{content}}, nil
+}
+
+// graphOf is the drawing's input for a report's tasks: each task's runs
+// are its attempts.
+func graphOf(r *api.ProjectReport) render.Project {
+	attempts := map[string]int{}
+	for _, run := range r.Runs {
+		attempts[run.TaskID]++
+	}
+	p := render.Project{ID: r.Project.ID, Name: r.Project.Name}
+	for _, t := range r.Tasks {
+		p.Tasks = append(p.Tasks, render.Task{ID: t.ID, Title: t.Title, Status: string(t.Status), DependsOn: t.DependsOn,
+			Attempts: attempts[t.ID], Retries: int(t.Retries), MaxRetries: int(t.MaxRetries)})
+	}
+	return p
+}
+
+// reportMarkdown is a project's report in Markdown.
+func reportMarkdown(r *api.ProjectReport) string {
+	var b strings.Builder
+	s := r.Project
+	fmt.Fprintf(&b, "# Project %s\n\n", md(s.Name))
+	b.WriteString("| | |\n|---|---|\n")
+	row := func(cells ...string) {
+		for i, c := range cells {
+			cells[i] = md(c)
+		}
+		fmt.Fprintf(&b, "| %s |\n", strings.Join(cells, " | "))
+	}
+	row("id", s.ID)
+	row("workspace", s.Workspace)
+	row("phase", string(s.Phase))
+	row("status", string(s.Status))
+	row("progress", fmt.Sprintf("%d/%d tasks done", s.CompletedTasks, s.TaskCount))
+	row("updated", stampOf(s.UpdatedUnixSeconds))
+	if s.LastHeartbeatUnixSeconds != nil {
+		row("heartbeat", stampOf(*s.LastHeartbeatUnixSeconds))
+	}
+	title := map[string]string{}
+	for _, t := range r.Tasks {
+		title[t.ID] = t.Title
+	}
+	b.WriteString("\n## Tasks\n\n")
+	if len(r.Tasks) == 0 {
+		b.WriteString("No tasks yet.\n")
+	} else {
+		b.WriteString("| ID | Title | Status | Retries | Depends on | Run | Progress |\n|---|---|---|---|---|---|---|\n")
+		for _, t := range r.Tasks {
+			deps := make([]string, len(t.DependsOn))
+			for i, d := range t.DependsOn {
+				deps[i] = title[d]
+			}
+			row(t.ID, t.Title, string(t.Status), fmt.Sprintf("%d/%d", t.Retries, t.MaxRetries), strings.Join(deps, ", "),
+				deref(t.RunID), deref(t.Progress))
+		}
+	}
+	b.WriteString("\n## Runs\n\n")
+	if len(r.Runs) == 0 {
+		b.WriteString("No runs yet.\n")
+	} else {
+		b.WriteString("| ID | Task | Agent | Status | Attempt | Started | Progress |\n|---|---|---|---|---|---|---|\n")
+		for _, run := range r.Runs {
+			row(run.ID, title[run.TaskID], run.Agent, string(run.Status), fmt.Sprint(run.Attempt), stampOf(run.StartedUnixSeconds), deref(run.Progress))
+		}
+	}
+	b.WriteString("\n## Evidence\n\n")
+	for _, e := range r.Evidence {
+		fmt.Fprintf(&b, "- %s\n", md(e))
+	}
+	fmt.Fprintf(&b, "\nReport generated %s.\n", stampOf(r.GeneratedUnixSeconds))
+	return b.String()
+}
+
+// md makes s safe in a Markdown table cell: one line, pipes escaped.
+func md(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+	return strings.NewReplacer(`\`, `\\`, "|", `\|`).Replace(s)
+}
+
+func stampOf(unix uint64) string {
+	return time.Unix(int64(unix), 0).UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// subscribe notes a subscription, and starts the poll that notifies it,
+// for as long as the session lasts.
+func (m *mcpServer) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	uri := req.Params.URI
+	name, _, ok := parseURI(uri)
+	if !ok {
+		return mcp.ResourceNotFoundError(uri)
+	}
+	if _, err := m.project(name); err != nil {
+		return toolError(err)
+	}
+	// What comes after the session last read the project (or after now,
+	// if it never did) is news.
+	m.mu.Lock()
+	_, known := m.seen[name]
+	m.mu.Unlock()
+	if !known {
+		if err := m.catchUp(name); err != nil {
+			return toolError(err)
+		}
+	}
+	m.mu.Lock()
+	m.subs[uri] = true
+	start := !m.polling
+	m.polling = true
+	m.mu.Unlock()
+	if start {
+		pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		go func() {
+			req.Session.Wait()
+			cancel()
+		}()
+		go m.poll(pctx)
+	}
+	return nil
+}
+
+func (m *mcpServer) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
+	m.mu.Lock()
+	delete(m.subs, req.Params.URI)
+	m.mu.Unlock()
+	return nil
+}
+
+// catchUp notes the sequence of project's newest event.
+func (m *mcpServer) catchUp(project string) error {
+	m.mu.Lock()
+	after := m.seen[project]
+	m.mu.Unlock()
+	head, err := m.head(project, after)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.seen[project] = max(m.seen[project], head)
+	m.mu.Unlock()
+	return nil
+}
+
+// head is the sequence of project's newest event, paging from after to
+// the end.
+func (m *mcpServer) head(project string, after uint64) (uint64, error) {
+	for {
+		st, err := m.c.do(api.CmdProjectEvents{Project: project, After: &after})
+		if err != nil {
+			return 0, err
+		}
+		evs := st.Project.Events
+		if len(evs) == 0 {
+			return after, nil
+		}
+		after = evs[len(evs)-1].Sequence
+	}
+}
+
+// poll notifies the subscriptions of the projects whose history grew,
+// until ctx ends.
+func (m *mcpServer) poll(ctx context.Context) {
+	t := time.NewTicker(mcpPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		m.mu.Lock()
+		projects := map[string][]string{}
+		for uri := range m.subs {
+			name, _, _ := parseURI(uri)
+			projects[name] = append(projects[name], uri)
+		}
+		m.mu.Unlock()
+		for name, uris := range projects {
+			m.mu.Lock()
+			after := m.seen[name]
+			m.mu.Unlock()
+			head, err := m.head(name, after)
+			if err != nil || head <= after {
+				continue
+			}
+			m.mu.Lock()
+			m.seen[name] = max(m.seen[name], head)
+			m.mu.Unlock()
+			for _, uri := range uris {
+				m.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+			}
+		}
+	}
+}
