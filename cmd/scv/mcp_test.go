@@ -48,8 +48,14 @@ func newMCPEnv(t *testing.T, args ...string) *mcpEnv {
 // test-agent; updated receives the URIs of resource update notifications.
 func (e *mcpEnv) session(updated chan<- string, args ...string) *mcp.ClientSession {
 	e.t.Helper()
+	return e.sessionIn(nil, updated, args...)
+}
+
+// sessionIn is session with env added to the server's environment.
+func (e *mcpEnv) sessionIn(env []string, updated chan<- string, args ...string) *mcp.ClientSession {
+	e.t.Helper()
 	cmd := exec.Command(e.bin, append([]string{"--socket", e.d.sock, "mcp"}, args...)...)
-	cmd.Env = append(os.Environ(), "SCV_PARENT=", "SCV_DELEGATION=")
+	cmd.Env = append(append(os.Environ(), "SCV_PARENT=", "SCV_DELEGATION="), env...)
 	opts := &mcp.ClientOptions{}
 	if updated != nil {
 		opts.ResourceUpdatedHandler = func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) {
@@ -341,6 +347,27 @@ func TestMCPScope(t *testing.T) {
 	require.Error(t, err, "a read-only session has no task_add")
 	mustCall(t, ro, "project_tasks", map[string]any{"project": "other"}, nil)
 	assert.Len(t, e.events("acme"), eventsBefore["acme"]+1)
+}
+
+// TestMCPInADelegation: a run an agent claims inside a delegation names
+// the delegation's chain after the agent.
+func TestMCPInADelegation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	e := newMCPEnv(t)
+	e.d.must(t, api.CmdProjectCreate{Name: "acme", Workspace: e.ws})
+	e.d.must(t, api.CmdProjectTaskAdd{Project: "acme", Title: "build", DependsOn: []string{}})
+	s := e.sessionIn([]string{"SCV_PARENT=01JOUTER,01JINNER", "SCV_DELEGATION=01JINNER"}, nil, "--project", "acme")
+	var claimed struct {
+		RunID string `json:"run_id"`
+		Agent string `json:"agent"`
+	}
+	mustCall(t, s, "task_claim", map[string]any{"task": "build", "agent": "codex"}, &claimed)
+	assert.Equal(t, "codex [01JOUTER,01JINNER]", claimed.Agent)
+	runs := e.d.must(t, api.CmdProjectReport{Project: "acme"}).Project.Report.Runs
+	require.Len(t, runs, 1)
+	assert.Equal(t, "codex [01JOUTER,01JINNER]", runs[0].Agent, "the ledger records the delegation")
 }
 
 // TestMCPNoDaemon: with no daemon on the socket, a tool call fails at
