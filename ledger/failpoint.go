@@ -12,7 +12,8 @@
 // The action crash sends the process SIGKILL from inside (no deferred
 // call, no rollback, no reply: what a crash looks like to the database
 // and to clients); error makes the operation return an error naming the
-// failpoint, as a failed write would. An unknown name or action, or an
+// failpoint, as a failed write would; off turns a safeguard off, to
+// prove that the checks which must see its absence do. An unknown name or action, or an
 // action a point does not take, is an error at start: a misspelt
 // failpoint must not be silently ignored. Unset, each failpoint costs one
 // nil check.
@@ -38,6 +39,19 @@
 //   - restart-exec: cmd/scv's restart_when_idle, after the ledger was
 //     closed and the locks released, just before the new release is
 //     started.
+//
+// And one safeguard, which takes off only:
+//
+//   - head-check: a ledger that other daemons write too trusts its cached
+//     projects as a ledger alone on its database does: it decides a
+//     command, and answers a read, on the cached state of a project
+//     without checking it against the database's head of the project (the
+//     head read under the write lock, Ledger.current and Ledger.Project).
+//     Its sequences still come from the locked head, so nothing collides:
+//     a daemon simply acts on what it last saw, as a stale replica would.
+//     scvrel's linear check runs a fleet with it to prove that the
+//     linearizability checker sees the stale reads and double claims that
+//     follow (docs/reliability.md).
 //
 // A crash at any point before COMMIT must leave the database exactly as
 // before the write, at after-commit exactly as after it, and at
@@ -68,6 +82,7 @@ const (
 	FailCompactArchive Failpoint = "compact-archive"
 	FailCompactDelete  Failpoint = "compact-delete"
 	FailRestartExec    Failpoint = "restart-exec"
+	FailHeadCheck      Failpoint = "head-check"
 )
 
 // FailpointsEnv is the environment variable the failpoints are read from.
@@ -80,9 +95,10 @@ const (
 	failNone  failAction = iota
 	failCrash            // SIGKILL the process
 	failError            // return an error
+	failOff              // turn a safeguard off
 )
 
-var failActions = map[string]failAction{"crash": failCrash, "error": failError}
+var failActions = map[string]failAction{"crash": failCrash, "error": failError, "off": failOff}
 
 // failpointActions are the points and the actions each takes.
 var failpointActions = map[Failpoint][]failAction{
@@ -93,6 +109,7 @@ var failpointActions = map[Failpoint][]failAction{
 	FailCompactArchive: {failCrash, failError},
 	FailCompactDelete:  {failCrash, failError},
 	FailRestartExec:    {failCrash, failError},
+	FailHeadCheck:      {failOff},
 }
 
 // ErrFailpoint is the error a failpoint set to error returns, wrapped
@@ -121,10 +138,10 @@ func ParseFailpoints(spec string) (Failpoints, error) {
 		}
 		a, ok := failActions[act]
 		if !ok {
-			return nil, fmt.Errorf("%s: failpoint %s: unknown action %q (crash or error)", FailpointsEnv, name, act)
+			return nil, fmt.Errorf("%s: failpoint %s: unknown action %q (crash, error or off)", FailpointsEnv, name, act)
 		}
 		if !slices.Contains(allowed, a) {
-			return nil, fmt.Errorf("%s: failpoint %s takes crash only, not %q", FailpointsEnv, name, act)
+			return nil, fmt.Errorf("%s: failpoint %s takes %s only, not %q", FailpointsEnv, name, actionNames(allowed), act)
 		}
 		if _, dup := m[p]; dup {
 			return nil, fmt.Errorf("%s: failpoint %s is set twice", FailpointsEnv, name)
@@ -137,8 +154,21 @@ func ParseFailpoints(spec string) (Failpoints, error) {
 // knownFailpoints lists the names in the order a write passes them.
 func knownFailpoints() string {
 	return strings.Join([]string{string(FailAfterBegin), string(FailAfterInsert), string(FailAfterCommit),
-		string(FailSnapshot), string(FailCompactArchive), string(FailCompactDelete), string(FailRestartExec)}, ", ")
+		string(FailSnapshot), string(FailCompactArchive), string(FailCompactDelete), string(FailRestartExec),
+		string(FailHeadCheck)}, ", ")
 }
+
+// actionNames names actions, for a refusal: "crash or error".
+func actionNames(as []failAction) string {
+	var names []string
+	for _, a := range as {
+		names = append(names, [...]string{failCrash: "crash", failError: "error", failOff: "off"}[a])
+	}
+	return strings.Join(names, " or ")
+}
+
+// Off reports whether the safeguard p is turned off.
+func (f Failpoints) Off(p Failpoint) bool { return f != nil && f[p] == failOff }
 
 // Hit passes the failpoint p: with nothing set for it, it returns nil;
 // set to crash, the process dies here; set to error, it returns an error

@@ -22,6 +22,7 @@ func TestParseFailpoints(t *testing.T) {
 			FailSnapshot: failError, FailCompactArchive: failCrash, FailCompactDelete: failError,
 			FailRestartExec: failError,
 		},
+		"head-check=off": {FailHeadCheck: failOff},
 	} {
 		got, err := ParseFailpoints(spec)
 		if assert.NoError(t, err, "%q", spec) {
@@ -29,8 +30,10 @@ func TestParseFailpoints(t *testing.T) {
 		}
 	}
 	for spec, msg := range map[string]string{
-		"after-insrt=crash":                     `unknown failpoint "after-insrt" (known: after-begin, after-insert, after-commit, snapshot, compact-archive, compact-delete, restart-exec)`,
-		"after-insert=boom":                     `failpoint after-insert: unknown action "boom" (crash or error)`,
+		"after-insrt=crash":                     `unknown failpoint "after-insrt" (known: after-begin, after-insert, after-commit, snapshot, compact-archive, compact-delete, restart-exec, head-check)`,
+		"after-insert=boom":                     `failpoint after-insert: unknown action "boom" (crash, error or off)`,
+		"after-insert=off":                      `failpoint after-insert takes crash or error only, not "off"`,
+		"head-check=crash":                      `failpoint head-check takes off only, not "crash"`,
 		"after-insert":                          `"after-insert" is not NAME=ACTION`,
 		"=crash":                                `"=crash" is not NAME=ACTION`,
 		"after-insert=":                         `"after-insert=" is not NAME=ACTION`,
@@ -57,7 +60,13 @@ func TestFailpointHit(t *testing.T) {
 	assert.ErrorIs(t, err, ErrFailpoint)
 	assert.EqualError(t, err, "injected failure at failpoint after-insert")
 	assert.NoError(t, fp.Hit(FailSnapshot))
+	off, err := ParseFailpoints("head-check=off")
+	require.NoError(t, err)
+	assert.True(t, off.Off(FailHeadCheck))
+	assert.NoError(t, off.Hit(FailHeadCheck), "a safeguard turned off is no error")
+	assert.False(t, fp.Off(FailHeadCheck))
 	var none Failpoints
+	assert.False(t, none.Off(FailHeadCheck))
 	assert.NoError(t, none.Hit(FailAfterInsert))
 	assert.NotPanics(t, func() { none.crashAt(FailAfterCommit) })
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -162,6 +163,9 @@ func (o *DaemonOptions) run() error {
 	if cfg.Failpoints, err = ledger.ParseFailpoints(os.Getenv(ledger.FailpointsEnv)); err != nil {
 		return err
 	}
+	if cfg.Clock, err = skewedClock(os.Getenv(ClockSkewEnv)); err != nil {
+		return err
+	}
 	var handler slog.Handler = slog.NewTextHandler(o.c.stderr, nil)
 	if o.c.json {
 		handler = slog.NewJSONHandler(o.c.stderr, nil)
@@ -264,4 +268,25 @@ func openWritable(ctx context.Context, db string) (driver.Driver, error) {
 		return postgres.Open(ctx, db, postgres.Options{})
 	}
 	return sqlite.Open(ctx, db, sqlite.Options{})
+}
+
+// ClockSkewEnv names the environment variable that skews the daemon's own
+// clock by a duration (`+1h`, `-90s`), for the fault checks of a fleet
+// (scvrel linear): it moves what the daemon times itself (reports,
+// questions' deadlines, the pace of the sweeper's lease renewals), and,
+// on a SQLite ledger, the events' stamps; on a shared ledger the server's
+// clock stamps events and times the lease whatever it says.
+const ClockSkewEnv = "SCV_CLOCK_SKEW"
+
+// skewedClock is the system clock moved by the duration spec, nil (the
+// system's) when spec is empty.
+func skewedClock(spec string) (func() time.Time, error) {
+	if spec == "" {
+		return nil, nil
+	}
+	skew, err := time.ParseDuration(strings.TrimPrefix(spec, "+"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %q is not a duration such as +1h or -90s", ClockSkewEnv, spec)
+	}
+	return func() time.Time { return time.Now().Add(skew) }, nil
 }

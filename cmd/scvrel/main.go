@@ -79,19 +79,31 @@ type Config struct {
 	Keep bool
 	// Daemon is a prebuilt scv binary; empty builds one.
 	Daemon string
+	// LinearClients clients race for LinearFor under each fault kind of
+	// Faults in the linear check, on daemons run with Failpoints
+	// (SCV_FAILPOINTS; the broken variant); the pictures of the histories
+	// and the daemons' logs go to Out (empty: the temporary folder).
+	LinearClients int
+	LinearFor     time.Duration
+	Faults        []string
+	Failpoints    string
+	Out           string
 }
 
 // shortConfig is the default run: a minute or so on two cores.
 func shortConfig() Config {
 	return Config{
-		Kills:        15,
-		Clients:      64,
-		CompactEvery: 250 * time.Millisecond,
-		Writers:      16,
-		Readers:      8,
-		ReadFor:      5 * time.Second,
-		After:        2 * time.Second,
-		Outages:      3,
+		Kills:         15,
+		Clients:       64,
+		CompactEvery:  250 * time.Millisecond,
+		Writers:       16,
+		Readers:       8,
+		ReadFor:       5 * time.Second,
+		After:         2 * time.Second,
+		Outages:       3,
+		LinearClients: 16,
+		LinearFor:     3 * time.Second,
+		Faults:        faultKinds,
 	}
 }
 
@@ -101,10 +113,11 @@ func (c *Config) long() {
 	c.ReadFor = 60 * time.Second
 	c.After = 5 * time.Second
 	c.Outages = 20
+	c.LinearFor = 30 * time.Second
 }
 
 // checks are the known checks, in the order they run.
-var checks = []string{"crash", "readers"}
+var checks = []string{"crash", "readers", "linear"}
 
 // parseFlags reads the command line into a Config.
 func parseFlags(args []string, stderr io.Writer) (Config, error) {
@@ -128,6 +141,11 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.Uint64Var(&c.Seed, "seed", 0, "seed of the kill times (0: random, printed)")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the temporary folder (databases, daemon logs)")
 	fs.StringVar(&c.Daemon, "daemon", "", "use this scv `binary` instead of building ./cmd/scv")
+	fs.IntVar(&c.LinearClients, "clients-linear", c.LinearClients, "linear: concurrent clients across the three daemons")
+	linearFor := fs.Duration("linear-for", c.LinearFor, "linear: how long the clients run under each fault kind")
+	faults := fs.String("faults", strings.Join(faultKinds, ","), "linear: the fault kinds to run under, comma-separated")
+	fs.StringVar(&c.Failpoints, "failpoints", "", "linear: SCV_FAILPOINTS for the daemons (head-check=off: the broken variant the checker must catch)")
+	fs.StringVar(&c.Out, "out", "", "linear: the `folder` for the histories' pictures and the daemons' logs (default: the temporary folder, kept)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -143,8 +161,16 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 			c.ReadFor = *readFor
 		case "outages":
 			c.Outages = *outages
+		case "linear-for":
+			c.LinearFor = *linearFor
 		}
 	})
+	c.Faults = strings.Split(*faults, ",")
+	for _, f := range c.Faults {
+		if !slices.Contains(faultKinds, f) {
+			return c, fmt.Errorf("unknown fault kind %q (known: %s)", f, strings.Join(faultKinds, ", "))
+		}
+	}
 	c.Checks = fs.Args()
 	if len(c.Checks) == 0 {
 		return c, fmt.Errorf("name at least one check: %s", strings.Join(checks, ", "))
@@ -285,22 +311,28 @@ func Run(ctx context.Context, cfg Config, out, logw io.Writer) ([]Result, error)
 		}
 		e := env{cfg: cfg, bin: bin, dir: sub, logf: func(format string, args ...any) { logf(name+": "+format, args...) }}
 		t := time.Now()
-		var r Result
+		var rs []Result
 		switch name {
 		case "crash":
-			r = crashCheck(ctx, e)
+			rs = []Result{crashCheck(ctx, e)}
 		case "readers":
-			r = readersCheck(ctx, e)
+			rs = []Result{readersCheck(ctx, e)}
+		case "linear":
+			rs = linearCheck(ctx, e) // one per fault kind, each timed
 		}
-		r.Elapsed = time.Since(t)
+		if len(rs) == 1 && rs[0].Elapsed == 0 {
+			rs[0].Elapsed = time.Since(t)
+		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		fmt.Fprintln(out, r.Line())
-		for _, p := range r.Problems {
-			fmt.Fprintln(out, "  problem:", p)
+		for _, r := range rs {
+			fmt.Fprintln(out, r.Line())
+			for _, p := range r.Problems {
+				fmt.Fprintln(out, "  problem:", p)
+			}
 		}
-		results = append(results, r)
+		results = append(results, rs...)
 	}
 	printTable(out, results, time.Since(began), cfg.Seed)
 	return results, nil

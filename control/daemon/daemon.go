@@ -103,9 +103,13 @@ type Config struct {
 	Args []string
 	// Failpoints are the failpoints set (SCV_FAILPOINTS).
 	Failpoints ledger.Failpoints
-	// Clock stamps events, reports and questions (nil: the system
-	// clock), and PID is the pid replies report (0: the process's own);
-	// for tests.
+	// Clock is the daemon's own clock (nil: the system clock): it stamps
+	// reports and questions, times the sweeper's lease renewals, and, on
+	// a ledger the daemon has alone (SQLite), stamps events. On a shared
+	// ledger the database server's clock stamps events and times the
+	// lease, one clock for every daemon, whatever this one says (scvrel's
+	// linear check skews it, SCV_CLOCK_SKEW). PID is the pid replies
+	// report (0: the process's own). For tests.
 	Clock func() time.Time
 	PID   uint32
 	// LineTimeout bounds a request line's arrival (0: the server's
@@ -400,7 +404,11 @@ func (d *Daemon) openStores(ctx context.Context) error {
 			return err
 		}
 	}
-	l, err := ledger.Open(ctx, drv, ledger.Options{Clock: d.cfg.Clock, CacheSize: d.cfg.CacheSize, Failpoints: d.cfg.Failpoints,
+	clock := d.cfg.Clock
+	if d.Shared() {
+		clock = nil // the server's
+	}
+	l, err := ledger.Open(ctx, drv, ledger.Options{Clock: clock, CacheSize: d.cfg.CacheSize, Failpoints: d.cfg.Failpoints,
 		Metrics: d.recorder()})
 	if err != nil {
 		drv.Close()

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -44,8 +45,17 @@ type Daemon struct {
 // once; Ready waits for it to answer. Should the harness die, the kernel
 // kills the daemon with it.
 func Start(bin, db, sock string, extra ...string) (*Daemon, error) {
+	return StartEnv(nil, bin, db, sock, extra...)
+}
+
+// StartEnv is Start with env added to the harness's environment (such as
+// SCV_FAILPOINTS or SCV_CLOCK_SKEW for one daemon of a fleet).
+func StartEnv(env []string, bin, db, sock string, extra ...string) (*Daemon, error) {
 	d := &Daemon{Sock: sock, exited: make(chan struct{})}
 	d.Cmd = exec.Command(bin, append([]string{"daemon", "--db", db, "--socket", sock}, extra...)...)
+	if env != nil {
+		d.Cmd.Env = append(os.Environ(), env...)
+	}
 	d.Cmd.Stderr = &d.logs
 	d.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	d.Started = time.Now()
@@ -63,6 +73,15 @@ func (d *Daemon) Err() error {
 		return nil
 	}
 	return fmt.Errorf("daemon: %v: %s", d.waitErr, d.logs.String())
+}
+
+// Log is what the process wrote to its standard error; empty while it
+// runs (read only after it ended).
+func (d *Daemon) Log() string {
+	if d.Running() {
+		return ""
+	}
+	return d.logs.String()
 }
 
 // Running reports whether the process has not exited.

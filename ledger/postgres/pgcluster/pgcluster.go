@@ -1,6 +1,7 @@
 // Package pgcluster runs a private PostgreSQL cluster, with nothing but
 // Debian's postgresql package: initdb in a folder, a server on a Unix
-// socket in it (no TCP port), fsync on. PostgreSQL refuses to run as root:
+// socket in it (and on a TCP port of 127.0.0.1 if asked), fsync on.
+// PostgreSQL refuses to run as root:
 // run as root (as CI does), the cluster runs as the user "postgres"
 // (Debian's package creates it), or "nobody" where there is none, who is
 // given the folder. cmd/scvpg and the fleet's fault tests use it.
@@ -8,6 +9,15 @@
 // Bouncer puts a PgBouncer (Debian's pgbouncer package) in front of a
 // server, in the same way, for the tests that reach the server through
 // one.
+//
+// # Standbys and failover
+//
+// StartStandby copies a running cluster (pg_basebackup) into a streaming
+// standby of it; SetSynchronous and WaitSync make the primary wait for
+// that standby at every commit; Kill stops a server as a crash would, and
+// Promote turns a standby into the primary. MultiHostURL names several
+// clusters in one URL that reaches whichever of them accepts writes, as a
+// fleet's daemons are given it when their database fails over.
 package pgcluster
 
 import (
@@ -15,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -43,19 +54,50 @@ func Installed() bool {
 }
 
 // Cluster is a private PostgreSQL cluster in Dir: data in Dir/data, the
-// socket in Dir, no TCP port. Log receives what the PostgreSQL programs
-// print (nil: discarded).
+// socket in Dir. Log receives what the PostgreSQL programs print (nil:
+// discarded).
 type Cluster struct {
 	Dir string
 	Log io.Writer
+	// Port, when not zero, is a TCP port the server also listens on, on
+	// 127.0.0.1 only (and the number in its socket's name,
+	// .s.PGSQL.<Port>). Zero: no TCP port, and the socket is
+	// .s.PGSQL.5432.
+	Port int
 }
 
 // Role is the cluster's superuser.
 const Role = "scv"
 
-// URL is the URL of database db on the cluster, as its superuser.
+// defaultPort is PostgreSQL's port, which names the socket of a cluster
+// with no TCP port.
+const defaultPort = 5432
+
+// port is the number in the name of the server's socket.
+func (c *Cluster) port() int {
+	if c.Port != 0 {
+		return c.Port
+	}
+	return defaultPort
+}
+
+// URL is the URL of database db on the cluster, through its Unix socket,
+// as its superuser.
 func (c *Cluster) URL(db string) string {
-	return (&url.URL{Scheme: "postgres", User: url.User(Role), Path: "/" + db, RawQuery: "host=" + url.QueryEscape(c.Dir)}).String()
+	q := "host=" + url.QueryEscape(c.Dir)
+	if c.Port != 0 {
+		q += "&port=" + strconv.Itoa(c.Port)
+	}
+	return (&url.URL{Scheme: "postgres", User: url.User(Role), Path: "/" + db, RawQuery: q}).String()
+}
+
+// TCPURL is the URL of database db on the cluster, through its TCP port
+// on 127.0.0.1, as its superuser. It panics if the cluster has no Port.
+func (c *Cluster) TCPURL(db string) string {
+	if c.Port == 0 {
+		panic("pgcluster: TCPURL of a cluster with no TCP port")
+	}
+	return (&url.URL{Scheme: "postgres", User: url.User(Role), Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(c.Port)), Path: "/" + db}).String()
 }
 
 // bin finds a PostgreSQL program: on PATH, else in Debian's newest
@@ -169,7 +211,8 @@ func (c *Cluster) own() error {
 }
 
 // Start creates the cluster (initdb, once) and starts its server, unless
-// it answers already.
+// it answers already. A standby stopped (Stop, Kill) starts again with
+// Start, as the standby it was.
 func (c *Cluster) Start() error {
 	// The folders above it as any folder (others may pass through); the
 	// cluster's own is private.
@@ -188,10 +231,21 @@ func (c *Cluster) Start() error {
 			return err
 		}
 	}
+	return c.serve()
+}
+
+// serve starts the server on the data in Dir/data, unless it answers
+// already, and returns once it does.
+func (c *Cluster) serve() error {
 	if c.Ready() {
 		return nil
 	}
-	opts := "-k " + c.Dir + " -c listen_addresses= -c fsync=on -c synchronous_commit=on -c max_connections=300"
+	listen := "-c listen_addresses="
+	if c.Port != 0 {
+		listen = fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d", c.Port)
+	}
+	opts := "-k " + c.Dir + " " + listen + " -c fsync=on -c synchronous_commit=on -c max_connections=300"
+	data := filepath.Join(c.Dir, "data")
 	if err := c.runAs("pg_ctl", "-D", data, "-o", opts, "-l", filepath.Join(c.Dir, "server.log"), "-w", "-t", "60", "start"); err != nil {
 		return err
 	}
@@ -221,7 +275,9 @@ func (c *Cluster) Stop() error {
 	return c.runAs("pg_ctl", "-D", filepath.Join(c.Dir, "data"), "-m", "fast", "-w", "stop")
 }
 
-// CreateDB creates database name unless it exists.
+// CreateDB creates database name unless it exists. On a standby, which
+// is read-only, it fails unless the database exists (it came from the
+// primary).
 func (c *Cluster) CreateDB(name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
