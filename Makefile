@@ -57,13 +57,14 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) ./control || exit 1; \
 	done
 
-## reliability: the long reliability checks (docs/reliability.md): scvrel crash and readers, the crash check on PostgreSQL (skipped where it is not installed), every TestReliability* test with SCV_LONG=1 (full log in bin/reliability.log), then make fuzz (each target for FUZZTIME)
+## reliability: the long reliability checks (docs/reliability.md): scvrel crash and readers, the crash check on PostgreSQL (skipped where it is not installed), the linear check under every fault kind (histories' pictures and daemons' logs in bin/linear), every TestReliability* test with SCV_LONG=1 (full log in bin/reliability.log), then make fuzz (each target for FUZZTIME)
 reliability: SHELL := /bin/bash
 reliability: .SHELLFLAGS := -o pipefail -ec
 reliability:
 	$(GO) run ./cmd/scvrel --long crash readers
 	$(GO) run ./cmd/scvrel --long --pg crash
 	$(GO) run ./cmd/scvrel --long --pg --pgbouncer crash
+	$(GO) run ./cmd/scvrel --long --out bin/linear linear
 	mkdir -p bin
 	SCV_LONG=1 $(GO) test -count=1 -v -run '^TestReliability' ./... 2>&1 | tee bin/reliability.log | grep -E '^(=== RUN|--- |ok|FAIL|PASS)|RELIABILITY:'
 	$(MAKE) --no-print-directory fuzz

@@ -23,6 +23,7 @@ import (
 	"scv/cmd/internal/daemonproc"
 	"scv/control"
 	"scv/control/api"
+	"scv/ledger/postgres"
 	"scv/ledger/postgres/pgcluster"
 	"scv/reducer"
 )
@@ -90,6 +91,10 @@ type linRun struct {
 	mu      sync.Mutex // guards daemons and logs
 	daemons []*daemonproc.Daemon
 	logs    []string // ended daemons' logs
+
+	// pauses of the lease's holder, and how many times another daemon
+	// took the lease in a higher term meanwhile.
+	pauses, handed int
 
 	procs  atomic.Int64 // porcupine client IDs handed out
 	opIDs  atomic.Int64 // operation IDs handed out
@@ -297,6 +302,12 @@ func (r *linRun) run(ctx context.Context, out string) (linResult, error) {
 	}
 	ops, res.acked, res.lost, res.settled = r.settle(ops, final)
 	ops = append(ops, finalOps...)
+	if r.pauses > 0 {
+		r.notes = append(r.notes, fmt.Sprintf("while its holder was stopped, another daemon took the lease in a higher term %d times of %d", r.handed, r.pauses))
+	}
+	if r.kind == "skew" {
+		r.notes = append(r.notes, "every event stamped within the run by the server's clock, whatever daemon 0's (1 h ahead, then behind) said")
+	}
 	res.ops, res.faults, res.notes = len(ops), r.faults, r.notes
 	r.e.logf("check %s operations (%s unknown)", commas(res.ops), commas(res.unknown))
 	res.violations, res.picture = r.check(ops, out)
@@ -818,7 +829,7 @@ func (r *linRun) one(ctx context.Context, rng *rand.Rand, k string) error {
 }
 
 // pause stops the holder of the sweeper's lease with SIGSTOP for longer
-// than the lease, and resumes it: meanwhile another daemon must have
+// than the lease (and the server's idle timeout), and resumes it: meanwhile another daemon must have
 // taken the lease in a higher term, and the resumed one must not hold it
 // in its old term.
 func (r *linRun) pause(ctx context.Context) error {
@@ -835,13 +846,19 @@ func (r *linRun) pause(ctx context.Context) error {
 	}
 	syscall.Kill(pid, syscall.SIGSTOP)
 	r.fault("pause")
-	time.Sleep(linLease + 1500*time.Millisecond)
+	// Past its lease, and past the server's patience with a session
+	// idle in its transaction: a daemon stopped inside its write
+	// transaction holds the write lock until then.
+	time.Sleep(linLease + postgres.DefaultIdleTimeout + 1500*time.Millisecond)
 	during, err := r.lease(ctx)
 	syscall.Kill(pid, syscall.SIGCONT)
 	if err != nil {
 		return err
 	}
-	if during.Term <= before.Term || during.Holder == before.Holder {
+	r.pauses++
+	if during.Term > before.Term && during.Holder != before.Holder {
+		r.handed++
+	} else {
 		r.p.addf("pause: while %s (term %d) was stopped past its lease, no other daemon took it (%s, term %d)",
 			before.Holder, before.Term, during.Holder, during.Term)
 	}

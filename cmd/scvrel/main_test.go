@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/ledger/driver"
+	"scv/ledger/postgres/pgcluster"
 	"scv/ledger/postgres/pgtest"
 	"scv/ledger/sqlite/sqlitetest"
 )
@@ -424,4 +425,65 @@ func TestProjectOf(t *testing.T) {
 	assert.Contains(t, firstDifference(c, a), `"c1-3"`)
 	_, err = projectOf([]byte(`{"version":"1"}`))
 	assert.Error(t, err, "a reply without a project")
+}
+
+// needPG skips t where PostgreSQL is not installed, unless
+// $SCV_REQUIRE_PG says it must be (as in CI): then it fails.
+func needPG(t *testing.T) {
+	t.Helper()
+	if pgcluster.Installed() {
+		return
+	}
+	msg := "PostgreSQL is not installed (Debian: apt-get install postgresql)"
+	if os.Getenv(pgtest.RequireEnv) != "" {
+		t.Fatal(msg + "; " + pgtest.RequireEnv + " is set, so this is a failure")
+	}
+	t.Skip(msg)
+}
+
+// TestReliabilityLinear runs the linear check's short form under every
+// fault kind: three daemons on one PostgreSQL ledger, 16 clients for a few
+// seconds each, and each history must be linearizable, with nothing
+// acknowledged lost and every daemon taking writes after the faults. The
+// long form is `scvrel --long linear`, in `make reliability`.
+func TestReliabilityLinear(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the daemon, starts PostgreSQL and three daemons, and injects faults")
+	}
+	needPG(t)
+	e := testEnv(t)
+	e.cfg.LinearFor = shortConfig().LinearFor
+	results := linearCheck(context.Background(), e)
+	require.Len(t, results, len(faultKinds))
+	for i, r := range results {
+		assert.Equal(t, "linear/"+faultKinds[i], r.Name)
+		for _, p := range r.Problems {
+			t.Errorf("%s: problem: %s", r.Name, p)
+		}
+		assert.Contains(t, r.Figure, "; 0 violations;", r.Name)
+		assert.Contains(t, r.Figure, " 0 lost", r.Name)
+		if faultKinds[i] != "none" {
+			assert.NotContains(t, r.Figure, "no faults", "%s: the faults were injected", r.Name)
+		}
+		t.Logf("RELIABILITY: %s", r.Line())
+	}
+}
+
+// TestLinearCatchesHeadCheckOff: a fleet whose daemons trust their caches
+// (the failpoint head-check=off) double-claims tasks and answers stale
+// reads, and the linear check must say so: the check can fail.
+func TestLinearCatchesHeadCheckOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the daemon and starts PostgreSQL and three daemons")
+	}
+	needPG(t)
+	e := testEnv(t)
+	e.cfg.LinearFor, e.cfg.Faults, e.cfg.Failpoints = 2*time.Second, []string{"none"}, "head-check=off"
+	results := linearCheck(context.Background(), e)
+	require.Len(t, results, 1)
+	r := results[0]
+	t.Log(r.Line())
+	require.False(t, r.Pass(), "the broken variant passed the check")
+	assert.NotContains(t, r.Figure, "; 0 violations;")
+	assert.Contains(t, r.Problems[0], "is not linearizable: ")
 }

@@ -53,7 +53,7 @@ func TestSessionSettings(t *testing.T) {
 				}()
 			}
 			for range 4 {
-				assert.Equal(t, [4]string{"30s", "1500ms", "1min", "scv"}, <-seen)
+				assert.Equal(t, [4]string{"30s", "1500ms", "5s", "scv"}, <-seen)
 			}
 			close(held)
 			wg.Wait()

@@ -59,15 +59,25 @@ import (
 const (
 	DefaultStatementTimeout = 30 * time.Second
 	DefaultLockTimeout      = 10 * time.Second
-	DefaultMaxConns         = 8
+	// DefaultIdleTimeout is idle_in_transaction_session_timeout: a
+	// daemon's transactions wait on it for milliseconds between their
+	// statements, and one that stops inside its write transaction (paused,
+	// swapped out, its machine frozen) holds the ledger's write lock, and
+	// so every daemon's writes, until the server ends its session. Shorter
+	// than the lock timeout, so that the others' writes wait for it rather
+	// than fail.
+	DefaultIdleTimeout = 5 * time.Second
+	DefaultMaxConns    = 8
 )
 
 // Options configure Open.
 type Options struct {
 	// StatementTimeout bounds every statement, LockTimeout every wait
-	// for a lock (0: the defaults above).
+	// for a lock, IdleTimeout a transaction's wait for its next statement
+	// (0: the defaults above).
 	StatementTimeout time.Duration
 	LockTimeout      time.Duration
+	IdleTimeout      time.Duration
 	// MaxConns bounds the pool (0: DefaultMaxConns). Writes use one
 	// connection at a time (they are serialized anyway); reads the rest.
 	MaxConns int32
@@ -155,7 +165,7 @@ func poolConfig(rawURL string, opts Options) (*pgxpool.Config, []setting, error)
 	}
 	set("statement_timeout", opts.StatementTimeout, DefaultStatementTimeout)
 	set("lock_timeout", opts.LockTimeout, DefaultLockTimeout)
-	set("idle_in_transaction_session_timeout", 2*opts.StatementTimeout, 2*DefaultStatementTimeout)
+	set("idle_in_transaction_session_timeout", opts.IdleTimeout, DefaultIdleTimeout)
 	calls, args := make([]string, len(settings)), make([]any, 0, 2*len(settings))
 	for i, s := range settings {
 		calls[i] = fmt.Sprintf("set_config($%d, $%d, false)", 2*i+1, 2*i+2)
