@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -213,7 +213,7 @@ func linResultOf(name string, res linResult, probs []string, took time.Duration)
 // startLinearPG starts the server of the linear check's runs, with a TCP
 // port for the proxies.
 func startLinearPG(dir string) (*pgcluster.Cluster, error) {
-	port, err := freePort()
+	port, err := pgcluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -310,19 +310,10 @@ func (r *linRun) run(ctx context.Context, out string) (linResult, error) {
 	}
 	res.ops, res.faults, res.notes = len(ops), r.faults, r.notes
 	r.e.logf("check %s operations (%s unknown)", commas(res.ops), commas(res.unknown))
+	t := time.Now()
 	res.violations, res.picture = r.check(ops, out)
+	r.e.logf("checked and drawn in %.1f s", time.Since(t).Seconds())
 	return res, nil
-}
-
-// freePort is a TCP port of the loopback interface nobody listens on.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	_, port, _ := strings.Cut(l.Addr().String(), ":")
-	return strconv.Atoi(port)
 }
 
 // startFleet creates the run's database and starts its daemons, each on
@@ -635,11 +626,17 @@ func (r *linRun) check(ops []porcupine.Operation, out string) (int, string) {
 		r.p.addf("picture: %v", err)
 		picture = ""
 	}
-	switch res {
-	case porcupine.Ok:
+	if res == porcupine.Ok {
 		return 0, picture
-	case porcupine.Unknown:
-		r.p.addf("the checker gave up after %s", linCheckTimeout)
+	}
+	// The history itself, to look into.
+	dump := filepath.Join(out, "linear-"+r.kind+"-history.jsonl")
+	if err := writeHistory(dump, ops); err != nil {
+		r.p.addf("history: %v", err)
+	}
+	if res == porcupine.Unknown {
+		r.p.addf("the checker gave up after %s (history in %s)", linCheckTimeout, dump)
+		r.slowest(model, ops)
 		return 0, picture
 	}
 	// Which projects: each partition alone.
@@ -655,6 +652,41 @@ func (r *linRun) check(ops []porcupine.Operation, out string) (int, string) {
 		r.p.addf("project %s is not linearizable: %s", p.Name, unplaced(model, part, pinfo))
 	}
 	return violations, picture
+}
+
+// slowest checks each project's history alone, all at once, for a
+// while, and names those the checker could not decide, with their
+// operations whose outcome stayed unknown: what a search that gave up
+// most likely spent its time on.
+func (r *linRun) slowest(model porcupine.Model, ops []porcupine.Operation) {
+	parts := model.Partition(ops)
+	results := make([]porcupine.CheckResult, len(parts))
+	var wg sync.WaitGroup
+	for i, part := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = porcupine.CheckOperationsTimeout(model, part, linCheckTimeout/10)
+		}()
+	}
+	wg.Wait()
+	for i, part := range parts {
+		var unknown []string
+		for _, op := range part {
+			if op.Return == math.MaxInt64 {
+				unknown = append(unknown, fmt.Sprintf("%s (client %d at %.3f s)", model.DescribeOperation(op.Input, op.Output),
+					op.ClientId, float64(op.Call)/1e9))
+			}
+		}
+		name := r.byID[part[0].Input.(linInput).Project].Name
+		switch results[i] {
+		case porcupine.Unknown:
+			r.p.addf("project %s (%d operations): undecided after %s; never returned: %s", name, len(part), linCheckTimeout/10,
+				strings.Join(unknown, "; "))
+		case porcupine.Illegal:
+			r.p.addf("project %s (%d operations): not linearizable", name, len(part))
+		}
+	}
 }
 
 // unplaced describes where the longest linearization of a partition
@@ -724,9 +756,6 @@ func (r *linRun) heal(ctx context.Context) error {
 	}
 	return nil
 }
-
-// errNoFault: the fault could not be made (a proxy refused a toxic).
-var errNoFault = errors.New("no fault")
 
 // sleepCtx sleeps d, or less if ctx ends.
 func sleepCtx(ctx context.Context, d time.Duration) bool {
@@ -1062,4 +1091,21 @@ func (r *linRun) settle(ops []porcupine.Operation, final map[string]*finalState)
 		}
 	}
 	return out, acked, lost, settled
+}
+
+// writeHistory writes the operations to path, one JSON object a line.
+func writeHistory(path string, ops []porcupine.Operation) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for _, op := range ops {
+		if err := enc.Encode(map[string]any{"client": op.ClientId, "call": op.Call, "return": op.Return,
+			"input": op.Input, "output": op.Output}); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strings"
 
@@ -153,8 +152,7 @@ type linState struct {
 	// lost to the placeholder the model gave it, once a read or a write
 	// naming it shows which it is. Sorted by real ID.
 	alias []aliasPair
-	key   string
-	hash  uint64
+	hash  uint64 // of events and alias
 }
 
 type aliasPair struct{ real, model string }
@@ -166,29 +164,42 @@ func placeholder(op int) string { return fmt.Sprintf("?%d", op) }
 func isPlaceholder(id string) bool { return strings.HasPrefix(id, "?") }
 
 func newState(p *reducer.Project, events []eventView, alias []aliasPair) *linState {
-	s := &linState{p: p, events: events, alias: alias}
-	var b strings.Builder
-	for _, t := range p.Tasks() {
-		progress := ""
-		if t.Progress != nil {
-			progress = *t.Progress
-		}
-		fmt.Fprintf(&b, "%s %s %d %s %q;", t.ID, t.Status, t.Retries, t.RunID, progress)
-	}
-	for _, r := range p.Runs() {
-		fmt.Fprintf(&b, "%s %s;", r.ID, r.Status)
-	}
+	// The project is the fold of its events, so the events (with the
+	// sequences learnt) and the aliases are the whole state.
+	h := uint64(fnvOffset)
 	for _, e := range events {
-		fmt.Fprintf(&b, "%d %s %s %s %q;", e.Seq, e.Kind, e.Task, e.Run, e.Detail)
+		h = e.hash(h)
 	}
 	for _, a := range alias {
-		fmt.Fprintf(&b, "%s=%s;", a.real, a.model)
+		h = fnvString(fnvString(h, a.real), a.model)
 	}
-	s.key = b.String()
-	h := fnv.New64a()
-	h.Write([]byte(s.key))
-	s.hash = h.Sum64()
-	return s
+	return &linState{p: p, events: events, alias: alias, hash: h}
+}
+
+// equal reports whether two states are the same.
+func (s *linState) equal(t *linState) bool {
+	return s == t || (s.hash == t.hash && slices.Equal(s.events, t.events) && slices.Equal(s.alias, t.alias))
+}
+
+// FNV-1a, written out so that a hash goes on from where another stopped.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * fnvPrime
+	}
+	return (h ^ 0xff) * fnvPrime // a separator
+}
+
+// hash goes on from h with e.
+func (e eventView) hash(h uint64) uint64 {
+	for i := range 8 {
+		h = (h ^ (e.Seq >> (8 * i) & 0xff)) * fnvPrime
+	}
+	return fnvString(fnvString(fnvString(fnvString(h, e.Kind), e.Task), e.Run), e.Detail)
 }
 
 // initialState is a project's state as the events the check set it up
@@ -507,7 +518,7 @@ func linModel(init map[string]*linState, taskNames map[string]string) porcupine.
 		},
 		Equal: func(a, b any) bool {
 			x, y := a.(*linState), b.(*linState)
-			return x == y || (x.hash == y.hash && x.key == y.key)
+			return x.equal(y)
 		},
 		DescribeOperation: func(input, output any) string {
 			return describeOp(input.(linInput), output.(linOutput), taskNames)

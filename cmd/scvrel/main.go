@@ -166,9 +166,12 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 		}
 	})
 	c.Faults = strings.Split(*faults, ",")
-	for _, f := range c.Faults {
+	for i, f := range c.Faults {
 		if !slices.Contains(faultKinds, f) {
 			return c, fmt.Errorf("unknown fault kind %q (known: %s)", f, strings.Join(faultKinds, ", "))
+		}
+		if slices.Contains(c.Faults[:i], f) {
+			return c, fmt.Errorf("fault kind %q named twice", f)
 		}
 	}
 	c.Checks = fs.Args()

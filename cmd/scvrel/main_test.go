@@ -398,7 +398,18 @@ func TestParseFlags(t *testing.T) {
 	assert.True(t, c.PG)
 	assert.Equal(t, 2, c.Outages)
 
-	for _, bad := range [][]string{{}, {"nope"}, {"--kills", "0", "crash"}} {
+	c, err = parseFlags([]string{"linear"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, faultKinds, c.Faults)
+	assert.Equal(t, 3*time.Second, c.LinearFor)
+	c, err = parseFlags([]string{"--long", "--faults", "kill,failover", "--failpoints", "head-check=off", "linear"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"kill", "failover"}, c.Faults)
+	assert.Equal(t, 30*time.Second, c.LinearFor)
+	assert.Equal(t, "head-check=off", c.Failpoints)
+
+	for _, bad := range [][]string{{}, {"nope"}, {"--kills", "0", "crash"}, {"--faults", "kill,quake", "linear"},
+		{"--faults", "kill,kill", "linear"}} {
 		_, err := parseFlags(bad, io.Discard)
 		assert.Error(t, err, "%v", bad)
 	}
