@@ -221,7 +221,11 @@ func unplaced(model porcupine.Model, part []porcupine.Operation, info porcupine.
 func (r *linRun) settle(ops []porcupine.Operation, final map[string]*finalState) (out []porcupine.Operation, acked, lost, settled int) {
 	// What the final events hold, by what made them.
 	type key struct{ project, a, b, c string }
-	events := map[key][]string{} // → the runs started (claims), or one "" per event
+	type made struct {
+		run string // the run started, for a claim
+		seq uint64
+	}
+	events := map[key][]made{}
 	keyOf := func(in linInput) key {
 		switch in.Kind {
 		case opClaim:
@@ -242,18 +246,25 @@ func (r *linRun) settle(ops []porcupine.Operation, final map[string]*finalState)
 			switch b := b.(type) {
 			case reducer.RunStarted:
 				k := key{id, "claim", b.TaskID, b.Agent}
-				events[k] = append(events[k], b.RunID)
+				events[k] = append(events[k], made{b.RunID, ev.Sequence})
 			case reducer.RunProgress:
 				k := key{id, "progress", b.RunID, b.Progress}
-				events[k] = append(events[k], "")
+				events[k] = append(events[k], made{"", ev.Sequence})
 			case reducer.RunFinished:
 				k := key{id, "finish", b.RunID, string(b.Status)}
-				events[k] = append(events[k], "")
+				events[k] = append(events[k], made{"", ev.Sequence})
 			case reducer.TaskRetried:
 				k := key{id, "retry", b.TaskID, ""}
-				events[k] = append(events[k], "")
+				events[k] = append(events[k], made{"", ev.Sequence})
 			}
 		}
+	}
+	// A write's event is its own, not another's that made the same, when
+	// its key made one event, or it is a claim: an acknowledged claim's
+	// event names its run, and what they leave is the unknown claims'.
+	only := map[key]bool{}
+	for k, ms := range events {
+		only[k] = len(ms) == 1 || k.a == "claim"
 	}
 	// Take out what the acknowledged writes made.
 	unknown := map[key][]int{}
@@ -271,13 +282,17 @@ func (r *linRun) settle(ops []porcupine.Operation, final map[string]*finalState)
 			unknown[k] = append(unknown[k], i)
 		case o.Reason == "":
 			acked++
-			made := events[k]
+			ms := events[k]
 			j := 0
 			if in.Kind == opClaim {
-				j = slices.Index(made, o.Run)
+				j = slices.IndexFunc(ms, func(m made) bool { return m.run == o.Run })
 			}
-			if j >= 0 && j < len(made) {
-				events[k] = slices.Delete(made, j, j+1)
+			if j >= 0 && j < len(ms) {
+				if only[k] {
+					in.Seq = ms[j].seq
+					op.Input = in
+				}
+				events[k] = slices.Delete(ms, j, j+1)
 			} else {
 				lost++
 				r.p.addf("acknowledged %s of %s in project %s (%s %s) is not in the ledger", in.Kind, r.names[in.Task], in.Project, in.Run+o.Run, in.Text+string(in.Status))
@@ -288,29 +303,33 @@ func (r *linRun) settle(ops []porcupine.Operation, final map[string]*finalState)
 		}
 	}
 	for k, idx := range unknown {
-		made := events[k]
+		ms := events[k]
 		delete(events, k)
 		switch {
-		case len(made) == 0:
+		case len(ms) == 0:
 			settled += len(idx) // none took effect
 			continue
-		case len(made) == len(idx) && (len(idx) == 1 || k.a == "retry"):
+		case len(ms) == len(idx) && (len(idx) == 1 || k.a == "retry"):
 			for n, i := range idx {
-				op := ops[i]
-				op.Output = linOutput{Run: made[n]} // took effect
+				op, in := ops[i], ops[i].Input.(linInput)
+				op.Output = linOutput{Run: ms[n].run} // took effect
+				if len(idx) == 1 && only[k] {
+					in.Seq = ms[n].seq
+					op.Input = in
+				}
 				ops[i] = op
 			}
 			settled += len(idx)
-		case len(made) > len(idx):
-			r.p.addf("project %s: %d %s events of %s %s, and only %d writes that could have made them", k.project, len(made), k.a, k.b, k.c, len(idx))
+		case len(ms) > len(idx):
+			r.p.addf("project %s: %d %s events of %s %s, and only %d writes that could have made them", k.project, len(ms), k.a, k.b, k.c, len(idx))
 		}
 		for _, i := range idx {
 			out = append(out, ops[i])
 		}
 	}
-	for k, made := range events {
-		if len(made) > 0 {
-			r.p.addf("project %s: %d %s events of %s %s that no write of a client made", k.project, len(made), k.a, k.b, k.c)
+	for k, ms := range events {
+		if len(ms) > 0 {
+			r.p.addf("project %s: %d %s events of %s %s that no write of a client made", k.project, len(ms), k.a, k.b, k.c)
 		}
 	}
 	return out, acked, lost, settled

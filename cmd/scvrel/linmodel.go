@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,7 +20,8 @@ import (
 // left, and a read must show that state, through the same views
 // (api.ProjectTasksOf) the daemon answers with. The model adds only what
 // the reducer does not know: run IDs minted by a write whose answer was
-// lost, and the global sequence numbers of events.
+// lost, and the global sequence numbers of events, learnt from reads, or
+// from the final events for the writes they tell apart.
 
 // opKind is what an operation of the linear check does.
 type opKind uint8
@@ -55,6 +57,10 @@ type linInput struct {
 	Text   string            // progress
 	Status reducer.RunStatus // finish
 	After  uint64            // events
+	// Seq, for a write that took effect, is the sequence of its event as
+	// the final events show it (0 when they do not tell which event is
+	// its own): the model appends its event at that sequence only.
+	Seq uint64
 }
 
 // linOutput is an operation's outcome as its client saw it.
@@ -296,12 +302,37 @@ func (s *linState) apply(in linInput, run string, alias []aliasPair) (*linState,
 	if err != nil {
 		return nil, err
 	}
+	if in.Seq != 0 && !s.fits(in.Seq) {
+		return nil, errOutOfOrder
+	}
 	p, events := s.p, slices.Clone(s.events)
-	for _, e := range evs {
+	for i, e := range evs {
 		p = reducer.Evolve(p, e)
-		events = append(events, viewOf(0, e.Body))
+		var seq uint64
+		if in.Seq != 0 {
+			seq = in.Seq + uint64(i) // one write's events are one batch
+		}
+		events = append(events, viewOf(seq, e.Body))
 	}
 	return newState(p, events, alias), nil
+}
+
+// errOutOfOrder: a write whose event is known to come later in the ledger
+// than where the model would append it. No refusal is this.
+var errOutOfOrder = errors.New("linear: the write's event does not fit here")
+
+// fits reports whether an event of sequence seq can follow s's events:
+// above the last sequence learnt, with room for the events after it.
+func (s *linState) fits(seq uint64) bool {
+	var low uint64
+	for _, e := range s.events {
+		if e.Seq != 0 {
+			low = e.Seq
+		} else {
+			low++
+		}
+	}
+	return seq > low
 }
 
 // reasonOf is the refusal reason the daemon answers err with.
@@ -347,7 +378,7 @@ func (s *linState) step(in linInput, out linOutput) []*linState {
 		switch {
 		case out.Reason == "" && err == nil:
 			next = append(next, t)
-		case out.Reason != "" && err != nil && reasonOf(err) == out.Reason:
+		case out.Reason != "" && err != nil && err != errOutOfOrder && reasonOf(err) == out.Reason:
 			next = append(next, s) // refused, as the model refuses it
 		}
 	}

@@ -218,6 +218,25 @@ func TestModelEvents(t *testing.T) {
 		{"an event that never was", false, func(h *opHistory) {
 			read(h, 3, started)
 		}},
+		// Writes whose sequence the final events told (linInput.Seq).
+		{"racing writes in the order of their sequences", true, func(h *opHistory) {
+			racingProgress(h)
+			h.op(1, linInput{Kind: opTasks}, tasks(taskView{ID: "T0", Status: reducer.TaskRunning, Run: "R1", Progress: "x"},
+				taskView{ID: "T1", Status: reducer.TaskPending}))
+		}},
+		{"racing writes in another order", false, func(h *opHistory) {
+			racingProgress(h)
+			h.op(1, linInput{Kind: opTasks}, tasks(taskView{ID: "T0", Status: reducer.TaskRunning, Run: "R1", Progress: "y"},
+				taskView{ID: "T1", Status: reducer.TaskPending}))
+		}},
+		{"a write at a sequence below one written before it was called", false, func(h *opHistory) {
+			h.op(0, linInput{Kind: opClaim, Task: "T0", Agent: "a", Seq: 8}, linOutput{Run: "R1"})
+			h.op(0, linInput{Kind: opProgress, Task: "T0", Run: "R1", Text: "x", Seq: 6}, ok)
+		}},
+		{"a write at a sequence a read showed another event at", false, func(h *opHistory) {
+			h.op(0, linInput{Kind: opClaim, Task: "T0", Agent: "a", Seq: 8}, linOutput{Run: "R1"})
+			read(h, 3, started)
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -226,6 +245,14 @@ func TestModelEvents(t *testing.T) {
 			assert.Equal(t, c.ok, h.linearizable(t))
 		})
 	}
+}
+
+// racingProgress: a claim at sequence 4, then two progress writes at the
+// same time, "y" at 5 and "x" at 6.
+func racingProgress(h *opHistory) {
+	h.op(0, linInput{Kind: opClaim, Task: "T0", Agent: "a", Seq: 4}, linOutput{Run: "R1"})
+	h.overlap(linInput{Kind: opProgress, Task: "T0", Run: "R1", Text: "x", Seq: 6},
+		linInput{Kind: opProgress, Task: "T0", Run: "R1", Text: "y", Seq: 5}, ok, ok)
 }
 
 // TestSettle: the final events decide unknown writes: one whose event is
@@ -270,8 +297,25 @@ func TestSettle(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []linOutput{{Run: "R1"}, {}, {}, {Reason: api.ReasonInvalidTransition}, {Reason: api.ReasonRunNotRunning},
 		{Run: "R2"}}, got, "the unknown progress there and the claim as R2 took effect; the other unknowns left")
+	seqs := map[string]uint64{}
+	for _, o := range out {
+		in := o.Input.(linInput)
+		seqs[in.Kind.String()+" "+in.Run+in.Task+" "+in.Text+string(in.Status)] = in.Seq
+	}
+	assert.Equal(t, map[string]uint64{"claim T0 ": 4, "progress R1 c1-1": 5, "claim T1 ": 6, "finish R1 succeeded": 0,
+		"retry T0 ": 0, "progress R1 c2-1": 0}, seqs, "what took effect is at its event's sequence")
 	require.Len(t, p.list, 1)
 	assert.Contains(t, p.list[0], "acknowledged finish")
+
+	// Two retries of one task, two events: which is whose is not known,
+	// so neither write is given a sequence.
+	retried := map[string]*finalState{"P": {events: []api.ProjectEvent{
+		ev(8, reducer.TaskRetried{TaskID: "T0", By: "c0"}), ev(9, reducer.TaskRetried{TaskID: "T0", By: "c1"})}}}
+	out, _, lost, _ = r.settle([]porcupine.Operation{op(linInput{Kind: opRetry, Task: "T0"}, ok), op(linInput{Kind: opRetry, Task: "T0"}, ok)}, retried)
+	assert.Zero(t, lost)
+	for _, o := range out {
+		assert.Zero(t, o.Input.(linInput).Seq)
+	}
 
 	// An event that nothing explains.
 	final["P"].events = append(final["P"].events, ev(7, reducer.RunProgress{RunID: "R1", Progress: "c9-9"}))
