@@ -273,7 +273,7 @@ func (r *linRun) run(ctx context.Context, out string) (linResult, error) {
 	ops, res.acked, res.lost, res.settled = r.settle(ops, final)
 	ops = append(ops, finalOps...)
 	if r.pauses > 0 {
-		r.notes = append(r.notes, fmt.Sprintf("while its holder was stopped, another daemon took the lease in a higher term %d times of %d", r.handed, r.pauses))
+		r.notes = append(r.notes, fmt.Sprintf("another daemon took the lease in a higher term while its holder was stopped, in %d of %d pauses", r.handed, r.pauses))
 	}
 	if r.kind == "skew" {
 		r.notes = append(r.notes, "every event stamped within the run by the server's clock, whatever daemon 0's (1 h ahead, then behind) said")
