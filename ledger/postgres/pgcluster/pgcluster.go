@@ -262,12 +262,7 @@ func (c *Cluster) serve() error {
 func (c *Cluster) Ready() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, c.URL("postgres"))
-	if err != nil {
-		return false
-	}
-	conn.Close(ctx)
-	return true
+	return c.withConn(ctx, func(*pgx.Conn) error { return nil }) == nil
 }
 
 // Stop stops the server (fast shutdown: connections are cut).
@@ -281,17 +276,23 @@ func (c *Cluster) Stop() error {
 func (c *Cluster) CreateDB(name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	return c.withConn(ctx, func(conn *pgx.Conn) error {
+		var n int
+		err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_database WHERE datname = $1`, name).Scan(&n)
+		if err == nil && n == 0 {
+			_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+		}
+		return err
+	})
+}
+
+// withConn runs f on a connection of its own to the cluster's postgres
+// database.
+func (c *Cluster) withConn(ctx context.Context, f func(*pgx.Conn) error) error {
 	conn, err := pgx.Connect(ctx, c.URL("postgres"))
 	if err != nil {
 		return err
 	}
-	defer conn.Close(ctx)
-	var n int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_database WHERE datname = $1`, name).Scan(&n); err != nil {
-		return err
-	}
-	if n == 0 {
-		_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-	}
-	return err
+	defer conn.Close(context.WithoutCancel(ctx))
+	return f(conn)
 }

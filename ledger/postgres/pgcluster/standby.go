@@ -90,13 +90,6 @@ func connValue(v string) string {
 // (CreateDB's too): set it before StartStandby only with nothing to commit
 // in between.
 func (c *Cluster) SetSynchronous(names ...string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, c.URL("postgres"))
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
 	set := `ALTER SYSTEM RESET synchronous_standby_names`
 	if len(names) > 0 {
 		quoted := make([]string, len(names))
@@ -108,14 +101,18 @@ func (c *Cluster) SetSynchronous(names ...string) error {
 		}
 		set = `ALTER SYSTEM SET synchronous_standby_names = 'FIRST 1 (` + strings.Join(quoted, ", ") + `)'`
 	}
-	// One statement at a time: ALTER SYSTEM refuses to run in a
-	// transaction, and several statements in one message are one.
-	for _, q := range []string{set, `ALTER SYSTEM SET synchronous_commit = on`, `SELECT pg_reload_conf()`} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			return fmt.Errorf("%s: %w", q, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return c.withConn(ctx, func(conn *pgx.Conn) error {
+		// One statement at a time: ALTER SYSTEM refuses to run in a
+		// transaction, and several statements in one message are one.
+		for _, q := range []string{set, `ALTER SYSTEM SET synchronous_commit = on`, `SELECT pg_reload_conf()`} {
+			if _, err := conn.Exec(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // WaitSync waits until the standby named name streams from the cluster
@@ -142,12 +139,7 @@ func (c *Cluster) WaitSync(ctx context.Context, name string) error {
 
 // query runs one query on a connection of its own and scans its one row.
 func (c *Cluster) query(ctx context.Context, q string, args []any, dest ...any) error {
-	conn, err := pgx.Connect(ctx, c.URL("postgres"))
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	return conn.QueryRow(ctx, q, args...).Scan(dest...)
+	return c.withConn(ctx, func(conn *pgx.Conn) error { return conn.QueryRow(ctx, q, args...).Scan(dest...) })
 }
 
 // Kill stops the server at once (immediate shutdown): every process of
