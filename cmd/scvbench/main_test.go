@@ -174,6 +174,17 @@ func TestResponder(t *testing.T) {
 	require.NoError(t, stop())
 }
 
+// buildScv builds the scv binary into a folder of the test's own, fit for
+// sockets, and returns both.
+func buildScv(t *testing.T) (dir, bin string) {
+	t.Helper()
+	dir = t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o700), "the socket's folder")
+	bin = filepath.Join(dir, "scv")
+	require.NoError(t, daemonproc.Build(context.Background(), bin))
+	return dir, bin
+}
+
 // TestAgentTurns: the live agents' measure runs its turns on a real
 // daemon and agent, and reports the daemon's and the agent's CPU per
 // update and the ledger events of a turn: run_started, run_finished, and
@@ -182,10 +193,7 @@ func TestAgentTurns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the daemon and an agent")
 	}
-	dir := t.TempDir()
-	require.NoError(t, os.Chmod(dir, 0o700), "the socket's folder")
-	bin := filepath.Join(dir, "scv")
-	require.NoError(t, daemonproc.Build(context.Background(), bin))
+	dir, bin := buildScv(t)
 	cfg := defaultConfig()
 	cfg.AgentUpdates, cfg.AgentRounds = 20_000, 2
 	res, err := agentTurns(context.Background(), cfg, bin, dir, t.Logf)
@@ -204,10 +212,7 @@ func TestMCPLatency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the daemon and scv mcp")
 	}
-	dir := t.TempDir()
-	require.NoError(t, os.Chmod(dir, 0o700), "the socket's folder")
-	bin := filepath.Join(dir, "scv")
-	require.NoError(t, daemonproc.Build(context.Background(), bin))
+	dir, bin := buildScv(t)
 	cfg := defaultConfig()
 	cfg.MCPCalls = 200
 	res, err := mcpLatency(context.Background(), cfg, bin, dir, t.Logf)
