@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,7 +63,7 @@ type agent struct {
 
 	// Set by spawn, then fixed.
 	ident  proc.Ident
-	stdin  *os.File
+	stdin  *input
 	conn   *acp.ClientSideConnection
 	guard  *guard
 	stderr *tail
@@ -85,7 +86,8 @@ type agent struct {
 	stopReason   string
 	runID        string
 	run          *turnRun
-	turnDone     chan struct{} // closed when the running turn has ended; nil between turns
+	turnDone     chan struct{}   // closed when the running turn has ended; nil between turns
+	promptSent   <-chan struct{} // closed once the running turn's session/prompt was written
 	turnCtx      context.Context
 	endTurn      context.CancelFunc // ends the waits of the running turn (permission questions)
 	message      []byte             // the running turn's agent message since its last newline (its tail)
@@ -146,11 +148,12 @@ func (a *agent) spawn() error {
 		a.log.Warn("agent broke the protocol; stopping it", "err", err)
 		go a.stop("it "+err.Error(), false)
 	}, a.take)
-	conn := acp.NewClientSideConnection(cl, stdinW, g)
+	in := &input{File: stdinW}
+	conn := acp.NewClientSideConnection(cl, in, g)
 	conn.SetLogger(a.log.With("component", "acp"))
 	g.start() // the connection's settings are made: it may read
 	a.mu.Lock()
-	a.ident, a.stdin, a.exited, a.stderr, a.guard, a.conn = ident, stdinW, make(chan struct{}), stderr, g, conn
+	a.ident, a.stdin, a.exited, a.stderr, a.guard, a.conn = ident, in, make(chan struct{}), stderr, g, conn
 	a.mu.Unlock()
 	stderrDone := make(chan struct{})
 	a.stderrDone = stderrDone
@@ -286,6 +289,7 @@ func (a *agent) begin(text string, run *turnRun) {
 	a.message, a.progress, a.fromMessage = a.message[:0], "", false
 	a.turnDone = make(chan struct{})
 	a.turnCtx, a.endTurn = context.WithCancel(context.Background())
+	a.promptSent = a.stdin.expectPrompt()
 	conv, turn := a.conversation, a.turn
 	a.mu.Unlock()
 	a.add(api.AgentUpdate{Kind: "turn_started", Text: text})
@@ -392,15 +396,22 @@ func (a *agent) broken(err error, stopping bool, why string) (reason string, sta
 	return "crashed", reducer.RunFailed, "agent connection lost: " + err.Error()
 }
 
-// cancel asks the agent to end its running turn.
+// cancel asks the agent to end its running turn. The session/cancel goes
+// out after the turn's session/prompt, which the turn's goroutine sends:
+// an agent ignores a cancel that comes before the prompt it would end.
 func (a *agent) cancel() error {
 	a.mu.Lock()
-	working, conv, end, conn := a.turnDone != nil, a.conversation, a.endTurn, a.conn
+	working, conv, end, conn, sent := a.turnDone != nil, a.conversation, a.endTurn, a.conn, a.promptSent
 	a.mu.Unlock()
 	if !working {
 		return api.Errorf(api.ErrInvalidTransition, "agent %s has no turn running", a.name)
 	}
 	end() // a permission question waiting is answered cancelled
+	select {
+	case <-sent:
+	case <-conn.Done():
+	case <-time.After(cancelWait):
+	}
 	return conn.Cancel(context.Background(), acp.CancelNotification{SessionId: acp.SessionId(conv)})
 }
 
@@ -446,6 +457,40 @@ func (a *agent) stop(why string, keep bool) {
 	a.m.forget(a)
 	a.log.Info("agent stopped", "why", why, "kept", keep)
 	close(a.done)
+}
+
+// input is an agent's standard input, which tells when a session/prompt
+// has been written: the SDK writes each message whole, in one Write, and
+// JSON's quotes inside a string are escaped, so the method's key and
+// value together are found only in a request of that method.
+type input struct {
+	*os.File
+	mu     sync.Mutex
+	prompt chan struct{} // closed at the next prompt written; nil when none is awaited
+}
+
+var promptMethod = []byte(`"method":"` + acp.AgentMethodSessionPrompt + `"`)
+
+// expectPrompt returns a channel closed once the next session/prompt has
+// been written.
+func (in *input) expectPrompt() <-chan struct{} {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.prompt = make(chan struct{})
+	return in.prompt
+}
+
+func (in *input) Write(p []byte) (int, error) {
+	n, err := in.File.Write(p)
+	if bytes.Contains(p, promptMethod) {
+		in.mu.Lock()
+		if in.prompt != nil {
+			close(in.prompt)
+			in.prompt = nil
+		}
+		in.mu.Unlock()
+	}
+	return n, err
 }
 
 // kill closes the agent's input and stops its tree: SIGTERM, then SIGKILL

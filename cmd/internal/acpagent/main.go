@@ -14,6 +14,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -68,7 +70,43 @@ type agent struct {
 
 	mu      sync.Mutex
 	cancels map[acp.SessionId]context.CancelFunc
-	perms   atomic.Int64
+	// Prompts read from stdin and prompts begun: the SDK runs each
+	// request in a goroutine of its own and notifications in order in
+	// another, so a session/cancel sent just after its prompt can be
+	// handled before the prompt's handler has begun. A cancel that finds
+	// no prompt running while one was read and not yet begun is kept for
+	// it (early); one that finds none at all came after its turn ended.
+	read, begun int
+	early       bool
+	perms       atomic.Int64
+}
+
+// countPrompts passes stdin on line by line, counting the prompts read
+// before the SDK sees them.
+func (a *agent) countPrompts(in io.Reader) io.Reader {
+	pr, pw := io.Pipe()
+	marker := []byte(`"method":"` + acp.AgentMethodSessionPrompt + `"`)
+	go func() {
+		r := bufio.NewReaderSize(in, 1<<16)
+		for {
+			line, err := r.ReadBytes('\n')
+			if bytes.Contains(line, marker) {
+				a.mu.Lock()
+				a.read++
+				a.mu.Unlock()
+			}
+			if len(line) > 0 {
+				if _, werr := pw.Write(line); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+	}()
+	return pr
 }
 
 var (
@@ -168,18 +206,21 @@ func (a *agent) Cancel(_ context.Context, p acp.CancelNotification) error {
 	defer a.mu.Unlock()
 	if cancel, ok := a.cancels[p.SessionId]; ok {
 		cancel()
+	} else if a.read > a.begun {
+		a.early = true
 	}
 	return nil
 }
 
 func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResponse, error) {
-	s, err := a.load(p.SessionId)
-	if err != nil {
-		return acp.PromptResponse{}, err
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	a.mu.Lock()
+	a.begun++
+	if a.early {
+		a.early = false
+		cancel()
+	}
 	a.cancels[p.SessionId] = cancel
 	a.mu.Unlock()
 	defer func() {
@@ -187,6 +228,10 @@ func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 		delete(a.cancels, p.SessionId)
 		a.mu.Unlock()
 	}()
+	s, err := a.load(p.SessionId)
+	if err != nil {
+		return acp.PromptResponse{}, err
+	}
 
 	var text strings.Builder
 	for _, b := range p.Prompt {
@@ -478,7 +523,7 @@ func main() {
 	out := &lockedWriter{w: os.Stdout}
 	a := &agent{state: state, noLoad: *noLoad, out: out, ready: make(chan struct{}),
 		cancels: map[acp.SessionId]context.CancelFunc{}}
-	asc := acp.NewAgentSideConnection(a, out, os.Stdin)
+	asc := acp.NewAgentSideConnection(a, out, a.countPrompts(os.Stdin))
 	asc.SetLogger(slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	a.conn = asc
 	close(a.ready)
