@@ -315,7 +315,9 @@ func TestLiveAgentsEndToEnd(t *testing.T) {
 // restarts once they are reported done; it never restarts in the middle
 // of a turn; after each restart the agents are started again and their
 // conversations loaded (session/load), turn counts kept, and an agent
-// that does not offer session/load has ended.
+// that does not offer session/load has ended. At the deadline, a turn
+// still under way is cut short (cancelled, and recorded so) before the
+// hand-over.
 func TestLiveAgentsThroughRestarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary twice")
@@ -340,6 +342,10 @@ func TestLiveAgentsThroughRestarts(t *testing.T) {
 	assert.Equal(t, uint32(2), *d.BackgroundJobs)
 	assert.NotNil(t, d.IdleSinceUnixSeconds, "between turns")
 	assert.Equal(t, uint64(1), *e.jsonOf("status").Delegations.Idle, "only forgetful counts as idle")
+	status := e.ok("status")
+	assert.Contains(t, status, "delegations      2 active (1 idle), 0 reaped\n")
+	assert.Regexp(t, `(?m)^agent gem +turn 1, idle since [^,]+, 2 background jobs$`, status)
+	assert.Regexp(t, `(?m)^agent forgetful +turn 0, idle since [^,]+$`, status)
 
 	install(t, newBin, e.d.bin)
 	st := e.d.must(t, api.CmdRestartWhenIdle{Version: ptr("2.0.0-new"), MaxWaitSeconds: ptr(uint64(120))})
@@ -386,6 +392,7 @@ func TestLiveAgentsThroughRestarts(t *testing.T) {
 		a, _ := e.agent("gem")
 		return a.State == api.AgentWorking && a.Turn == 4
 	}, 10*time.Second, 20*time.Millisecond)
+	assert.Regexp(t, `(?m)^agent gem +turn 4 under way$`, e.ok("status"))
 	st = e.d.must(t, api.CmdRestartWhenIdle{Version: ptr("1.0.0-old")})
 	require.NotNil(t, st.Restart.WaitingFor)
 	assert.Contains(t, *st.Restart.WaitingFor, "agent gem (turn 4)", "(the prompt's own requests may be in flight too)")
@@ -401,9 +408,40 @@ func TestLiveAgentsThroughRestarts(t *testing.T) {
 		return ok && a.State == api.AgentIdle && a.Turn == 4
 	}, 20*time.Second, 20*time.Millisecond)
 
+	// At the deadline, a turn still under way is cut short before the
+	// hand-over: cancelled, its run cancelled with the reason, its
+	// follower told; the conversation goes on after the restart.
+	e.ok("project", "task", "add", "acme", "bench")
+	install(t, newBin, e.d.bin)
+	turn = e.background("agent", "prompt", "gem", "--task", "bench", "say long\nsleep 60s\nsay never")
+	require.Eventually(t, func() bool {
+		a, _ := e.agent("gem")
+		return a.State == api.AgentWorking && a.Turn == 5
+	}, 10*time.Second, 20*time.Millisecond)
+	e.d.must(t, api.CmdRestartWhenIdle{Version: ptr("2.0.0-new"), MaxWaitSeconds: ptr(uint64(1))})
+	r = turn()
+	assert.Equal(t, 1, r.code, "the turn did not end its own way")
+	assert.Equal(t, "long\n-- turn 5 ended: cancelled (run cancelled)\ncancelled: the daemon restarts into 2.0.0-new\n", r.stdout)
+	assert.Equal(t, "scv: turn 5 ended: cancelled\n", r.stderr)
+	require.Eventually(t, func() bool {
+		st, err := e.d.call(api.CmdStatus{})
+		return err == nil && st.Version == "2.0.0-new"
+	}, 20*time.Second, 20*time.Millisecond, "restarted at the deadline")
+	require.Eventually(t, func() bool {
+		a, ok := e.agent("gem")
+		return ok && a.State == api.AgentIdle && a.Turn == 5
+	}, 20*time.Second, 20*time.Millisecond)
+	assert.Contains(t, e.d.logs(), `msg="restarting at the deadline"`)
+
 	var statuses []string
+	var last string
 	for _, run := range e.runs("acme") {
 		statuses = append(statuses, string(run.Status))
+		if run.Progress != nil {
+			last = *run.Progress
+		}
 	}
-	assert.Equal(t, []string{"succeeded", "succeeded", "succeeded", "succeeded"}, statuses, "each turn a run, none lost through two restarts")
+	assert.Equal(t, []string{"succeeded", "succeeded", "succeeded", "succeeded", "cancelled"}, statuses,
+		"each turn a run, none lost through three restarts")
+	assert.Equal(t, "cancelled: the daemon restarts into 2.0.0-new", last)
 }

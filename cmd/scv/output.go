@@ -206,6 +206,19 @@ func printDaemonStatus(p *printer, st *api.DaemonStatus) error {
 	t.add("pid", fmt.Sprint(st.PID))
 	t.add("components", fmt.Sprint(len(st.Components)))
 	t.add("delegations", delegationCounts(st.Delegations))
+	for _, e := range st.Delegations.Entries {
+		if e.Conversation == nil || e.Turn == nil {
+			continue // not a live agent
+		}
+		state := fmt.Sprintf("turn %d under way", *e.Turn)
+		if e.IdleSinceUnixSeconds != nil {
+			state = fmt.Sprintf("turn %d, idle since %s", *e.Turn, p.ago(*e.IdleSinceUnixSeconds))
+		}
+		if e.BackgroundJobs != nil {
+			state += fmt.Sprintf(", %d background jobs", *e.BackgroundJobs)
+		}
+		t.add("agent "+e.Agent, state)
+	}
 	if r := st.Restart; r != nil {
 		waiting := "nothing"
 		if r.WaitingFor != nil {

@@ -18,12 +18,24 @@ func newStatusCmd(c *client) *cobra.Command {
 		Short: "The daemon's version, pid, components and delegations",
 		Long: `Report the running daemon: its version and pid, how many channel components
 it runs, its delegations (active, and orphans reaped since it started),
-and a pending restart.`,
+each live agent (its turn, idle since when, its background jobs), and a
+pending restart. --json prints the daemon's status reply as it came,
+which counts the delegations; scv delegations --json lists them.`,
 		Example: `  scv status
   scv status --json | jq .version`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(api.CmdStatus{}, printDaemonStatus)
+			_, err := c.call(api.CmdStatus{}, func(p *printer, st *api.DaemonStatus) error {
+				if st.Delegations.Active > 0 {
+					// The live agents: a second question, of delegations.
+					d, err := c.do(api.CmdDelegations{})
+					if err != nil {
+						return err
+					}
+					st.Delegations.Entries = d.Delegations.Entries
+				}
+				return printDaemonStatus(p, st)
+			})
 			return err
 		},
 	}

@@ -97,6 +97,7 @@ type agent struct {
 	crashed      bool               // it ended without being stopped
 	stopping     bool
 	why          string // why it is being stopped
+	cutWhy       string // why the running turn is being cut short (cut)
 	loading      bool   // session/load replays the conversation: not news
 	done         chan struct{}
 }
@@ -286,7 +287,7 @@ func (a *agent) begin(text string, run *turnRun) {
 	if run != nil {
 		a.runID = run.run
 	}
-	a.message, a.progress, a.fromMessage = a.message[:0], "", false
+	a.message, a.progress, a.fromMessage, a.cutWhy = a.message[:0], "", false, ""
 	a.turnDone = make(chan struct{})
 	a.turnCtx, a.endTurn = context.WithCancel(context.Background())
 	a.promptSent = a.stdin.expectPrompt()
@@ -305,7 +306,8 @@ func (a *agent) begin(text string, run *turnRun) {
 func (a *agent) finishTurn(turn uint32, resp acp.PromptResponse, err error) {
 	a.mu.Lock()
 	a.endTurn()
-	run, stopping, why := a.run, a.stopping, a.why
+	run, stopping, why, cut := a.run, a.stopping, a.why, a.cutWhy
+	a.cutWhy = ""
 	a.mu.Unlock()
 
 	reason := string(resp.StopReason)
@@ -316,6 +318,9 @@ func (a *agent) finishTurn(turn uint32, resp acp.PromptResponse, err error) {
 	case resp.StopReason == acp.StopReasonEndTurn:
 	case resp.StopReason == acp.StopReasonCancelled:
 		status = reducer.RunCancelled
+		if cut != "" {
+			failWhy = "cancelled: " + cut
+		}
 	default: // refusal, max_tokens, max_turn_requests, or one this build does not know
 		status, failWhy = reducer.RunFailed, "the agent ended its turn: "+reason
 	}
@@ -413,6 +418,40 @@ func (a *agent) cancel() error {
 	case <-time.After(cancelWait):
 	}
 	return conn.Cancel(context.Background(), acp.CancelNotification{SessionId: acp.SessionId(conv)})
+}
+
+// cut ends the agent's running turn, if one runs, for why: it is
+// cancelled and waited for, up to cancelWait in all. A turn reserved by
+// a prompt and not yet begun (its run being started) is waited for to
+// begin first.
+func (a *agent) cut(why string) {
+	deadline := time.Now().Add(cancelWait)
+	for {
+		a.mu.Lock()
+		working, done := a.state == api.AgentWorking, a.turnDone
+		if done != nil {
+			a.cutWhy = why
+		}
+		a.mu.Unlock()
+		switch {
+		case !working:
+			return
+		case done != nil:
+			if err := a.cancel(); err != nil {
+				a.log.Warn("cancel the turn", "why", why, "err", err)
+				return
+			}
+			select {
+			case <-done:
+			case <-time.After(time.Until(deadline)):
+				a.log.Warn("the cancelled turn did not end in time", "why", why, "waited", cancelWait)
+			}
+			return
+		case !time.Now().Before(deadline):
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // stop ends the agent: its running turn is cancelled (the run finished

@@ -321,6 +321,46 @@ func TestRestartResumes(t *testing.T) {
 	assert.Equal(t, "a", rows[0].Name)
 }
 
+// TestHold: while a restart is about to go, no turn begins (a prompt is
+// refused unavailable, saying why, and nothing is recorded); Hold names
+// the turns under way, and with end cuts them short: each cancelled, its
+// run cancelled with the reason, before Hold returns. Release lets turns
+// begin again.
+func TestHold(t *testing.T) {
+	e := newEnv(t, "build", "test")
+	e.agent("a", "build")
+	assert.Empty(t, e.m.Hold("the daemon restarts into 2.0", false), "no turn under way")
+	_, _, err := e.m.PromptAgent(e.ctx, api.CmdAgentPrompt{Agent: "a", Text: "say hello"})
+	require.ErrorIs(t, err, api.ErrUnavailable)
+	assert.Contains(t, err.Error(), "agent a takes no prompt now: the daemon restarts into 2.0")
+	assert.Zero(t, e.info("a").Turn, "the refused prompt counts no turn")
+	assert.Empty(t, e.runs("build"), "and starts no run")
+	e.m.Release()
+
+	_, page, err := e.m.PromptAgent(e.ctx, api.CmdAgentPrompt{Agent: "a", Text: "say waiting\nsleep 30s"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"agent a (turn 1)"}, e.m.Hold("the daemon restarts into 2.0", false))
+	e.m.Release()
+	assert.Empty(t, e.m.Hold("the daemon restarts into 2.0 at its deadline", true), "the turn was cut short")
+	runs := e.runs("build")
+	require.Len(t, runs, 1)
+	assert.Equal(t, reducer.RunCancelled, runs[0].Status, "recorded before Hold returned")
+	require.NotNil(t, runs[0].Progress)
+	assert.Equal(t, "cancelled: the daemon restarts into 2.0 at its deadline", *runs[0].Progress)
+	end := last(t, e.follow("a", 1, page.Next), "turn_ended")
+	assert.Equal(t, "cancelled", end.StopReason)
+	assert.Equal(t, "cancelled: the daemon restarts into 2.0 at its deadline", end.Text, "the turn's follower is told why")
+	e.m.Release()
+
+	// A turn cancelled by hand afterwards says no such reason.
+	test := "test"
+	_, page, err = e.m.PromptAgent(e.ctx, api.CmdAgentPrompt{Agent: "a", Text: "sleep 30s", Task: &test})
+	require.NoError(t, err)
+	_, err = e.m.CancelTurn(e.ctx, "a")
+	require.NoError(t, err)
+	assert.Empty(t, last(t, e.follow("a", 2, page.Next), "turn_ended").Text)
+}
+
 // TestDaemonDiedInATurn: a row left with a turn under way (a daemon that
 // was killed) fails that turn's run when the next manager starts.
 func TestDaemonDiedInATurn(t *testing.T) {

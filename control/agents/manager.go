@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -76,6 +77,10 @@ type Manager struct {
 	// MaxMessage is the longest line an agent may write (0:
 	// DefaultMaxMessage).
 	MaxMessage int
+
+	// held, while a restart is about to go, says why no turn may begin
+	// (Hold).
+	held atomic.Pointer[string]
 
 	mu       sync.Mutex
 	agents   map[string]*agent // by handle
@@ -503,6 +508,9 @@ func (m *Manager) PromptAgent(ctx context.Context, c api.CmdAgentPrompt) (api.Ag
 		a.mu.Unlock()
 		return api.AgentInfo{}, api.AgentUpdates{}, err
 	}
+	if why := m.held.Load(); why != nil {
+		return idle(api.Errorf(api.ErrUnavailable, "agent %s takes no prompt now: %s", a.name, *why))
+	}
 	if c.Task != nil {
 		if project == "" {
 			return idle(api.Errorf(api.ErrInvalidArgument, "task: agent %s has no project (start it with --project and --task)", a.name))
@@ -612,6 +620,35 @@ func (m *Manager) ChatOf(parent string) string {
 	}
 	return ""
 }
+
+// Hold lets no turn begin until Release (a prompt is refused unavailable,
+// saying why) and returns the turns still under way, for a restart about
+// to go (restart.Restarter.Hold). With end, it first ends them: each is
+// cancelled (session/cancel), its run finished cancelled with why, and
+// waited for, up to cancelWait.
+func (m *Manager) Hold(why string, end bool) []string {
+	m.held.Store(&why)
+	agents := m.live()
+	if end {
+		var wg sync.WaitGroup
+		for _, a := range agents {
+			wg.Go(func() { a.cut(why) })
+		}
+		wg.Wait()
+	}
+	var busy []string
+	for _, a := range agents {
+		a.mu.Lock()
+		if a.state == api.AgentWorking {
+			busy = append(busy, fmt.Sprintf("agent %s (turn %d)", a.name, a.turn))
+		}
+		a.mu.Unlock()
+	}
+	return busy
+}
+
+// Release lets turns begin again.
+func (m *Manager) Release() { m.held.Store(nil) }
 
 // Busy says what of the live agents a restart waits for: turns under way,
 // and agents with background jobs.

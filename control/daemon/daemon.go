@@ -289,7 +289,8 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	d.agents.Questions = d.questions
 	d.restarter = &restart.Restarter{
 		Exe: d.cfg.Executable, Version: d.cfg.Version, Log: d.log.With("component", "restart"),
-		Active: dels.Active, Busy: dels.Busy, InFlight: d.server.InFlight, Handoff: d.handoff,
+		Active: dels.Active, Busy: dels.Busy, InFlight: d.server.InFlight, Hold: d.agents.Hold, Release: d.agents.Release,
+		Handoff: d.handoff,
 	}
 	svc.Restarter = d.restarter
 	d.sweeper = &sweeper.Sweeper{StaleAfter: d.cfg.StaleAfter, CompactAfter: d.cfg.CompactAfter, Retain: d.cfg.Retain,

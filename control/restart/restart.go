@@ -68,6 +68,14 @@ type Restarter struct {
 	Active   func(handle string) bool
 	Busy     func() []string
 	InFlight func() int
+	// Hold, when set, is called when a restart's moment has come: from
+	// then on it lets no work begin that a restart must not cut (a live
+	// agent's turn), and it returns what of that work still runs; at the
+	// deadline (end), it ends that work first. The restart goes when Hold
+	// returns nothing, or at the deadline; else Release lifts the hold and
+	// the wait goes on. A failed hand-over calls Release too.
+	Hold    func(why string, end bool) []string
+	Release func()
 	// Handoff hands over to the release of version toVersion; nil: a new
 	// process serves.
 	Handoff func(toVersion string) error
@@ -208,12 +216,26 @@ func (r *Restarter) watch(p *pendingRestart) {
 		}
 	}
 	waitingFor := func() *string { return r.waitingFor(p.requester, 0) }
-	if !waitIdle(p.cancel, p.deadline, r.now, r.poll(), waitingFor, show) {
-		return
+	for {
+		if !waitIdle(p.cancel, p.deadline, r.now, r.poll(), waitingFor, show) {
+			return
+		}
+		if r.Hold == nil {
+			break
+		}
+		end := !r.now().Before(p.deadline)
+		busy := r.Hold("the daemon restarts into "+p.info.ToVersion, end)
+		if len(busy) == 0 || end {
+			break
+		}
+		// A turn began as the wait ended: it is waited for too.
+		r.Release()
+		show(ptr(strings.Join(busy, ", ")))
 	}
 	r.mu.Lock()
 	if r.pending != p || r.stopped {
 		r.mu.Unlock()
+		r.release()
 		return
 	}
 	waited := p.info.WaitingFor
@@ -235,9 +257,19 @@ func (r *Restarter) watch(p *pendingRestart) {
 	}
 	r.mu.Unlock()
 	if err != nil {
+		r.release()
 		r.log().Error("restart failed; this daemon keeps serving", "to_version", p.info.ToVersion, "err", err)
 	}
 }
+
+// release lifts Hold's hold.
+func (r *Restarter) release() {
+	if r.Release != nil {
+		r.Release()
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // waitingFor says what a restart still waits for, nil for nothing: the
 // requesting delegation while it is active, what Busy names, and the

@@ -1,18 +1,20 @@
 package restart
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
-	"scv/control/api"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"scv/control/api"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func ptr[T any](v T) *T { return &v }
 
 // writeScript installs a shell script at path.
 func writeScript(t *testing.T, path, body string) {
@@ -158,4 +160,88 @@ func TestRestartRequest(t *testing.T) {
 	mu.Lock()
 	assert.Equal(t, 1, restarts)
 	mu.Unlock()
+}
+
+// TestHold: when nothing is waited for any more, the restart first holds
+// new turns back (Hold); a turn that began as the wait ended is waited
+// for too (Release, and the wait goes on); at the deadline Hold is asked
+// to end what runs and the hand-over goes whatever it says; a failed
+// hand-over lifts the hold.
+func TestHold(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "scv")
+	writeScript(t, exe, `echo 2.0`)
+	var mu sync.Mutex
+	var calls []string
+	turns := []string{"agent a (turn 3)"}
+	begun := false // the turn began as the wait ended: Busy sees it after Hold did
+	now := time.Unix(1_000_000, 0)
+	handoff := make(chan error, 1)
+	r := &Restarter{
+		Exe:      exe,
+		InFlight: func() int { return 0 },
+		Busy: func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			if !begun {
+				return nil
+			}
+			return turns
+		},
+		Hold: func(why string, end bool) []string {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, fmt.Sprintf("hold(%s, end=%v)", why, end))
+			busy := turns
+			if end {
+				busy = nil // ended
+			}
+			begun = true
+			return busy
+		},
+		Release: func() { mu.Lock(); defer mu.Unlock(); calls = append(calls, "release") },
+		Handoff: func(string) error {
+			mu.Lock()
+			calls = append(calls, "handoff")
+			mu.Unlock()
+			return <-handoff
+		},
+		Now:  func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
+		Poll: time.Millisecond,
+	}
+	t.Cleanup(r.Stop)
+	seen := func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(calls) }
+
+	_, err := r.RestartWhenIdle(api.CmdRestartWhenIdle{MaxWaitSeconds: ptr(uint64(60))})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(seen()) >= 2 }, 5*time.Second, time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // twenty polls
+	assert.Equal(t, []string{"hold(the daemon restarts into 2.0, end=false)", "release"}, seen(), "a turn under way holds it back")
+	require.NotNil(t, r.Pending().WaitingFor)
+	assert.Equal(t, "agent a (turn 3)", *r.Pending().WaitingFor)
+
+	// The turn ends: held, handed over (and it fails: the hold is lifted).
+	mu.Lock()
+	turns, calls = nil, nil
+	mu.Unlock()
+	require.Eventually(t, func() bool { return slices.Contains(seen(), "handoff") }, 5*time.Second, time.Millisecond)
+	handoff <- errors.New("the new release did not start")
+	require.Eventually(t, func() bool { return r.Pending() == nil }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, []string{"hold(the daemon restarts into 2.0, end=false)", "handoff", "release"}, seen())
+
+	// At the deadline, the turns are ended and the restart goes.
+	mu.Lock()
+	turns, calls, begun = []string{"agent a (turn 4)"}, nil, false
+	mu.Unlock()
+	_, err = r.RestartWhenIdle(api.CmdRestartWhenIdle{MaxWaitSeconds: ptr(uint64(60))})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(seen()) >= 2 }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, []string{"hold(the daemon restarts into 2.0, end=false)", "release"}, seen())
+	mu.Lock()
+	now = now.Add(time.Minute)
+	mu.Unlock()
+	require.Eventually(t, func() bool { return slices.Contains(seen(), "handoff") }, 5*time.Second, time.Millisecond)
+	handoff <- nil
+	require.Eventually(t, func() bool { return r.Pending() == nil }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, []string{"hold(the daemon restarts into 2.0, end=false)", "release",
+		"hold(the daemon restarts into 2.0, end=true)", "handoff"}, seen(), "handed over: nothing to lift")
 }
