@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,77 +13,27 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"scv/control/api"
 	"scv/control/view"
+	"scv/control/web/webtest"
 	"scv/reducer"
 )
 
-// chromium is the path of Debian's Chromium. Without it the browser
-// tests skip, saying how to install it, or fail when
-// SCV_REQUIRE_CHROMIUM is set (as CI sets it).
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{os.Getenv("SCV_CHROMIUM"), "/usr/bin/chromium"} {
-		if p == "" {
-			continue
-		}
-		if path, err := exec.LookPath(p); err == nil {
-			return path
-		}
-	}
-	msg := "no Chromium at /usr/bin/chromium: install Debian's with `apt-get install -y chromium` (or set SCV_CHROMIUM)"
-	if os.Getenv("SCV_REQUIRE_CHROMIUM") != "" {
-		t.Fatal(msg + "; SCV_REQUIRE_CHROMIUM is set")
-	}
-	t.Skip(msg)
-	return ""
-}
-
-// browser is a tab of a headless Chromium of the test's own, with a
-// fresh profile, and the JavaScript dialogs it opened (each one is
-// dismissed).
+// browser is a tab of a headless Chromium of the test's own
+// (webtest.New), and the JavaScript dialogs it opened.
 type browser struct {
 	ctx     context.Context
-	dialogs atomic.Int32
+	dialogs *atomic.Int32
 }
 
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
-	exe := chromium(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(exe),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 1000),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
-	require.NoError(t, chromedp.Do(ctx), "start Chromium")
-	b := &browser{ctx: ctx}
-	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
-	go func() {
-		for _, err := range dialogs {
-			if err != nil {
-				return
-			}
-			b.dialogs.Add(1)
-			chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
-		}
-	}()
-	return b
+	b := webtest.New(t)
+	return &browser{ctx: b.Ctx, dialogs: &b.Dialogs}
 }
 
 // within runs the browser steps with a deadline.
