@@ -11,6 +11,7 @@ import (
 
 	"scv/control/api"
 	"scv/control/render"
+	"scv/control/view"
 )
 
 // The MCP resources: each project's report, as Markdown, and its task
@@ -37,7 +38,7 @@ func (m *mcpServer) addResources() {
 	// The projects there are now, listed; a daemon not running lists none.
 	if st, err := m.c.do(api.CmdProjectList{}); err == nil {
 		for _, p := range *st.Projects {
-			if m.scope.project == "" || p.Name == m.scope.project || p.ID == m.scope.project {
+			if m.inScope(p.ID, p.Name) {
 				m.addProject(p.Name)
 			}
 		}
@@ -93,27 +94,12 @@ func (m *mcpServer) read(ctx context.Context, req *mcp.ReadResourceRequest) (*mc
 		content.MIMEType, content.Text = "text/markdown", reportMarkdown(r)
 	case "graph":
 		var b bytes.Buffer
-		if err := render.GraphText(&b, graphOf(r), render.TextOptions{Width: 100}); err != nil {
+		if err := render.GraphText(&b, view.Graph(r), render.TextOptions{Width: 100}); err != nil {
 			return nil, err
 		}
 		content.MIMEType, content.Text = "text/plain", b.String()
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{content}}, nil
-}
-
-// graphOf is the drawing's input for a report's tasks: each task's runs
-// are its attempts.
-func graphOf(r *api.ProjectReport) render.Project {
-	attempts := map[string]int{}
-	for _, run := range r.Runs {
-		attempts[run.TaskID]++
-	}
-	p := render.Project{ID: r.Project.ID, Name: r.Project.Name}
-	for _, t := range r.Tasks {
-		p.Tasks = append(p.Tasks, render.Task{ID: t.ID, Title: t.Title, Status: string(t.Status), DependsOn: t.DependsOn,
-			Attempts: attempts[t.ID], Retries: int(t.Retries), MaxRetries: int(t.MaxRetries)})
-	}
-	return p
 }
 
 // reportMarkdown is a project's report in Markdown.

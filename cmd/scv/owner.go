@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -191,7 +192,7 @@ func confirmExit(s api.ConfirmState) int {
 // byState ends with the exit code of the reply's question (none for 0).
 func byState(st *api.DaemonStatus) error {
 	if st == nil || st.Confirm == nil {
-		return errors.New("the daemon's reply carries no question")
+		return errNoQuestion
 	}
 	if code := confirmExit(st.Confirm.State); code != exitOK {
 		return exitError{code: code}
@@ -270,16 +271,12 @@ command fail (exit 1).`,
 }
 
 func (o *ConfirmAskOptions) run() error {
-	c := api.CmdConfirmAsk{Question: o.Question}
+	c := api.CmdConfirmAsk{Question: o.Question, Parent: delegationParent()}
 	if o.set("project") {
 		c.Project = &o.Project
 	}
 	if o.set("task") {
 		c.Task = &o.Task
-	}
-	// Inside a delegation, the chat that started its work is asked.
-	if parent := os.Getenv(proc.ParentEnv); parent != "" {
-		c.Parent = &parent
 	}
 	if o.set("timeout") {
 		secs := uint64(o.Timeout.Round(time.Second) / time.Second)
@@ -295,30 +292,69 @@ func (o *ConfirmAskOptions) run() error {
 		}
 		return nil
 	}
-	st, err := o.c.do(c)
+	q, err := o.c.question(c)
 	if err != nil {
 		return err
 	}
-	if st.Confirm == nil {
-		return errors.New("the daemon's reply carries no question")
-	}
 	if !o.c.json {
-		printConfirmReply(o.c.printer(), st)
+		printConfirmReply(o.c.printer(), &api.DaemonStatus{Confirm: q})
 	}
-	id := st.Confirm.ID
-	for st.Confirm.State == api.ConfirmPending {
-		time.Sleep(confirmPoll)
-		if st, err = o.c.do(api.CmdConfirmStatus{ID: id}); err != nil {
-			return err
-		}
-		if st.Confirm == nil {
-			return errors.New("the daemon's reply carries no question")
-		}
+	if q, err = o.c.followQuestion(context.Background(), q, time.Time{}); err != nil {
+		return err
 	}
-	if st, err = o.c.call(api.CmdConfirmStatus{ID: id}, printConfirmReply); err != nil {
+	st, err := o.c.call(api.CmdConfirmStatus{ID: q.ID}, printConfirmReply)
+	if err != nil {
 		return err
 	}
 	return byState(st)
+}
+
+// delegationParent is the delegation chain this process runs in
+// ($SCV_PARENT), nil outside one: a question asked inside a delegation
+// goes to the chat that started its work.
+func delegationParent() *string {
+	if parent := os.Getenv(proc.ParentEnv); parent != "" {
+		return &parent
+	}
+	return nil
+}
+
+// errNoQuestion is a reply about a question that carries none.
+var errNoQuestion = errors.New("the daemon's reply carries no question")
+
+// question sends cmd, a question's ask or status, and returns where the
+// question stands.
+func (c *client) question(cmd api.Command) (*api.ConfirmInfo, error) {
+	st, err := c.do(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if st.Confirm == nil {
+		return nil, errNoQuestion
+	}
+	return st.Confirm, nil
+}
+
+// followQuestion asks where question q stands every confirmPoll (asking
+// keeps it alive) while it is pending, until deadline (zero: until it is
+// decided) or ctx's end, and returns where it stands last.
+func (c *client) followQuestion(ctx context.Context, q *api.ConfirmInfo, deadline time.Time) (*api.ConfirmInfo, error) {
+	for q.State == api.ConfirmPending && (deadline.IsZero() || time.Now().Before(deadline)) {
+		wait := confirmPoll
+		if !deadline.IsZero() {
+			wait = min(wait, time.Until(deadline))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		var err error
+		if q, err = c.question(api.CmdConfirmStatus{ID: q.ID}); err != nil {
+			return nil, err
+		}
+	}
+	return q, nil
 }
 
 func newConfirmStatusCmd(c *client) *cobra.Command {
@@ -428,7 +464,7 @@ func printComponentsReply(p *printer, st *api.DaemonStatus) error {
 func printConfirmReply(p *printer, st *api.DaemonStatus) error {
 	q := st.Confirm
 	if q == nil {
-		return errors.New("the daemon's reply carries no question")
+		return errNoQuestion
 	}
 	chat := q.Chat
 	if chat == "" {

@@ -21,7 +21,9 @@
 // approval_asked and approval_decided events (data {"question_id",
 // "task_id", "outcome"}) once the ledger has them. Events of other
 // projects, of kinds it does not know, or whose data does not parse are
-// skipped. GapAfter is half the stale window.
+// skipped. GapAfter is half the stale window. Graph fills the tasks
+// alone, the same way, from a report as the wire carries it
+// (api.ProjectReport), for the task graph of `scv mcp`'s resource.
 //
 // # The report
 //

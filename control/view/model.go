@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"scv/control/api"
 	"scv/control/render"
 	"scv/ledger"
 	"scv/reducer"
@@ -63,8 +64,7 @@ func Model(p *reducer.Project, events []ledger.Row, opts Options) render.Project
 	runs := p.Runs()
 	out := render.Project{
 		ID: p.ID, Name: p.Name, Now: opts.Now, GapAfter: opts.StaleAfter / 2,
-		Tasks: make([]render.Task, 0, p.TaskCount()),
-		Runs:  make([]render.Run, 0, len(runs)),
+		Runs: make([]render.Run, 0, len(runs)),
 	}
 	attempts := map[string]int{}
 	runAt := make(map[string]int, len(runs))
@@ -84,12 +84,7 @@ func Model(p *reducer.Project, events []ledger.Row, opts Options) render.Project
 				Kind: render.MarkerRetry, Label: "attempt " + strconv.Itoa(int(r.Attempt))})
 		}
 	}
-	for _, t := range p.Tasks() {
-		out.Tasks = append(out.Tasks, render.Task{
-			ID: t.ID, Title: t.Title, Status: string(t.Status), DependsOn: t.DependsOn,
-			Attempts: attempts[t.ID], Retries: int(t.Retries), MaxRetries: int(t.MaxRetries),
-		})
-	}
+	out.Tasks = tasksOf(api.ProjectTasksOf(p), attempts)
 	for _, e := range events {
 		if e.ProjectID != p.ID {
 			continue
@@ -128,6 +123,30 @@ func Model(p *reducer.Project, events []ledger.Row, opts Options) render.Project
 			}
 			out.Markers = append(out.Markers, render.Marker{TaskID: d.TaskID, At: at, Kind: kind, Label: label})
 		}
+	}
+	return out
+}
+
+// Graph is the drawing's input for a project's report as the wire
+// carries it (the MCP resource draws its graph from it): the tasks as
+// Model has them, each run of a task an attempt. It has no runs, beats or
+// markers: a report has no beats, and the graph shows none.
+func Graph(r *api.ProjectReport) render.Project {
+	attempts := map[string]int{}
+	for _, run := range r.Runs {
+		attempts[run.TaskID]++
+	}
+	return render.Project{ID: r.Project.ID, Name: r.Project.Name, Tasks: tasksOf(r.Tasks, attempts)}
+}
+
+// tasksOf is the drawing's tasks, in order, each with attempts[its ID].
+func tasksOf(tasks []api.ProjectTask, attempts map[string]int) []render.Task {
+	out := make([]render.Task, 0, len(tasks))
+	for _, t := range tasks {
+		out = append(out, render.Task{
+			ID: t.ID, Title: t.Title, Status: string(t.Status), DependsOn: t.DependsOn,
+			Attempts: attempts[t.ID], Retries: int(t.Retries), MaxRetries: int(t.MaxRetries),
+		})
 	}
 	return out
 }
