@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +20,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control/api"
-	"scv/control/web"
 	"scv/reducer"
 )
 
@@ -476,17 +474,8 @@ func TestMCPOverHTTP(t *testing.T) {
 	}
 	e := newMCPEnv(t, "--http", "127.0.0.1:0")
 	e.d.must(t, api.CmdProjectCreate{Name: "acme", Workspace: e.ws})
-	tokenFile, urlFile := web.Files(e.d.sock)
-	var token, base string
-	require.Eventually(t, func() bool {
-		tb, err1 := os.ReadFile(tokenFile)
-		ub, err2 := os.ReadFile(urlFile)
-		token, base = strings.TrimSpace(string(tb)), strings.TrimSpace(string(ub))
-		return err1 == nil && err2 == nil && token != "" && base != ""
-	}, 10*time.Second, 20*time.Millisecond)
-	u, err := url.Parse(base)
-	require.NoError(t, err)
-	endpoint := "http://" + u.Host + "/mcp"
+	base, token := webAddress(t, e.d.sock)
+	endpoint := base + "/mcp"
 
 	post := func(headers map[string]string) int {
 		req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
