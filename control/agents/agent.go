@@ -340,7 +340,11 @@ func (a *agent) finishTurn(turn uint32, resp acp.PromptResponse, err error) {
 	}
 	done := a.turnDone
 	a.turnDone = nil
-	a.add(api.AgentUpdate{Kind: "turn_ended", Turn: turn, StopReason: reason, Text: failWhy, Status: string(status)})
+	end := api.AgentUpdate{Kind: "turn_ended", Turn: turn, StopReason: reason, Text: failWhy}
+	if run != nil {
+		end.Status = string(status) // the run's; an agent of no project has none
+	}
+	a.add(end)
 	a.mu.Unlock()
 	if !gone {
 		if err := a.save(); err != nil {
