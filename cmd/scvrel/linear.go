@@ -132,7 +132,11 @@ func linearCheck(ctx context.Context, e env) []Result {
 	defer os.RemoveAll(root)
 	out := e.cfg.Out
 	if out == "" {
-		out = e.dir
+		// A folder of their own, kept: the run's temporary one goes at
+		// its end, unless --keep.
+		if out, err = os.MkdirTemp("", "scvrel-linear"); err == nil {
+			e.logf("the histories' pictures go to %s", out)
+		}
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return []Result{{Name: "linear", Problems: []string{err.Error()}}}

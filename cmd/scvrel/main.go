@@ -145,7 +145,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	linearFor := fs.Duration("linear-for", c.LinearFor, "linear: how long the clients run under each fault kind")
 	faults := fs.String("faults", strings.Join(faultKinds, ","), "linear: the fault kinds to run under, comma-separated")
 	fs.StringVar(&c.Failpoints, "failpoints", "", "linear: SCV_FAILPOINTS for the daemons (head-check=off: the broken variant the checker must catch)")
-	fs.StringVar(&c.Out, "out", "", "linear: the `folder` for the histories' pictures and the daemons' logs (default: the temporary folder, kept)")
+	fs.StringVar(&c.Out, "out", "", "linear: the `folder` for the histories' pictures and the daemons' logs (default: a new temporary folder, kept)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

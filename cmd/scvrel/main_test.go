@@ -67,6 +67,7 @@ func testEnv(t *testing.T) env {
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	t.Logf("seed %d", cfg.Seed)
+	cfg.Out = filepath.Join(dir, "out") // the pictures go with the test's folder
 	return env{cfg: cfg, bin: scvBinary(t), dir: dir, logf: t.Logf}
 }
 

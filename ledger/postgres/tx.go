@@ -300,8 +300,13 @@ func (t *writeTx) Append(ctx context.Context, events []driver.Event) error {
 			return t.d.fail(err)
 		}
 	}
-	if _, err := t.tx.Exec(ctx, `UPDATE ledger_head SET seq = $1`, last); err != nil {
+	tag, err := t.tx.Exec(ctx, `UPDATE ledger_head SET seq = $1 WHERE seq = $2`, last, t.head)
+	if err != nil {
 		return t.d.fail(err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("%w: the ledger's head is no longer %d, which this write read: another writer committed since",
+			driver.ErrStorage, t.head)
 	}
 	t.head = last
 	return nil
