@@ -41,7 +41,11 @@ func (c *Client) Close() error { return c.conn.Close() }
 // Call sends cmd and returns the daemon's status, or the daemon's error as
 // an *Error.
 func (c *Client) Call(ctx context.Context, cmd api.Command) (*api.DaemonStatus, error) {
-	raw, err := c.CallRaw(ctx, cmd)
+	return status(c.CallRaw(ctx, cmd))
+}
+
+// status decodes a reply's result, or passes its error on.
+func status(raw json.RawMessage, err error) (*api.DaemonStatus, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -46,7 +46,8 @@ type Server struct {
 	// LineTimeout bounds the time from a request line's first byte to its
 	// newline; zero means the package's LineTimeout (10 s).
 	LineTimeout time.Duration
-	// Metrics records requests and connections (nil: nothing).
+	// Metrics records connections and the requests that could not be
+	// decoded (nil: nothing); Service counts the others.
 	Metrics Metrics
 
 	mu      sync.Mutex
@@ -426,6 +427,13 @@ func (s *Server) handle(ctx context.Context, cmd api.Command) (*api.DaemonStatus
 	if !isWait(cmd) {
 		return s.Service.Handle(ctx, cmd)
 	}
+	st, err := s.wait(ctx, cmd)
+	s.Service.count(cmd, err)
+	return st, err
+}
+
+// wait is handle for a wait, uncounted.
+func (s *Server) wait(ctx context.Context, cmd api.Command) (*api.DaemonStatus, error) {
 	s.waiting.Add(1)
 	defer s.waiting.Add(-1)
 	s.mu.Lock()
@@ -435,7 +443,7 @@ func (s *Server) handle(ctx context.Context, cmd api.Command) (*api.DaemonStatus
 	defer cancel()
 	stop := context.AfterFunc(waits, cancel)
 	defer stop()
-	st, err := s.Service.Handle(wctx, cmd)
+	st, err := s.Service.handle(wctx, cmd)
 	if err == nil || waits.Err() == nil || ctx.Err() != nil {
 		return st, err
 	}
@@ -445,7 +453,7 @@ func (s *Server) handle(ctx context.Context, cmd api.Command) (*api.DaemonStatus
 	if closing {
 		return nil, api.Errorf(api.ErrUnavailable, "the daemon is shutting down")
 	}
-	return s.Service.Handle(ctx, noWait(cmd))
+	return s.Service.handle(ctx, noWait(cmd))
 }
 
 // Waiting is the number of waits (long polls) being served now.
@@ -863,11 +871,6 @@ func (s *Server) handleRequest(ctx context.Context, req *parsedRequest, id json.
 // answer is the reply to cmd, whose request had id (nil: a notification,
 // which gets no reply), answered with st or err.
 func (s *Server) answer(cmd api.Command, id json.RawMessage, st *api.DaemonStatus, err error) *reply {
-	if err != nil {
-		s.metrics().Request(cmd.Action(), api.ErrorOf(err).Data.Reason)
-	} else {
-		s.metrics().Request(cmd.Action(), "")
-	}
 	if id == nil {
 		if err != nil {
 			s.logger().Info("notification refused", "action", cmd.Action(), "err", err)

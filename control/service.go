@@ -39,6 +39,21 @@ type Service struct {
 	// Agents runs the live agents; nil answers the agent actions
 	// unimplemented.
 	Agents Agents
+	// Metrics counts the requests answered, from every front-end (nil:
+	// nothing).
+	Metrics Metrics
+}
+
+// count records that cmd was answered, with err or not.
+func (s *Service) count(cmd api.Command, err error) {
+	if s.Metrics == nil {
+		return
+	}
+	if err != nil {
+		s.Metrics.Request(cmd.Action(), api.ErrorOf(err).Data.Reason)
+	} else {
+		s.Metrics.Request(cmd.Action(), "")
+	}
 }
 
 // Ledger is the project ledger (*ledger.Ledger).
@@ -152,8 +167,15 @@ func (s *Service) status(project *api.ProjectResponse) *api.DaemonStatus {
 	return st
 }
 
-// Handle runs one command.
+// Handle runs one command: Service is the daemon's api.Handler.
 func (s *Service) Handle(ctx context.Context, cmd api.Command) (*api.DaemonStatus, error) {
+	st, err := s.handle(ctx, cmd)
+	s.count(cmd, err)
+	return st, err
+}
+
+// handle is Handle without the count.
+func (s *Service) handle(ctx context.Context, cmd api.Command) (*api.DaemonStatus, error) {
 	if w, ok, err := s.write(ctx, cmd); ok {
 		if err != nil {
 			return nil, err
@@ -275,7 +297,7 @@ func (s *Service) confirm(ctx context.Context, cmd api.Command) (*api.DaemonStat
 		default:
 			return nil, api.Errorf(api.ErrInvalidArgument, "answer %q: want yes or no", c.Answer)
 		}
-		info, err = s.Questions.Answer(ctx, c.ID, yes, who(ctx))
+		info, err = s.Questions.Answer(ctx, c.ID, yes, api.Who(ctx))
 	case api.CmdConfirmList:
 		qs, err := s.Questions.List(ctx, c)
 		if err != nil {
@@ -404,9 +426,14 @@ func (s *Service) Submit(ctx context.Context, cmd api.Command, done func(*api.Da
 	case !ok:
 		return false
 	case err != nil:
+		s.count(cmd, err)
 		done(nil, err)
 	default:
-		s.Ledger.Submit(ctx, w.cmd, func(res ledger.Result, err error) { done(w.answer(s, res, err)) })
+		s.Ledger.Submit(ctx, w.cmd, func(res ledger.Result, err error) {
+			st, err := w.answer(s, res, err)
+			s.count(cmd, err)
+			done(st, err)
+		})
 	}
 	return true
 }
@@ -450,11 +477,11 @@ func (s *Service) write(ctx context.Context, cmd api.Command) (w write, ok bool,
 			Project: c.Project, TaskID: deref(c.Task), RunID: deref(c.Run),
 			Every: s.HeartbeatEvery.Milliseconds()}}, true, nil
 	case api.CmdProjectTaskRetry:
-		return write{kind: api.KindUpdated, cmd: reducer.RetryTask{Project: c.Project, TaskID: c.Task, MaxRetries: c.MaxRetries, By: who(ctx)}}, true, nil
+		return write{kind: api.KindUpdated, cmd: reducer.RetryTask{Project: c.Project, TaskID: c.Task, MaxRetries: c.MaxRetries, By: api.Who(ctx)}}, true, nil
 	case api.CmdProjectRelease:
-		return write{kind: api.KindUpdated, cmd: reducer.ReleaseProject{Project: c.Project, By: who(ctx)}}, true, nil
+		return write{kind: api.KindUpdated, cmd: reducer.ReleaseProject{Project: c.Project, By: api.Who(ctx)}}, true, nil
 	case api.CmdProjectArchive:
-		return write{kind: api.KindUpdated, cmd: reducer.ArchiveProject{Project: c.Project, By: who(ctx)}}, true, nil
+		return write{kind: api.KindUpdated, cmd: reducer.ArchiveProject{Project: c.Project, By: api.Who(ctx)}}, true, nil
 	}
 	return write{}, false, nil
 }
@@ -507,15 +534,6 @@ func (s *Service) events(ctx context.Context, c api.CmdProjectEvents) (*api.Daem
 }
 
 func newID() string { return ulid.Make().String() }
-
-// who names the peer of the request in ctx, for the events that record
-// who decided: "uid U pid P".
-func who(ctx context.Context) string {
-	if p, ok := api.PeerOf(ctx); ok {
-		return p.String()
-	}
-	return "unknown peer"
-}
 
 func deref[T any](p *T) T {
 	var zero T

@@ -543,7 +543,7 @@ func TestCLIUnreachable(t *testing.T) {
 	assert.Equal(t, "scv: cannot reach the daemon at "+missing+": is `scv daemon` running?\n", r.stderr)
 	r = cliRun(t, missing, "status", "--json")
 	assert.Equal(t, 3, r.code)
-	assert.JSONEq(t, `{"exit":3,"code":0,"reason":"unreachable","message":"cannot reach the daemon at `+missing+`: is `+"`scv daemon`"+` running?"}`, r.stderr)
+	assert.JSONEq(t, `{"exit":3,"code":-32005,"reason":"unreachable","message":"cannot reach the daemon at `+missing+`: is `+"`scv daemon`"+` running?"}`, r.stderr)
 
 	// A socket file that a dead daemon left behind.
 	stale := filepath.Join(dir, "stale.sock")

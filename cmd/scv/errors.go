@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"scv/control"
 	"scv/control/api"
 	"syscall"
 )
@@ -89,8 +90,10 @@ func (e saidError) Unwrap() error { return e.err }
 // failure is an error as scv reports it: the exit code, and the JSON
 // error object printed under --json.
 type failure struct {
-	Exit    int    `json:"exit"`
-	Code    int    `json:"code"` // the daemon's JSON-RPC code; 0 when scv found it
+	Exit int `json:"exit"`
+	// Code is the daemon's JSON-RPC code; for a daemon that could not
+	// be reached, unavailable's; 0 when scv found the error itself.
+	Code    int    `json:"code"`
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
 }
@@ -118,7 +121,7 @@ func classify(err error) failure {
 	case errors.As(err, &u):
 		return failure{Exit: exitUsage, Reason: reasonUsage, Message: u.msg}
 	case errors.As(err, &un):
-		return failure{Exit: exitUnavailable, Reason: reasonUnreachable, Message: un.msg}
+		return failure{Exit: exitUnavailable, Code: api.CodeUnavailable, Reason: reasonUnreachable, Message: un.msg}
 	case errors.As(err, &v):
 		return failure{Exit: exitVerify, Reason: reasonVerify, Message: err.Error()}
 	case errors.As(err, &d):
@@ -183,9 +186,15 @@ func dialError(socket string, err error) error {
 // daemon's refusal, or a connection lost before the reply (the request
 // was then not executed, as the protocol promises).
 func callError(err error) error {
-	var e *api.Error
+	var (
+		e *api.Error
+		u *control.UnreachableError
+	)
 	if errors.As(err, &e) {
 		return daemonError{e}
+	}
+	if errors.As(err, &u) {
+		return unreachableError{u.Msg}
 	}
 	if lostConnection(err) {
 		return unreachableError{"the daemon closed the connection before it answered (it is stopping or restarting); the request was not carried out"}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -40,7 +39,7 @@ type client struct {
 	// come one after the other for as long as the agent runs).
 	keep bool
 	mu   sync.Mutex
-	conn *control.Client
+	rem  *control.Remote
 }
 
 // printer is how the human output of this invocation looks.
@@ -280,78 +279,39 @@ func (c *client) call(cmd api.Command, print func(*printer, *api.DaemonStatus) e
 	return &st, print(c.printer(), &st)
 }
 
-// raw sends cmd on a connection of its own and returns the daemon's
-// reply as it came, printing nothing.
+// raw sends cmd and returns the daemon's reply as it came, printing
+// nothing.
 func (c *client) raw(cmd api.Command) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	cl, err := c.dial(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	raw, err := cl.CallRaw(ctx, cmd)
+	raw, err := c.remote().Raw(ctx, cmd)
 	if err != nil {
 		return nil, callError(err)
 	}
 	return raw, nil
 }
 
-// do sends one command on a connection of its own and returns the reply,
-// printing nothing: a delegation outlives connections, and the daemon may
-// restart while its command runs.
+// do sends one command and returns the reply, printing nothing: on a
+// connection of its own (a delegation outlives connections, and the
+// daemon may restart while its command runs), or on the kept one.
 func (c *client) do(cmd api.Command) (*api.DaemonStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	if c.keep {
-		return c.doKept(ctx, cmd)
-	}
-	cl, err := c.dial(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	st, err := cl.Call(ctx, cmd)
+	st, err := c.remote().Handle(ctx, cmd)
 	if err != nil {
 		return nil, callError(err)
 	}
 	return st, nil
 }
 
-// doKept is do on the kept connection. A command whose connection broke
-// is not sent again (it may have run): the next command dials anew.
-func (c *client) doKept(ctx context.Context, cmd api.Command) (*api.DaemonStatus, error) {
+// remote is the daemon as this invocation reaches it.
+func (c *client) remote() *control.Remote {
 	c.mu.Lock()
-	cl := c.conn
-	c.mu.Unlock()
-	if cl == nil {
-		var err error
-		if cl, err = c.dial(ctx); err != nil {
-			return nil, err
-		}
-		c.mu.Lock()
-		if c.conn == nil {
-			c.conn = cl
-		} else {
-			cl.Close()
-			cl = c.conn
-		}
-		c.mu.Unlock()
+	defer c.mu.Unlock()
+	if c.rem == nil {
+		c.rem = &control.Remote{Socket: c.socket, Keep: c.keep}
 	}
-	st, err := cl.Call(ctx, cmd)
-	var e *api.Error
-	if err != nil && !errors.As(err, &e) {
-		c.mu.Lock()
-		if c.conn == cl {
-			c.conn = nil
-		}
-		c.mu.Unlock()
-		cl.Close()
-	}
-	if err != nil {
-		return nil, callError(err)
-	}
-	return st, nil
+	return c.rem
 }
 
 // printJSON writes v as one line of JSON.

@@ -214,6 +214,13 @@ type load struct {
 // window d, the number of units acknowledged in all (warm-up included),
 // and the status reader's latency.
 func (l load) run(ctx context.Context) (LevelResult, int64, Latency, error) {
+	var rd *reader
+	if l.statusSock != "" {
+		var err error
+		if rd, err = startReader(ctx, l.statusSock, l.statusProject); err != nil {
+			return LevelResult{}, 0, Latency{}, err
+		}
+	}
 	start := time.Now()
 	from, end := start.Add(l.warm), start.Add(l.warm+l.d)
 	type outcome struct {
@@ -253,11 +260,8 @@ func (l load) run(ctx context.Context) (LevelResult, int64, Latency, error) {
 	}
 	var status Latency
 	var statusErr error
-	if l.statusSock != "" {
-		wait, err := startReader(ctx, l.statusSock, l.statusProject, from, end)
-		if err != nil {
-			return LevelResult{}, 0, Latency{}, err
-		}
+	if rd != nil {
+		wait := rd.begin(from, end)
 		wg.Go(func() {
 			var lat []time.Duration
 			lat, statusErr = wait()

@@ -255,7 +255,8 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	if pid == 0 {
 		pid = uint32(os.Getpid())
 	}
-	svc := &control.Service{Version: d.cfg.Version, PID: pid, Clock: d.cfg.Clock, HeartbeatEvery: d.cfg.HeartbeatEvery}
+	svc := &control.Service{Version: d.cfg.Version, PID: pid, Clock: d.cfg.Clock, HeartbeatEvery: d.cfg.HeartbeatEvery,
+		Metrics: d.recorder()}
 	d.server = &control.Server{Service: svc, Logger: d.log.With("component", "control"), LineTimeout: d.cfg.LineTimeout,
 		Metrics: d.recorder()}
 	if err := d.openStores(ctx); err != nil {

@@ -37,7 +37,7 @@ func (d *Daemon) httpServices() []startstop.Service {
 		Ledger: daemonLedger{d}, Questions: d.questions, Metrics: d.recorder(),
 		StaleAfter: d.cfg.StaleAfter, DB: d.drv.Name(), Version: d.cfg.Version, Clock: d.cfg.Clock,
 		Logger:  d.log.With("component", "web"),
-		Actions: daemonLedger{d},
+		Handler: d.server.Service,
 	}
 	if d.agents != nil { // never a typed nil: the UI tells nil apart
 		d.web.Agents = d.agents
@@ -87,12 +87,6 @@ type daemonLedger struct{ d *Daemon }
 
 func (l daemonLedger) Projects(ctx context.Context, all bool) ([]web.ProjectRow, error) {
 	return l.d.ledger.Projects(ctx, all)
-}
-
-// Retry starts a failed task over, recorded as done through the web UI.
-func (l daemonLedger) Retry(ctx context.Context, project, task string) error {
-	_, err := l.d.ledger.Execute(ctx, reducer.RetryTask{Project: project, TaskID: task, By: web.AnsweredBy})
-	return err
 }
 
 func (l daemonLedger) Project(ctx context.Context, ref string) (*reducer.Project, error) {

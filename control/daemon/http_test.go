@@ -213,3 +213,57 @@ func scrape(t *testing.T, d *Daemon) map[string]*dto.MetricFamily {
 	require.NoError(t, err)
 	return fams
 }
+
+// TestWebRetryGoesThroughTheService: the web UI's retry is a request like
+// any other: the daemon's Service decides it, the event names the UI as
+// who retried, and /metrics counts it with the socket's requests.
+func TestWebRetryGoesThroughTheService(t *testing.T) {
+	dir := shortDir(t)
+	d := New(Config{DB: filepath.Join(dir, "l.db"), Socket: filepath.Join(dir, "d.sock"), HTTP: "127.0.0.1:0", Version: version})
+	require.NoError(t, d.Open(context.Background()))
+	served := make(chan error, 1)
+	go func() { served <- d.Serve() }()
+	defer func() { require.NoError(t, d.Close()); require.NoError(t, <-served) }()
+
+	pid := inCall(t, d, api.CmdProjectCreate{Name: "r", Workspace: dir}).Project.Project.ID
+	task := inCall(t, d, api.CmdProjectTaskAdd{Project: "r", Title: "t", DependsOn: []string{}, MaxRetries: 0}).Project.TaskID
+	run := inCall(t, d, api.CmdProjectRunStart{Project: "r", Task: task, Agent: "a"}).Project.RunID
+	inCall(t, d, api.CmdProjectRunFinish{Project: "r", Run: run, Status: "failed"})
+
+	tokenFile, _ := web.Files(d.cfg.Socket)
+	token, err := os.ReadFile(tokenFile)
+	require.NoError(t, err)
+	base := strings.TrimSuffix(d.Web().URL(), "/")
+	req, err := http.NewRequest(http.MethodPost, base+"/p/"+pid+"/tasks/"+task+"/retry", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	req.Header.Set("Origin", base)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+
+	p, err := d.Ledger().Project(context.Background(), "r")
+	require.NoError(t, err)
+	tk, ok := p.Task(task)
+	require.True(t, ok)
+	assert.Equal(t, "ready", string(tk.Status), "the task was retried")
+	evs := inCall(t, d, api.CmdProjectEvents{Project: "r"}).Project.Events
+	last := evs[len(evs)-1]
+	assert.Equal(t, "task_retried", last.Kind)
+	assert.Contains(t, string(last.Data), `"by":"`+web.AnsweredBy+`"`, "the event names the UI")
+
+	fams := scrape(t, d)
+	found := false
+	for _, m := range fams["scv_control_requests_total"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "action" && l.GetValue() == "project_task_retry" {
+				found = true
+				assert.Equal(t, 1.0, m.GetCounter().GetValue())
+			}
+		}
+	}
+	assert.True(t, found, "the UI's retry is counted as a request")
+}

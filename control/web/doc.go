@@ -7,7 +7,7 @@
 //   - / lists the projects (the ledger's summary rows).
 //   - /p/{id} is a project: its summary, the task graph and the run
 //     timeline (control/render's SVG), the tasks (a Retry button on a
-//     failed one when the daemon has Actions), the runs, the report's
+//     failed one when the daemon gives a Handler), the runs, the report's
 //     evidence, the chain head with its verify command, and the events,
 //     newest first, EventsPerPage at a time; /p/{id}/report.html is its
 //     self-contained HTML report (control/view) as a file to save.

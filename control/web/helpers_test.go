@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -72,17 +73,25 @@ func (chats) Connected(string) bool                                 { return tru
 func (chats) ConnectedChats() []string                              { return []string{"local:owner"} }
 func (chats) Deliver(context.Context, string, string, string) error { return nil }
 
-// fakeActions records the retries asked for.
+// fakeActions records the retries asked for, as the daemon's Handler
+// would take them: project_task_retry, from the UI.
 type fakeActions struct {
 	mu      sync.Mutex
 	retries []string // project/task
 }
 
-func (a *fakeActions) Retry(_ context.Context, project, task string) error {
+func (a *fakeActions) Handle(ctx context.Context, cmd api.Command) (*api.DaemonStatus, error) {
+	c, ok := cmd.(api.CmdProjectTaskRetry)
+	if !ok {
+		return nil, fmt.Errorf("the UI sent %s", cmd.Action())
+	}
+	if who := api.Who(ctx); who != web.AnsweredBy {
+		return nil, fmt.Errorf("the UI's retry is from %q", who)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.retries = append(a.retries, project+"/"+task)
-	return nil
+	a.retries = append(a.retries, c.Project+"/"+c.Task)
+	return &api.DaemonStatus{}, nil
 }
 
 func (a *fakeActions) asked() []string {
@@ -114,7 +123,7 @@ func ptr[T any](v T) *T { return &v }
 
 type envOption func(*web.Server)
 
-func withoutActions(s *web.Server) { s.Actions = nil }
+func withoutActions(s *web.Server) { s.Handler = nil }
 
 func withoutAgents(s *web.Server) { s.Agents = nil }
 
@@ -135,7 +144,7 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	e.tokenFile, e.urlFile = web.Files(filepath.Join(dir, "daemon.sock"))
 	e.srv = &web.Server{
 		Addr: "127.0.0.1:0", TokenFile: e.tokenFile, URLFile: e.urlFile,
-		Ledger: ledgerOf{l}, Questions: q, Actions: e.actions, Agents: e.agents, Metrics: e.rec,
+		Ledger: ledgerOf{l}, Questions: q, Handler: e.actions, Agents: e.agents, Metrics: e.rec,
 		StaleAfter: 5 * time.Minute, DB: filepath.Join(dir, "ledger.db"), Version: "test", Clock: clk.now,
 	}
 	for _, o := range opts {

@@ -240,7 +240,7 @@ func (s *Server) projectPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page := projectPage{
-		P: v, CompactedBefore: compacted, Cut: cut, CanRetry: s.Actions != nil,
+		P: v, CompactedBefore: compacted, Cut: cut, CanRetry: s.Handler != nil,
 		Graph:    template.HTML(render.StripStyle(v.Graph)),    //nolint:gosec // escaped by control/render
 		Timeline: template.HTML(render.StripStyle(v.Timeline)), //nolint:gosec // escaped by control/render
 		Verify:   verifyCommand(s.DB, v),
@@ -345,10 +345,10 @@ func safeFileName(s string) string {
 	}, s)
 }
 
-// retry starts a failed task over (Actions.Retry) and goes back to its
-// project.
+// retry starts a failed task over (project_task_retry, by AnsweredBy)
+// and goes back to its project.
 func (s *Server) retry(w http.ResponseWriter, r *http.Request) {
-	if s.Actions == nil {
+	if s.Handler == nil {
 		http.Error(w, "404 not found: this daemon offers no retry", http.StatusNotFound)
 		return
 	}
@@ -358,7 +358,8 @@ func (s *Server) retry(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if err := s.Actions.Retry(ctx, p.ID, r.PathValue("task")); err != nil {
+	retry := api.CmdProjectTaskRetry{Project: p.ID, Task: r.PathValue("task")}
+	if _, err := s.Handler.Handle(api.WithCaller(ctx, AnsweredBy), retry); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -46,14 +46,8 @@ type Questions interface {
 	Answer(ctx context.Context, id string, yes bool, by string) (api.ConfirmInfo, error)
 }
 
-// Actions are the writes the UI offers besides answers. Nil offers none.
-type Actions interface {
-	// Retry starts a failed task over.
-	Retry(ctx context.Context, project, task string) error
-}
-
-// AnsweredBy is who the question manager records as having answered a
-// question through the UI.
+// AnsweredBy is who the UI's writes are recorded as made by: the answers
+// to questions, and the commands it sends (api.WithCaller).
 const AnsweredBy = "web UI"
 
 // Files are where a daemon on socket keeps its UI's token and its
@@ -79,8 +73,9 @@ type Server struct {
 	Ledger Ledger
 	// Questions: nil shows no questions.
 	Questions Questions
-	// Actions: nil offers no retry.
-	Actions Actions
+	// Handler is the daemon's way in (control.Service), for the commands
+	// the UI sends besides answers (a task's retry); nil offers none.
+	Handler api.Handler
 	// Agents: nil shows no live agents (no /agents page, no section on
 	// a project's page).
 	Agents Agents
