@@ -75,6 +75,11 @@ type agent struct {
 
 	saveMu sync.Mutex // orders the writes of the agent's row
 
+	// takeMu orders the taking of updates and the opening of the
+	// session; early holds the updates that came before it (take).
+	takeMu sync.Mutex
+	early  []heldUpdate
+
 	mu           sync.Mutex
 	spec         spec
 	state        api.AgentState
@@ -225,9 +230,7 @@ func (a *agent) handshake(ctx context.Context) error {
 		if s.SessionId == "" {
 			return fmt.Errorf("agent %s (%s) answered session/new without a session ID", a.name, a.argv0())
 		}
-		a.mu.Lock()
-		a.conversation = string(s.SessionId)
-		a.mu.Unlock()
+		a.opened(string(s.SessionId))
 		return nil
 	}
 	if !init.AgentCapabilities.LoadSession {
