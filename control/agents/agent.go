@@ -331,6 +331,9 @@ func (a *agent) finishTurn(turn uint32, resp acp.PromptResponse, err error) {
 		if err := run.finish(status, failWhy); err != nil {
 			a.log.Warn("record the end of a turn", "run", run.run, "err", err)
 		}
+		a.log.Info("turn ended", "turn", turn, "stop_reason", reason, "run", run.run, "run_status", status)
+	} else {
+		a.log.Info("turn ended", "turn", turn, "stop_reason", reason) // no run, so no run status
 	}
 	// One step for readers: the agent idle, and the update that says the
 	// turn ended (a client that reads it may prompt again at once).
@@ -355,7 +358,6 @@ func (a *agent) finishTurn(turn uint32, resp acp.PromptResponse, err error) {
 		}
 	}
 	close(done)
-	a.log.Info("turn ended", "turn", turn, "stop_reason", reason, "run_status", status)
 }
 
 // stderrText is what the agent last wrote on its standard error, read to

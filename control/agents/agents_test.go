@@ -491,3 +491,24 @@ func TestForeignSession(t *testing.T) {
 	assert.Contains(t, refused[0], " session=sess-other ")
 	assert.Contains(t, refused[0], " method=fs/read_text_file")
 }
+
+// TestTurnEndedLog: the log line of a turn's end carries its run's status
+// only when the turn is a run: an agent of no project has none.
+func TestTurnEndedLog(t *testing.T) {
+	e := newEnv(t, "build")
+	e.agent("free", "")
+	e.agent("worker", "build")
+	e.prompt("free", "say hi")
+	e.prompt("worker", "say hi")
+	ended := e.logs.lines("turn ended")
+	require.Len(t, ended, 2)
+	for _, l := range ended {
+		if strings.Contains(l, " agent=free ") {
+			assert.Contains(t, l, " stop_reason=end_turn")
+			assert.NotContains(t, l, "run_status", "a turn that is no run has no run status")
+		} else {
+			assert.Contains(t, l, " agent=worker ")
+			assert.Contains(t, l, " run_status=succeeded")
+		}
+	}
+}
