@@ -110,3 +110,26 @@ func TestModelArchived(t *testing.T) {
 	assert.Contains(t, drawn[0], "10:01:00 → 10:06:00 UTC (5m00s)")
 	assert.Equal(t, drawn[0], drawn[1], "drawn later, the same timeline")
 }
+
+// TestShortRun: a run shorter than a second has its length in the runs
+// table and on the critical path, in milliseconds, not "—" or 0s.
+func TestShortRun(t *testing.T) {
+	h := &history{t: t}
+	h.do(0, reducer.CreateProject{ProjectID: pid, Name: "quick", Workspace: "/work/quick"})
+	h.do(0, reducer.AddTask{Project: pid, TaskID: "a", Title: "build"})
+	start := at(1)
+	for _, c := range []reducer.Command{
+		reducer.StartRun{Project: pid, TaskID: "a", RunID: "a1", Agent: "codex"},
+		reducer.FinishRun{Project: pid, RunID: "a1", Status: reducer.RunSucceeded},
+	} {
+		evs, err := reducer.Decide(h.p, reducer.Stamp(c, start))
+		require.NoError(t, err)
+		h.p = reducer.Evolve(h.p, evs[0])
+		start += 40 // the run lasts 40 ms
+	}
+	v, err := view.Build(h.p, nil, view.Options{Now: tm(2)})
+	require.NoError(t, err)
+	require.Len(t, v.Runs, 1)
+	assert.Equal(t, "40ms", view.Duration(v.Runs[0].Duration))
+	assert.Contains(t, string(v.Timeline), "critical path (40ms): build")
+}
