@@ -2,10 +2,10 @@ package daemon
 
 import (
 	"context"
-	"strings"
 
 	"scv/control/metrics"
 	"scv/control/startstop"
+	"scv/control/view"
 	"scv/control/web"
 	"scv/ledger"
 	"scv/ledger/driver"
@@ -39,7 +39,7 @@ func (d *Daemon) httpServices() []startstop.Service {
 		StaleAfter: d.cfg.StaleAfter, DB: d.drv.Name(), Version: d.cfg.Version, Clock: d.cfg.Clock,
 		Logger:  d.log.With("component", "web"),
 		Actions: daemonLedger{d},
-		Open:    "scv --socket " + shellWord(d.cfg.Socket) + " ui",
+		Open:    "scv --socket " + view.ShellQuote(d.cfg.Socket) + " ui",
 	}
 	if d.agents != nil { // never a typed nil: the UI tells nil apart
 		d.web.Agents = d.agents
@@ -48,17 +48,6 @@ func (d *Daemon) httpServices() []startstop.Service {
 		d.web.MCP = d.cfg.MCP(d.cfg.Socket)
 	}
 	return []startstop.Service{d.web}
-}
-
-// shellWord is s as one word of a shell command: quoted when it holds
-// anything but letters, digits and /._-.
-func shellWord(s string) string {
-	if s != "" && !strings.ContainsFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-", r))
-	}) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // recorder is the daemon's metrics, made on first use; nil (which

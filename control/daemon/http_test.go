@@ -43,19 +43,6 @@ func TestHTTPRefusesNonLoopback(t *testing.T) {
 	assert.NoError(t, cfg.Check())
 }
 
-// TestShellWord: a socket path is one word of the command the log names,
-// quoted when a shell would split or expand it.
-func TestShellWord(t *testing.T) {
-	for in, want := range map[string]string{
-		"/run/user/1000/scv/daemon.sock": "/run/user/1000/scv/daemon.sock",
-		"/tmp/my dir/d.sock":             "'/tmp/my dir/d.sock'",
-		"/tmp/it's/$HOME.sock":           `'/tmp/it'\''s/$HOME.sock'`,
-		"":                               "''",
-	} {
-		assert.Equal(t, want, shellWord(in), in)
-	}
-}
-
 // TestHTTPServes: with Config.HTTP the daemon serves the UI: the token
 // and URL files are beside the socket, 0600; a project created on the
 // socket is on the projects page for the token and only for it; /metrics

@@ -133,3 +133,16 @@ func TestShortRun(t *testing.T) {
 	assert.Equal(t, "40ms", view.Duration(v.Runs[0].Duration))
 	assert.Contains(t, string(v.Timeline), "critical path (40ms): build")
 }
+
+// TestShellQuote: a word of the commands the pages and the log show is
+// quoted when a shell would split or expand it.
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"/run/user/1000/scv/daemon.sock": "/run/user/1000/scv/daemon.sock",
+		"/tmp/my dir/d.sock":             "'/tmp/my dir/d.sock'",
+		"/tmp/it's/$HOME.sock":           `'/tmp/it'\''s/$HOME.sock'`,
+		"":                               "''",
+	} {
+		assert.Equal(t, want, view.ShellQuote(in), in)
+	}
+}
