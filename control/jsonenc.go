@@ -13,8 +13,11 @@ func marshal(v any) ([]byte, error) { return reducer.Marshal(v) }
 
 // The reply to a write is encoded on every request's path, so the common
 // shapes (a DaemonStatus whose project is a summary) are appended by hand;
-// anything else goes through marshal. TestAppendStatusMatchesMarshal holds
-// the two to the same bytes.
+// anything else goes through marshal. TestAppendStatusEveryField holds the
+// two to the same bytes for every field of DaemonStatus at every depth, set,
+// zero and empty, so a field added to the wire types and not here fails it;
+// TestAppendStatusMatchesMarshal does so for random replies and strings
+// that need escaping.
 
 // appendStatus appends st as serde writes a DaemonStatus.
 func appendStatus(b []byte, st *api.DaemonStatus) ([]byte, error) {
@@ -24,7 +27,8 @@ func appendStatus(b []byte, st *api.DaemonStatus) ([]byte, error) {
 	b = strconv.AppendUint(b, uint64(st.PID), 10)
 	b = append(b, `,"components":`...)
 	var err error
-	if len(st.Components) == 0 {
+	// nil is null, as marshal writes it; Service.status always sets a list.
+	if st.Components != nil && len(st.Components) == 0 {
 		b = append(b, "[]"...)
 	} else if b, err = appendMarshal(b, st.Components); err != nil {
 		return nil, err

@@ -102,8 +102,9 @@ same socket or database is refused (exit 1).
 With --http ADDR it also serves the web UI and /metrics on ADDR, a
 loopback address only (127.0.0.1, ::1 or localhost; anything else is
 refused, exit 2); port 0 picks a free one. A new token is made at each
-start: the log line "web UI" at start has the address with it (url=),
-and scv ui prints it.`,
+start and kept in a 0600 file beside the socket, never in the log: scv ui
+prints the address to open, with it (the log line "web UI listening" at
+start names the command, open=).`,
 		Example: `  scv daemon
   scv daemon --http 127.0.0.1:0          # and the web UI: scv ui prints its address
   scv daemon --db /srv/scv/ledger.db --socket /run/scv/daemon.sock --stale-after 10m
@@ -207,11 +208,6 @@ func (o *DaemonOptions) run() error {
 	log.Info("daemon started", "version", version, "db", db, "socket", cfg.Socket,
 		"stale_after", cfg.StaleAfter, "heartbeat_every", cfg.HeartbeatEvery, "cache_projects", cfg.CacheSize,
 		"pid", os.Getpid(), "inherited_socket", d.Inherited())
-	if w := d.Web(); w != nil {
-		// The address to open, with the token: only the owner reads
-		// this log (and the 0600 file beside the socket, scv ui).
-		log.Info("web UI", "url", w.TokenURL())
-	}
 	served := make(chan error, 1)
 	go func() { served <- d.Serve() }()
 	select {

@@ -61,7 +61,8 @@ language, for dot -Tpng and friends.`,
 func newProjectTimelineCmd(c *client) *cobra.Command {
 	return newPictureCmd(c, "timeline", "Draw a project's runs over time: text or SVG",
 		`Draw PROJECT's runs on a time axis, one row per task and one bar per run
-(to now while it runs), with heartbeat gaps (a silence of over half of
+(to now while it runs; an archived project's axis ends at its last
+event), with heartbeat gaps (a silence of over half of
 --stale-after), stale marks, approvals and retries, and the critical path:
 the chain of runs that decided how long the project took. --format text
 (the default) draws it for a terminal, cut to its width; svg writes a

@@ -183,6 +183,27 @@ var transcripts = []struct{ doc, script string }{
 	{"docs/agents.md", "agents.txtar"},
 }
 
+// TestTranscriptsFollowOneAnother: a newcomer follows the walk-throughs
+// one after another, on one daemon, so no two create a project of the same
+// name (the second would be refused, conflict).
+func TestTranscriptsFollowOneAnother(t *testing.T) {
+	create := regexp.MustCompile(`(?m)^    \$ scv (?:--\S+ \S+ )*project create (\S+)`)
+	made := map[string]string{}
+	for _, tr := range transcripts {
+		text, err := os.ReadFile(filepath.Join("..", "..", tr.doc))
+		require.NoError(t, err)
+		_, region, _ := strings.Cut(string(text), "<!-- transcript: cmd/scv/testdata/script/"+tr.script+" -->")
+		region, _, _ = strings.Cut(region, "<!-- end of transcript -->")
+		for _, m := range create.FindAllStringSubmatch(region, -1) {
+			if first, ok := made[m[1]]; ok && first != tr.doc {
+				t.Errorf("%s creates project %s, which %s created before", tr.doc, m[1], first)
+			}
+			made[m[1]] = tr.doc
+		}
+	}
+	require.NotEmpty(t, made)
+}
+
 // transcriptScript is the transcript of doc's walk-through (the text of
 // the document named doc): the text between the markers below, where an
 // indented line `$ COMMAND` is a command and the indented lines after it

@@ -46,9 +46,10 @@ func TestUI(t *testing.T) {
 }
 
 // TestDaemonHTTP runs the binary with --http 127.0.0.1:0: its log says
-// "web UI" with the address and token, which scv ui prints too and which
-// opens the UI; an address that is not loopback is refused before
-// anything is opened (exit 2, the daemon's reason).
+// "web UI listening" with the address and the command that prints it with
+// the token (scv ui), and never has the token; scv ui's address opens the
+// UI; an address that is not loopback is refused before anything is
+// opened (exit 2, the daemon's reason).
 func TestDaemonHTTP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -77,21 +78,27 @@ func TestDaemonHTTP(t *testing.T) {
 			lines <- s.Text()
 		}
 	}()
-	logged := regexp.MustCompile(`msg="web UI" url="?(http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{64})"?$`)
-	var url string
+	// The log names the command that prints the address to open, and
+	// never the token.
+	logged := regexp.MustCompile(`msg="web UI listening; scv ui prints the address to open, with its token" component=web url=(http://127\.0\.0\.1:\d+/) open="scv --socket (\S+) ui"$`)
+	var address string
+	var log []string
 	timeout := time.After(20 * time.Second)
-	for url == "" {
+	for address == "" {
 		select {
 		case l, ok := <-lines:
 			require.True(t, ok, "the daemon ended before it logged the web UI")
+			log = append(log, l)
 			if m := logged.FindStringSubmatch(l); m != nil {
-				url = m[1]
+				address = m[1]
+				assert.Equal(t, sock, m[2])
 			}
 		case <-timeout:
 			require.FailNow(t, "no web UI line in the log")
 		}
 	}
-	assert.Equal(t, url+"\n", cliOK(t, sock, "ui"))
+	url := strings.TrimSuffix(cliOK(t, sock, "ui"), "\n")
+	require.Regexp(t, `^`+regexp.QuoteMeta(address)+`\?token=[0-9a-f]{64}$`, url)
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := noRedirect.Get(url)
 	require.NoError(t, err)
@@ -103,9 +110,14 @@ func TestDaemonHTTP(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "without it: 401")
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	for range lines {
+	for l := range lines {
+		log = append(log, l)
 	}
 	require.NoError(t, cmd.Wait())
+	_, token, _ := strings.Cut(url, "?token=")
+	for _, l := range log {
+		assert.NotContains(t, l, token, "the token is not logged")
+	}
 	_, file := web.Files(sock)
 	_, err = os.Stat(file)
 	assert.True(t, os.IsNotExist(err), "the address file is removed at stop")

@@ -75,6 +75,11 @@ type agent struct {
 
 	saveMu sync.Mutex // orders the writes of the agent's row
 
+	// takeMu orders the taking of updates and the opening of the
+	// session; early holds the updates that came before it (take).
+	takeMu sync.Mutex
+	early  []heldUpdate
+
 	mu           sync.Mutex
 	spec         spec
 	state        api.AgentState
@@ -225,9 +230,7 @@ func (a *agent) handshake(ctx context.Context) error {
 		if s.SessionId == "" {
 			return fmt.Errorf("agent %s (%s) answered session/new without a session ID", a.name, a.argv0())
 		}
-		a.mu.Lock()
-		a.conversation = string(s.SessionId)
-		a.mu.Unlock()
+		a.opened(string(s.SessionId))
 		return nil
 	}
 	if !init.AgentCapabilities.LoadSession {
@@ -328,6 +331,9 @@ func (a *agent) finishTurn(turn uint32, resp acp.PromptResponse, err error) {
 		if err := run.finish(status, failWhy); err != nil {
 			a.log.Warn("record the end of a turn", "run", run.run, "err", err)
 		}
+		a.log.Info("turn ended", "turn", turn, "stop_reason", reason, "run", run.run, "run_status", status)
+	} else {
+		a.log.Info("turn ended", "turn", turn, "stop_reason", reason) // no run, so no run status
 	}
 	// One step for readers: the agent idle, and the update that says the
 	// turn ended (a client that reads it may prompt again at once).
@@ -352,7 +358,6 @@ func (a *agent) finishTurn(turn uint32, resp acp.PromptResponse, err error) {
 		}
 	}
 	close(done)
-	a.log.Info("turn ended", "turn", turn, "stop_reason", reason, "run_status", status)
 }
 
 // stderrText is what the agent last wrote on its standard error, read to

@@ -458,3 +458,57 @@ func TestFastAgent(t *testing.T) {
 	require.Len(t, e.runs("build"), 1)
 	assert.Equal(t, reducer.RunSucceeded, e.runs("build")[0].Status)
 }
+
+// TestForeignSession: what a live agent sends about a session the daemon
+// did not open for it is no part of its turn. Its updates about another
+// session are dropped and its requests about one refused, each with a
+// warning that names the agent and the session.
+func TestForeignSession(t *testing.T) {
+	e := newEnv(t, "build")
+	e.agent("a", "build")
+	secret := filepath.Join(e.ws, "secret.txt")
+	require.NoError(t, os.WriteFile(secret, []byte("the secret"), 0o644))
+	ups := e.prompt("a", "say mine\nas sess-other say theirs\nas sess-other tool t9 Theirs\n"+
+		"as sess-other read "+secret+"\nsay done")
+	assert.Equal(t, []string{"turn_started", "agent_message_chunk", "agent_message_chunk", "turn_ended"}, kinds(ups))
+	assert.Equal(t, "minedone", said(ups))
+	runs := e.runs("build")
+	require.Len(t, runs, 1)
+	require.NotNil(t, runs[0].Progress)
+	assert.Equal(t, "minedone", *runs[0].Progress, "the other session's tool call is not the run's progress")
+
+	dropped := e.logs.lines("agent sent an update about a session the daemon did not open; dropped")
+	require.Len(t, dropped, 3, "theirs, the tool call, and what the agent said of the refused read")
+	for _, l := range dropped {
+		assert.Contains(t, l, "level=WARN")
+		assert.Contains(t, l, " agent=a ")
+		assert.Contains(t, l, " session=sess-other ")
+	}
+	refused := e.logs.lines("agent asked about a session the daemon did not open; refused")
+	require.Len(t, refused, 1)
+	assert.Contains(t, refused[0], "level=WARN")
+	assert.Contains(t, refused[0], " agent=a ")
+	assert.Contains(t, refused[0], " session=sess-other ")
+	assert.Contains(t, refused[0], " method=fs/read_text_file")
+}
+
+// TestTurnEndedLog: the log line of a turn's end carries its run's status
+// only when the turn is a run: an agent of no project has none.
+func TestTurnEndedLog(t *testing.T) {
+	e := newEnv(t, "build")
+	e.agent("free", "")
+	e.agent("worker", "build")
+	e.prompt("free", "say hi")
+	e.prompt("worker", "say hi")
+	ended := e.logs.lines("turn ended")
+	require.Len(t, ended, 2)
+	for _, l := range ended {
+		if strings.Contains(l, " agent=free ") {
+			assert.Contains(t, l, " stop_reason=end_turn")
+			assert.NotContains(t, l, "run_status", "a turn that is no run has no run status")
+		} else {
+			assert.Contains(t, l, " agent=worker ")
+			assert.Contains(t, l, " run_status=succeeded")
+		}
+	}
+}

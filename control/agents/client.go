@@ -31,36 +31,112 @@ func (c *client) SessionUpdate(_ context.Context, n acp.SessionNotification) err
 	if err != nil {
 		return err
 	}
-	return c.a.take(raw)
+	return c.a.take(string(n.SessionId), raw)
 }
 
-// take takes one of the agent's updates (a session/update's `update`, as
-// it came): into the agent's updates, and into the progress of the turn's
-// run. An update of a kind this build does not know is kept as it came;
-// one of a kind it knows that does not decode is refused.
-func (a *agent) take(raw json.RawMessage) error {
+// take takes one of the agent's updates (a session/update's sessionId and
+// `update`, as they came): into the agent's updates, and into the progress
+// of the turn's run. An update of a kind this build does not know is kept
+// as it came; one of a kind it knows that does not decode is refused. An
+// update about a session the daemon did not open for the agent is dropped,
+// with a warning; one that comes before the answer to session/new has
+// named the agent's session waits for it (opened).
+func (a *agent) take(session string, raw json.RawMessage) error {
+	a.takeMu.Lock()
+	defer a.takeMu.Unlock()
 	a.mu.Lock()
-	loading := a.loading
+	loading, conv := a.loading, a.conversation
 	a.mu.Unlock()
 	if loading {
 		return nil // session/load replays what was said before: not news
 	}
+	u, progress, err := updateOf(raw)
+	if err != nil {
+		return err
+	}
+	if conv == "" {
+		a.early = append(a.early, heldUpdate{session, u, progress})
+		return nil
+	}
+	a.keep(heldUpdate{session, u, progress}, conv)
+	return nil
+}
+
+// heldUpdate is an update taken and not yet kept: the session it is
+// about, and the progress it makes.
+type heldUpdate struct {
+	session  string
+	u        api.AgentUpdate
+	progress string
+}
+
+// opened makes conv the agent's session, and keeps the updates about it
+// that came before.
+func (a *agent) opened(conv string) {
+	a.takeMu.Lock()
+	defer a.takeMu.Unlock()
+	a.mu.Lock()
+	a.conversation = conv
+	a.mu.Unlock()
+	for _, h := range a.early {
+		a.keep(h, conv)
+	}
+	a.early = nil
+}
+
+// keep keeps h if it is about conv, the agent's session. takeMu is held.
+func (a *agent) keep(h heldUpdate, conv string) {
+	if h.session != conv {
+		a.log.Warn("agent sent an update about a session the daemon did not open; dropped",
+			"session", h.session, "kind", h.u.Kind)
+		return
+	}
+	switch {
+	case h.u.Kind == "agent_message_chunk":
+		a.mu.Lock()
+		a.noteMessage(h.u.Text)
+		a.mu.Unlock()
+	case h.progress != "":
+		a.noteProgress(h.progress)
+	}
+	a.add(h.u)
+	a.mu.Lock()
+	run := a.run
+	a.mu.Unlock()
+	if run != nil {
+		run.changed()
+	}
+}
+
+// ours refuses a request of the agent about a session the daemon did not
+// open for it, with a warning.
+func (a *agent) ours(session acp.SessionId, method string) error {
+	a.mu.Lock()
+	conv := a.conversation
+	a.mu.Unlock()
+	if conv != "" && string(session) == conv {
+		return nil
+	}
+	a.log.Warn("agent asked about a session the daemon did not open; refused", "session", session, "method", method)
+	return refusal("session %q is not this agent's", session)
+}
+
+// updateOf is the update raw as the agent's updates keep it, and the
+// progress it makes the turn's (an agent message's is its text).
+func updateOf(raw json.RawMessage) (u api.AgentUpdate, progress string, _ error) {
 	var up acp.SessionUpdate
 	err := json.Unmarshal(raw, &up)
-	u := api.AgentUpdate{Update: raw}
+	u = api.AgentUpdate{Update: raw}
 	switch {
 	case up.AgentMessageChunk != nil:
 		u.Kind, u.Text = "agent_message_chunk", textOf(up.AgentMessageChunk.Content)
-		a.mu.Lock()
-		a.noteMessage(u.Text)
-		a.mu.Unlock()
 	case up.AgentThoughtChunk != nil:
 		u.Kind, u.Text = "agent_thought_chunk", textOf(up.AgentThoughtChunk.Content)
 	case up.UserMessageChunk != nil:
 		u.Kind, u.Text = "user_message_chunk", textOf(up.UserMessageChunk.Content)
 	case up.ToolCall != nil:
 		u.Kind, u.ToolCallID, u.Title, u.Status = "tool_call", string(up.ToolCall.ToolCallId), up.ToolCall.Title, string(up.ToolCall.Status)
-		a.noteProgress("tool: " + u.Title)
+		progress = "tool: " + u.Title
 	case up.ToolCallUpdate != nil:
 		u.Kind, u.ToolCallID = "tool_call_update", string(up.ToolCallUpdate.ToolCallId)
 		if t := up.ToolCallUpdate.Title; t != nil {
@@ -72,7 +148,7 @@ func (a *agent) take(raw json.RawMessage) error {
 	case up.Plan != nil:
 		u.Kind = "plan"
 		var steps []string
-		progress, done := "", 0
+		done := 0
 		for _, e := range up.Plan.Entries {
 			steps = append(steps, fmt.Sprintf("[%s] %s", e.Status, e.Content))
 			if e.Status == acp.PlanEntryStatusCompleted {
@@ -86,29 +162,19 @@ func (a *agent) take(raw json.RawMessage) error {
 		if progress == "" && len(up.Plan.Entries) > 0 {
 			progress = fmt.Sprintf("plan: %d/%d done", done, len(up.Plan.Entries))
 		}
-		if progress != "" {
-			a.noteProgress(progress)
-		}
 	default:
 		var tag struct {
 			Kind string `json:"sessionUpdate"`
 		}
 		if json.Unmarshal(raw, &tag) != nil || tag.Kind == "" {
-			return errors.New("an update with no sessionUpdate")
+			return u, "", errors.New("an update with no sessionUpdate")
 		}
 		if err != nil && known[tag.Kind] {
-			return fmt.Errorf("%s: %v", tag.Kind, err)
+			return u, "", fmt.Errorf("%s: %v", tag.Kind, err)
 		}
 		u.Kind = tag.Kind
 	}
-	a.add(u)
-	a.mu.Lock()
-	run := a.run
-	a.mu.Unlock()
-	if run != nil {
-		run.changed()
-	}
-	return nil
+	return u, progress, nil
 }
 
 // known is the kinds of update the SDK decodes.
@@ -180,6 +246,9 @@ const questionPoll = 200 * time.Millisecond
 // reject option); without it, the request is refused.
 func (c *client) RequestPermission(ctx context.Context, p acp.RequestPermissionRequest) (acp.RequestPermissionResponse, error) {
 	a := c.a
+	if err := a.ours(p.SessionId, acp.ClientMethodSessionRequestPermission); err != nil {
+		return acp.RequestPermissionResponse{}, err
+	}
 	title := string(p.ToolCall.ToolCallId)
 	if p.ToolCall.Title != nil && *p.ToolCall.Title != "" {
 		title = *p.ToolCall.Title
@@ -260,6 +329,9 @@ func refusal(format string, args ...any) *acp.RequestError {
 // it.
 func (c *client) ReadTextFile(_ context.Context, p acp.ReadTextFileRequest) (acp.ReadTextFileResponse, error) {
 	a := c.a
+	if err := a.ours(p.SessionId, acp.ClientMethodFsReadTextFile); err != nil {
+		return acp.ReadTextFileResponse{}, err
+	}
 	path, err := a.confine(p.Path)
 	if err == nil {
 		var fi os.FileInfo
@@ -295,6 +367,9 @@ func (c *client) ReadTextFile(_ context.Context, p acp.ReadTextFileRequest) (acp
 // folders), and nothing outside it.
 func (c *client) WriteTextFile(_ context.Context, p acp.WriteTextFileRequest) (acp.WriteTextFileResponse, error) {
 	a := c.a
+	if err := a.ours(p.SessionId, acp.ClientMethodFsWriteTextFile); err != nil {
+		return acp.WriteTextFileResponse{}, err
+	}
 	path, err := a.confine(p.Path)
 	if err == nil {
 		if err = os.MkdirAll(filepath.Dir(path), 0o755); err == nil {

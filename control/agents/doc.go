@@ -12,6 +12,9 @@
 // client is answered by the agent's policy: permission by the owner
 // (a confirm_ask question) when it was started with --ask, else refused;
 // files only inside its workspace; terminals only with --allow-terminal.
+// Only the session the daemon opened for the agent is its: a request
+// about another is refused and an update about another dropped, each with
+// a warning in the log.
 //
 // # Turns and runs
 //

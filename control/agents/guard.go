@@ -25,7 +25,7 @@ const DefaultMaxMessage = 4 << 20
 // would skip the line and read on.
 //
 // The agent's session/update notifications it hands to onUpdate (their
-// `update`, as the agent wrote it) there and then, instead of passing
+// `sessionId` and `update`, as the agent wrote them) there and then, instead of passing
 // them on: the SDK queues at most 1,024 notifications and closes the
 // connection when an agent outruns its handler, where here a fast agent's
 // writes wait on the pipe until the daemon has taken each update; and an
@@ -35,7 +35,7 @@ type guard struct {
 	r        *bufio.Reader
 	max      int
 	onBad    func(error)
-	onUpdate func(update json.RawMessage) error
+	onUpdate func(session string, update json.RawMessage) error
 
 	line []byte // what is left of the current line, newline included
 	mu   sync.Mutex
@@ -46,7 +46,7 @@ type guard struct {
 	open chan struct{}
 }
 
-func newGuard(r io.Reader, max int, onBad func(error), onUpdate func(json.RawMessage) error) *guard {
+func newGuard(r io.Reader, max int, onBad func(error), onUpdate func(string, json.RawMessage) error) *guard {
 	if max <= 0 {
 		max = DefaultMaxMessage
 	}
@@ -82,7 +82,8 @@ func (g *guard) update(body []byte) (bool, error) {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 		Params struct {
-			Update json.RawMessage `json:"update"`
+			SessionID string          `json:"sessionId"`
+			Update    json.RawMessage `json:"update"`
 		} `json:"params"`
 	}
 	if err := json.Unmarshal(body, &m); err != nil || m.ID != nil || m.Method != string(acp.ClientMethodSessionUpdate) {
@@ -91,7 +92,7 @@ func (g *guard) update(body []byte) (bool, error) {
 	if len(m.Params.Update) == 0 {
 		return true, errors.New("wrote a session/update without an update")
 	}
-	if err := g.onUpdate(m.Params.Update); err != nil {
+	if err := g.onUpdate(m.Params.SessionID, m.Params.Update); err != nil {
 		return true, fmt.Errorf("wrote a session/update that is not one: %v", err)
 	}
 	return true, nil

@@ -2,9 +2,11 @@ package agents_test
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -71,6 +73,7 @@ type env struct {
 	state string // the test agent's --state
 	tasks map[string]string
 	asked *questions
+	logs  *logBuffer // the Managers' log
 }
 
 func newEnv(t *testing.T, titles ...string) *env {
@@ -78,7 +81,7 @@ func newEnv(t *testing.T, titles ...string) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, path: filepath.Join(t.TempDir(), "ledger.db"), ws: t.TempDir(), state: t.TempDir(),
-		tasks: map[string]string{}, asked: &questions{}}
+		tasks: map[string]string{}, asked: &questions{}, logs: &logBuffer{}}
 	e.open()
 	res, err := e.l.Execute(ctx, reducer.CreateProject{ProjectID: "01JPROJECT0000000000000000", Name: "acme", Workspace: e.ws})
 	require.NoError(t, err)
@@ -105,7 +108,8 @@ func (e *env) open() {
 // start starts a new Manager on the ledger, as a daemon's start does.
 func (e *env) start() {
 	e.m = &agents.Manager{Store: e.db, Ledger: e.l, Questions: e.asked, Grace: 500 * time.Millisecond,
-		Every: 20 * time.Millisecond, Beat: 50 * time.Millisecond}
+		Every: 20 * time.Millisecond, Beat: 50 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	e.dels = agents.Delegations{Registry: &delegations.Registry{Store: e.db}, Agents: e.m}
 	require.NoError(e.t, e.dels.Registry.Load(e.ctx))
 	require.NoError(e.t, e.m.Start(e.ctx))
@@ -247,6 +251,31 @@ func withArg(arg string) []string {
 			continue
 		}
 		out = append(out, d.Name())
+	}
+	return out
+}
+
+// logBuffer is a log's text, written by many goroutines.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// lines is the log's lines that have msg="msg".
+func (l *logBuffer) lines(msg string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for line := range strings.Lines(l.b.String()) {
+		if strings.Contains(line, " msg="+strconv.Quote(msg)+" ") || strings.Contains(line, " msg="+msg+" ") {
+			out = append(out, strings.TrimSuffix(line, "\n"))
+		}
 	}
 	return out
 }

@@ -54,6 +54,15 @@ func (ts *terminals) get(id string) (*terminal, error) {
 	return nil, refusal("no terminal %q", id)
 }
 
+// terminal is the agent's terminal id, for a request (method) about
+// session, which must be the agent's.
+func (a *agent) terminal(session acp.SessionId, method, id string) (*terminal, error) {
+	if err := a.ours(session, method); err != nil {
+		return nil, err
+	}
+	return a.terms.get(id)
+}
+
 // closeAll stops every terminal still running.
 func (ts *terminals) closeAll() {
 	ts.mu.Lock()
@@ -91,6 +100,9 @@ func (t *terminal) exit() (*int, *string, bool) {
 // --allow-terminal; for any other it is refused.
 func (c *client) CreateTerminal(_ context.Context, p acp.CreateTerminalRequest) (acp.CreateTerminalResponse, error) {
 	a := c.a
+	if err := a.ours(p.SessionId, acp.ClientMethodTerminalCreate); err != nil {
+		return acp.CreateTerminalResponse{}, err
+	}
 	u := api.AgentUpdate{Kind: "terminal", Text: p.Command, Status: "ok"}
 	id, err := a.startTerminal(p)
 	if err != nil {
@@ -180,7 +192,7 @@ func (a *agent) startTerminal(p acp.CreateTerminalRequest) (string, error) {
 // TerminalOutput is what the terminal printed so far (its newest output
 // up to the limit) and, once it ended, how.
 func (c *client) TerminalOutput(_ context.Context, p acp.TerminalOutputRequest) (acp.TerminalOutputResponse, error) {
-	t, err := c.a.terms.get(p.TerminalId)
+	t, err := c.a.terminal(p.SessionId, acp.ClientMethodTerminalOutput, p.TerminalId)
 	if err != nil {
 		return acp.TerminalOutputResponse{}, err
 	}
@@ -196,7 +208,7 @@ func (c *client) TerminalOutput(_ context.Context, p acp.TerminalOutputRequest) 
 
 // WaitForTerminalExit waits for the terminal's command to end.
 func (c *client) WaitForTerminalExit(ctx context.Context, p acp.WaitForTerminalExitRequest) (acp.WaitForTerminalExitResponse, error) {
-	t, err := c.a.terms.get(p.TerminalId)
+	t, err := c.a.terminal(p.SessionId, acp.ClientMethodTerminalWaitForExit, p.TerminalId)
 	if err != nil {
 		return acp.WaitForTerminalExitResponse{}, err
 	}
@@ -210,7 +222,7 @@ func (c *client) WaitForTerminalExit(ctx context.Context, p acp.WaitForTerminalE
 
 // KillTerminal stops the terminal's command; its output stays.
 func (c *client) KillTerminal(_ context.Context, p acp.KillTerminalRequest) (acp.KillTerminalResponse, error) {
-	t, err := c.a.terms.get(p.TerminalId)
+	t, err := c.a.terminal(p.SessionId, acp.ClientMethodTerminalKill, p.TerminalId)
 	if err != nil {
 		return acp.KillTerminalResponse{}, err
 	}
@@ -221,7 +233,7 @@ func (c *client) KillTerminal(_ context.Context, p acp.KillTerminalRequest) (acp
 // ReleaseTerminal stops the terminal's command and forgets it.
 func (c *client) ReleaseTerminal(_ context.Context, p acp.ReleaseTerminalRequest) (acp.ReleaseTerminalResponse, error) {
 	ts := &c.a.terms
-	t, err := ts.get(p.TerminalId)
+	t, err := c.a.terminal(p.SessionId, acp.ClientMethodTerminalRelease, p.TerminalId)
 	if err != nil {
 		return acp.ReleaseTerminalResponse{}, err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"scv/control/metrics"
 	"scv/control/startstop"
+	"scv/control/view"
 	"scv/control/web"
 	"scv/ledger"
 	"scv/ledger/driver"
@@ -38,6 +39,7 @@ func (d *Daemon) httpServices() []startstop.Service {
 		StaleAfter: d.cfg.StaleAfter, DB: d.drv.Name(), Version: d.cfg.Version, Clock: d.cfg.Clock,
 		Logger:  d.log.With("component", "web"),
 		Handler: d.server.Service,
+		Open:    "scv --socket " + view.ShellQuote(d.cfg.Socket) + " ui",
 	}
 	if d.agents != nil { // never a typed nil: the UI tells nil apart
 		d.web.Agents = d.agents

@@ -72,6 +72,7 @@ func TestHTTPServes(t *testing.T) {
 	u, err := os.ReadFile(urlFile)
 	require.NoError(t, err)
 	assert.Equal(t, d.Web().TokenURL()+"\n", string(u))
+	assert.Equal(t, "scv --socket "+d.cfg.Socket+" ui", d.Web().Open, "the command the log names")
 
 	st := inCall(t, d, api.CmdProjectCreate{Name: "via-socket", Workspace: dir})
 	require.NotNil(t, st.Project)

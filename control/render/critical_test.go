@@ -1,9 +1,12 @@
 package render
 
 import (
+	"bytes"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // run is a finished run of task from minute start to minute end.
@@ -185,4 +188,22 @@ func TestCriticalPathChains(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCriticalPathShort: a critical path shorter than a second says how
+// long it took, in milliseconds, in the text and the SVG: not 0s.
+func TestCriticalPathShort(t *testing.T) {
+	ms := func(n int) time.Time { return at(0).Add(time.Duration(n) * time.Millisecond) }
+	p := Project{
+		Tasks: []Task{{ID: "a", Title: "build", Status: TaskDone}, {ID: "b", Title: "test", Status: TaskDone, DependsOn: []string{"a"}}},
+		Runs: []Run{{ID: "a1", TaskID: "a", Status: RunSucceeded, Start: ms(0), End: ms(40)},
+			{ID: "b1", TaskID: "b", Status: RunSucceeded, Start: ms(45), End: ms(120)}},
+		Now: ms(130),
+	}
+	var text, svg bytes.Buffer
+	require.NoError(t, TimelineText(&text, p, TextOptions{}))
+	assert.Contains(t, text.String(), "critical path (120ms): build → test")
+	require.NoError(t, TimelineSVG(&svg, p))
+	assert.Contains(t, svg.String(), "critical path (120ms): build → test")
+	assert.Contains(t, svg.String(), "(75ms)", "a run's tooltip")
 }

@@ -44,7 +44,9 @@
 //     bar per run from its start to its end (to Now while it runs), a
 //     character per outcome, heartbeat gaps and markers in characters of
 //     their own, '*' before the rows on the critical path, the critical
-//     path by title, and a legend.
+//     path by title with its length, and a legend. Lengths are in two
+//     units (42s, 7m05s, 2h05m, 3d04h), under a second in milliseconds
+//     (340ms).
 //   - TimelineSVG(w, p): the same rows; one <rect class="bar run-S"
 //     data-run-id data-task-id> per run, with "critical" in the class of
 //     the critical path's runs and a dashed line joining them; a hatched

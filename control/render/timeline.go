@@ -214,8 +214,13 @@ func rangeText(tl timeline, arrow string) string {
 	return s.Format("2006-01-02 15:04:05") + " " + arrow + " " + e.Format(endFmt) + " (" + durText(e.Sub(s)) + ")"
 }
 
-// durText is a duration in two units: 42s, 7m05s, 2h05m, 3d04h.
+// durText is a duration in two units: 42s, 7m05s, 2h05m, 3d04h; under a
+// second, in milliseconds (340ms), so that a short run or critical path
+// does not read 0s.
 func durText(d time.Duration) string {
+	if ms := d.Round(time.Millisecond); ms > 0 && ms < time.Second {
+		return itoa(ms.Milliseconds()) + "ms"
+	}
 	d = d.Round(time.Second)
 	s := int64(d / time.Second)
 	switch {

@@ -199,6 +199,7 @@ func TestDurText(t *testing.T) {
 	for d, want := range map[time.Duration]string{
 		0: "0s", 42 * time.Second: "42s", 7*time.Minute + 5*time.Second: "7m05s",
 		2*time.Hour + 5*time.Minute: "2h05m", 76 * time.Hour: "3d04h",
+		12 * time.Millisecond: "12ms", 999 * time.Millisecond: "999ms", 1400 * time.Millisecond: "1s",
 	} {
 		assert.Equal(t, want, durText(d))
 	}

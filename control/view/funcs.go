@@ -28,10 +28,14 @@ func When(t time.Time) string {
 	return t.Format("2006-01-02 15:04:05 MST")
 }
 
-// Duration is d rounded to the second, or "—" when zero.
+// Duration is d rounded to the second, under a second to the millisecond
+// (a run of 40ms is not 0s), or "—" when zero.
 func Duration(d time.Duration) string {
 	if d <= 0 {
 		return "—"
+	}
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
 	}
 	return d.Round(time.Second).String()
 }

@@ -52,7 +52,8 @@ type runRef struct {
 
 // Model is the drawing's input for p: its tasks in order (attempts are
 // the task's runs), its runs in the order they started (from Started to
-// Updated, or running), the heartbeats of each run (its run_progress and
+// Updated, or running), drawn to opts.Now or, for an archived project, to
+// its last event, the heartbeats of each run (its run_progress and
 // heartbeat events), and markers: run_stale events, the start of every
 // attempt after the first (a retry), and approval_asked and
 // approval_decided events. events are p's stored events in sequence
@@ -65,6 +66,11 @@ func Model(p *reducer.Project, events []ledger.Row, opts Options) render.Project
 	out := render.Project{
 		ID: p.ID, Name: p.Name, Now: opts.Now, GapAfter: opts.StaleAfter / 2,
 		Runs: make([]render.Run, 0, len(runs)),
+	}
+	if p.Archived {
+		// Finished, with no run running: drawn to its last event, the
+		// same at every drawing.
+		out.Now = time.UnixMilli(p.Updated).In(loc)
 	}
 	attempts := map[string]int{}
 	runAt := make(map[string]int, len(runs))

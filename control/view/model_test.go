@@ -1,6 +1,7 @@
 package view_test
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"scv/control/render"
 	"scv/control/view"
+	"scv/reducer"
 )
 
 func tm(min int) time.Time { return time.UnixMilli(at(min)).In(time.UTC) }
@@ -81,5 +83,66 @@ func TestModelApprovalOutcomes(t *testing.T) {
 		last := got.Markers[len(got.Markers)-1]
 		assert.Equal(t, kind, last.Kind, outcome)
 		assert.Equal(t, "d", last.TaskID, outcome)
+	}
+}
+
+// TestModelArchived: an archived project is finished, so its drawing ends
+// at its last event whatever now is: its timeline does not run to now and
+// grow each time it is drawn.
+func TestModelArchived(t *testing.T) {
+	h := &history{t: t}
+	h.do(0, reducer.CreateProject{ProjectID: pid, Name: "done", Workspace: "/work/done"})
+	h.do(0, reducer.AddTask{Project: pid, TaskID: "a", Title: "build"})
+	h.do(1, reducer.StartRun{Project: pid, TaskID: "a", RunID: "a1", Agent: "codex"})
+	h.do(4, reducer.FinishRun{Project: pid, RunID: "a1", Status: reducer.RunSucceeded})
+	active := view.Model(h.p, h.rows, view.Options{Now: tm(5)})
+	assert.Equal(t, tm(5), active.Now, "a project not archived runs to now")
+	h.do(6, reducer.ArchiveProject{Project: pid})
+
+	var drawn []string
+	for _, now := range []time.Time{tm(60), tm(600)} {
+		m := view.Model(h.p, h.rows, view.Options{Now: now})
+		assert.Equal(t, tm(6), m.Now, "the archive is its last event")
+		var b bytes.Buffer
+		require.NoError(t, render.TimelineText(&b, m, render.TextOptions{}))
+		drawn = append(drawn, b.String())
+	}
+	assert.Contains(t, drawn[0], "10:01:00 → 10:06:00 UTC (5m00s)")
+	assert.Equal(t, drawn[0], drawn[1], "drawn later, the same timeline")
+}
+
+// TestShortRun: a run shorter than a second has its length in the runs
+// table and on the critical path, in milliseconds, not "—" or 0s.
+func TestShortRun(t *testing.T) {
+	h := &history{t: t}
+	h.do(0, reducer.CreateProject{ProjectID: pid, Name: "quick", Workspace: "/work/quick"})
+	h.do(0, reducer.AddTask{Project: pid, TaskID: "a", Title: "build"})
+	start := at(1)
+	for _, c := range []reducer.Command{
+		reducer.StartRun{Project: pid, TaskID: "a", RunID: "a1", Agent: "codex"},
+		reducer.FinishRun{Project: pid, RunID: "a1", Status: reducer.RunSucceeded},
+	} {
+		evs, err := reducer.Decide(h.p, reducer.Stamp(c, start))
+		require.NoError(t, err)
+		h.p = reducer.Evolve(h.p, evs[0])
+		start += 40 // the run lasts 40 ms
+	}
+	v, err := view.Build(h.p, nil, view.Options{Now: tm(2)})
+	require.NoError(t, err)
+	require.Len(t, v.Runs, 1)
+	assert.Equal(t, "40ms", view.Duration(v.Runs[0].Duration))
+	assert.Contains(t, string(v.Timeline), "critical path (40ms): build")
+}
+
+// TestShellQuote: a word of the commands the pages and the log show is
+// quoted when a shell would split or expand it.
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"/run/user/1000/scv/daemon.sock": "/run/user/1000/scv/daemon.sock",
+		"/tmp/my dir/d.sock":             "'/tmp/my dir/d.sock'",
+		"/tmp/it's/$HOME.sock":           `'/tmp/it'\''s/$HOME.sock'`,
+		"":                               "''",
+	} {
+		assert.Equal(t, want, view.ShellQuote(in), in)
 	}
 }

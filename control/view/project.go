@@ -112,7 +112,7 @@ func Build(p *reducer.Project, events []ledger.Row, opts Options) (*Project, err
 			end = opts.Now
 		}
 		if !end.IsZero() && end.After(row.Started) {
-			row.Duration = end.Sub(row.Started).Round(time.Second)
+			row.Duration = end.Sub(row.Started)
 		}
 		if r.Progress != nil {
 			row.Progress = *r.Progress

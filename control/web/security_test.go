@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -267,6 +268,31 @@ func TestLoopbackOnly(t *testing.T) {
 	host, _, err := net.SplitHostPort(strings.TrimPrefix(strings.TrimSuffix(s.URL(), "/"), "http://"))
 	require.NoError(t, err)
 	assert.Equal(t, "127.0.0.1", host)
+}
+
+// TestStartLogLine: the one line the UI logs at start has its address and
+// the command that prints the address to open (Open; "scv ui" when
+// unset), and never the token: the address alone gives 401.
+func TestStartLogLine(t *testing.T) {
+	for _, open := range []string{"scv --socket /run/scv/daemon.sock ui", ""} {
+		var log strings.Builder
+		e := newEnv(t, func(s *web.Server) {
+			s.Logger = slog.New(slog.NewTextHandler(&log, nil))
+			s.Open = open
+		})
+		want := open
+		if want == "" {
+			want = "scv ui"
+		}
+		lines := strings.Split(strings.TrimSuffix(log.String(), "\n"), "\n")
+		require.Len(t, lines, 1, log.String())
+		assert.Contains(t, lines[0], ` level=INFO msg="web UI listening; scv ui prints the address to open, with its token" url=`+e.srv.URL()+` open="`+want+`"`)
+		assert.NotContains(t, lines[0], e.token)
+		resp, err := http.Get(e.srv.URL())
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "the logged address alone")
+	}
 }
 
 // TestTokenFiles: the token and URL files are 0600 and hold this start's

@@ -95,6 +95,11 @@ type Server struct {
 	// Clock is "now" for the drawings (nil: the system clock).
 	Clock  func() time.Time
 	Logger *slog.Logger
+	// Open is the command that prints the address to open, token
+	// included, which the log line at start names ("" is "scv ui"). The
+	// token is never logged: it is kept only in TokenFile and URLFile
+	// (SPEC section 7).
+	Open string
 
 	mu     sync.Mutex
 	srv    *http.Server
@@ -196,7 +201,11 @@ func (s *Server) Start(ctx context.Context) error {
 			s.logger().Error("web UI", "err", err)
 		}
 	}(s.srv, s.done)
-	s.logger().Info("web UI listening", "url", s.url())
+	open := s.Open
+	if open == "" {
+		open = "scv ui"
+	}
+	s.logger().Info("web UI listening; scv ui prints the address to open, with its token", "url", s.url(), "open", open)
 	return nil
 }
 

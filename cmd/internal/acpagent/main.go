@@ -1,14 +1,19 @@
 // Command acpagent is a small scripted agent speaking the Agent Client
-// Protocol (ACP) on its stdin and stdout. It exists only so the daemon's
-// tests can drive a real ACP agent process: the daemon, the ACP client,
-// starts it as `acpagent [flags]` with stdin and stdout as the JSON-RPC
-// pipes.
+// Protocol (ACP) on its stdin and stdout. It exists so the daemon's tests
+// and the docs' examples can drive a real ACP agent process: the daemon,
+// the ACP client, starts it as `acpagent [flags]` with stdin and stdout as
+// the JSON-RPC pipes.
 //
 // A prompt's text is run line by line as a tiny script of `VERB ARGS...`
-// lines (say, chunks, thought, tool, tooldone, plan, permission, read,
-// write, terminal, sleep, silent, exec, spawn, crash, garbage, big, stop,
-// refuse; any other line is said as it is). Sessions are kept as JSON
-// files in the --state folder, so a second process can load them.
+// lines; any other line is said as it is. `acpagent --help` lists the
+// steps, from the table (steps) the script is run by.
+//
+// Sessions are kept as JSON files in a folder of the user's alone, so a
+// second process can load them: --state, else $ACPAGENT_STATE, else
+// $XDG_STATE_HOME/acpagent, else ~/.local/state/acpagent. It is made
+// 0700, and a folder that is another user's or that others may write in is
+// refused.
+//
 // Flags make it misbehave on purpose: --exit-at-once, --garbage,
 // --no-init, --no-load, --stderr.
 package main
@@ -31,6 +36,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	acp "github.com/coder/acp-go-sdk"
@@ -154,7 +160,7 @@ func (a *agent) save(id acp.SessionId, s *session) error {
 		return err
 	}
 	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp, p)
@@ -298,110 +304,172 @@ func (t *turn) run(script string) acp.StopReason {
 
 // step runs one line; stop says the script ends there, with reason.
 func (t *turn) step(verb, args, line string) (reason acp.StopReason, stop bool) {
-	switch verb {
-	case "say":
-		t.say("%s", args)
-	case "chunks":
-		n, err := strconv.Atoi(args)
-		if err != nil {
-			t.say("chunks: %v", err)
+	for _, s := range steps {
+		if s.verb == verb {
+			reason = s.run(t, args)
+			return reason, reason != ""
 		}
-		for i := 1; i <= n; i++ {
-			t.say("chunk %d ", i)
-		}
-	case "thought":
-		t.update(acp.UpdateAgentThoughtText(args))
-	case "tool":
-		id, title, _ := strings.Cut(args, " ")
-		t.update(acp.StartToolCall(acp.ToolCallId(id), title,
-			acp.WithStartKind(acp.ToolKindRead), acp.WithStartStatus(acp.ToolCallStatusPending)))
-	case "tooldone":
-		t.update(acp.UpdateToolCall(acp.ToolCallId(args), acp.WithUpdateStatus(acp.ToolCallStatusCompleted)))
-	case "plan":
-		var entries []acp.PlanEntry
-		for i, item := range strings.Split(args, ";") {
-			status := acp.PlanEntryStatusPending
-			if i == 0 {
-				status = acp.PlanEntryStatusInProgress
-			}
-			entries = append(entries, acp.PlanEntry{
-				Content: strings.TrimSpace(item), Status: status, Priority: acp.PlanEntryPriorityMedium,
-			})
-		}
-		t.update(acp.UpdatePlan(entries...))
-	case "permission":
-		t.permission(args)
-	case "read":
-		r, err := t.conn.ReadTextFile(t.io, acp.ReadTextFileRequest{SessionId: t.id, Path: args})
-		if err != nil {
-			t.say("read error: %v", err)
-		} else {
-			t.say("read: %s", r.Content)
-		}
-	case "write":
-		path, text, _ := strings.Cut(args, " ")
-		_, err := t.conn.WriteTextFile(t.io, acp.WriteTextFileRequest{SessionId: t.id, Path: path, Content: text})
-		if err != nil {
-			t.say("write error: %v", err)
-		} else {
-			t.say("write: ok")
-		}
-	case "terminal":
-		t.terminal(command(args))
-	case "sleep", "silent":
-		d, err := time.ParseDuration(args)
-		if err != nil {
-			t.say("%s: %v", verb, err)
-			break
-		}
-		select {
-		case <-time.After(d):
-		case <-t.ctx.Done():
-			return acp.StopReasonCancelled, true
-		}
-	case "exec":
-		name, rest := command(args)
-		out, err := exec.CommandContext(t.ctx, name, rest...).CombinedOutput()
-		if err != nil {
-			t.say("exec error: %v: %s", err, strings.TrimSpace(string(out)))
-		} else {
-			t.say("exec: %s", strings.TrimSpace(string(out)))
-		}
-	case "spawn":
-		name, rest := command(args)
-		cmd := exec.Command(name, rest...) // stdin and stdout /dev/null, not our pipes
-		if err := cmd.Start(); err != nil {
-			t.say("spawn error: %v", err)
-			break
-		}
-		go func() { _ = cmd.Wait() }() // reap it if it ends while we run; never kill it
-		t.say("spawned %d", cmd.Process.Pid)
-	case "crash":
-		fmt.Fprintln(os.Stderr, "acpagent: crashing")
-		os.Exit(3)
-	case "garbage":
-		t.raw("this is not json")
-	case "big":
-		n, err := strconv.Atoi(args)
-		if err != nil {
-			t.say("big: %v", err)
-			break
-		}
-		id, _ := json.Marshal(string(t.id))
-		t.raw(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":` + string(id) +
-			`,"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"` +
-			strings.Repeat("x", n) + `"}}}}`)
-	case "stop":
-		if args == "" {
-			return acp.StopReasonEndTurn, true
-		}
-		return acp.StopReason(args), true
-	case "refuse":
-		return acp.StopReasonRefusal, true
-	default:
-		t.say("%s", line)
 	}
+	t.say("%s", line)
 	return "", false
+}
+
+// scriptStep is one verb of a prompt's script: run runs it with the rest
+// of its line and returns the stop reason that ends the script, or "".
+// The parser (step) and --help read the same table.
+type scriptStep struct {
+	verb, args, help string
+	run              func(t *turn, args string) acp.StopReason
+}
+
+var steps []scriptStep
+
+func init() { // not an initializer: the steps run steps (as)
+	steps = []scriptStep{
+		{"say", "TEXT", "send TEXT as an agent message chunk", func(t *turn, args string) acp.StopReason {
+			t.say("%s", args)
+			return ""
+		}},
+		{"chunks", "N", "send N message chunks, \"chunk 1 \" to \"chunk N \"", func(t *turn, args string) acp.StopReason {
+			n, err := strconv.Atoi(args)
+			if err != nil {
+				t.say("chunks: %v", err)
+			}
+			for i := 1; i <= n; i++ {
+				t.say("chunk %d ", i)
+			}
+			return ""
+		}},
+		{"thought", "TEXT", "send TEXT as a thought chunk", func(t *turn, args string) acp.StopReason {
+			t.update(acp.UpdateAgentThoughtText(args))
+			return ""
+		}},
+		{"tool", "ID TITLE", "start a pending tool call", func(t *turn, args string) acp.StopReason {
+			id, title, _ := strings.Cut(args, " ")
+			t.update(acp.StartToolCall(acp.ToolCallId(id), title,
+				acp.WithStartKind(acp.ToolKindRead), acp.WithStartStatus(acp.ToolCallStatusPending)))
+			return ""
+		}},
+		{"tooldone", "ID", "complete the tool call ID", func(t *turn, args string) acp.StopReason {
+			t.update(acp.UpdateToolCall(acp.ToolCallId(args), acp.WithUpdateStatus(acp.ToolCallStatusCompleted)))
+			return ""
+		}},
+		{"plan", "A;B;...", "send a plan, its first entry in progress", func(t *turn, args string) acp.StopReason {
+			var entries []acp.PlanEntry
+			for i, item := range strings.Split(args, ";") {
+				status := acp.PlanEntryStatusPending
+				if i == 0 {
+					status = acp.PlanEntryStatusInProgress
+				}
+				entries = append(entries, acp.PlanEntry{
+					Content: strings.TrimSpace(item), Status: status, Priority: acp.PlanEntryPriorityMedium,
+				})
+			}
+			t.update(acp.UpdatePlan(entries...))
+			return ""
+		}},
+		{"permission", "TITLE", "ask the client for permission, and say its answer", func(t *turn, args string) acp.StopReason {
+			t.permission(args)
+			return ""
+		}},
+		{"read", "PATH", "read a file through the client, and say it", func(t *turn, args string) acp.StopReason {
+			r, err := t.conn.ReadTextFile(t.io, acp.ReadTextFileRequest{SessionId: t.id, Path: args})
+			if err != nil {
+				t.say("read error: %v", err)
+			} else {
+				t.say("read: %s", r.Content)
+			}
+			return ""
+		}},
+		{"write", "PATH TEXT", "write TEXT to a file through the client", func(t *turn, args string) acp.StopReason {
+			path, text, _ := strings.Cut(args, " ")
+			_, err := t.conn.WriteTextFile(t.io, acp.WriteTextFileRequest{SessionId: t.id, Path: path, Content: text})
+			if err != nil {
+				t.say("write error: %v", err)
+			} else {
+				t.say("write: ok")
+			}
+			return ""
+		}},
+		{"terminal", "CMD ARGS...", "run a command in a terminal of the client, and say how it ended", func(t *turn, args string) acp.StopReason {
+			t.terminal(command(args))
+			return ""
+		}},
+		{"sleep", "DURATION", "wait (a Go duration: 2s, 500ms); a cancel ends the turn", (*turn).sleep},
+		{"silent", "DURATION", "the same as sleep", (*turn).sleep},
+		{"exec", "CMD ARGS...", "run a command itself, and say its output", func(t *turn, args string) acp.StopReason {
+			name, rest := command(args)
+			out, err := exec.CommandContext(t.ctx, name, rest...).CombinedOutput()
+			if err != nil {
+				t.say("exec error: %v: %s", err, strings.TrimSpace(string(out)))
+			} else {
+				t.say("exec: %s", strings.TrimSpace(string(out)))
+			}
+			return ""
+		}},
+		{"spawn", "CMD ARGS...", "start a command in the background and leave it running", func(t *turn, args string) acp.StopReason {
+			name, rest := command(args)
+			cmd := exec.Command(name, rest...) // stdin and stdout /dev/null, not our pipes
+			if err := cmd.Start(); err != nil {
+				t.say("spawn error: %v", err)
+				return ""
+			}
+			go func() { _ = cmd.Wait() }() // reap it if it ends while we run; never kill it
+			t.say("spawned %d", cmd.Process.Pid)
+			return ""
+		}},
+		{"as", "SESSION STEP", "run STEP as if about SESSION: its updates and requests name SESSION, not this turn's session", func(t *turn, args string) acp.StopReason {
+			session, line, _ := strings.Cut(args, " ")
+			other := *t
+			other.id = acp.SessionId(session)
+			verb, rest, _ := strings.Cut(line, " ")
+			reason, _ := other.step(verb, rest, line)
+			return reason
+		}},
+		{"crash", "", "exit with status 3 at once", func(*turn, string) acp.StopReason {
+			fmt.Fprintln(os.Stderr, "acpagent: crashing")
+			os.Exit(3)
+			return ""
+		}},
+		{"garbage", "", "write a line that is not JSON", func(t *turn, _ string) acp.StopReason {
+			t.raw("this is not json")
+			return ""
+		}},
+		{"big", "N", "send a message chunk of N bytes, written by hand", func(t *turn, args string) acp.StopReason {
+			n, err := strconv.Atoi(args)
+			if err != nil {
+				t.say("big: %v", err)
+				return ""
+			}
+			id, _ := json.Marshal(string(t.id))
+			t.raw(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":` + string(id) +
+				`,"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"` +
+				strings.Repeat("x", n) + `"}}}}`)
+			return ""
+		}},
+		{"stop", "[REASON]", "end the turn with REASON (default end_turn)", func(_ *turn, args string) acp.StopReason {
+			if args == "" {
+				return acp.StopReasonEndTurn
+			}
+			return acp.StopReason(args)
+		}},
+		{"refuse", "", "end the turn with refusal", func(*turn, string) acp.StopReason { return acp.StopReasonRefusal }},
+	}
+}
+
+// sleep waits for the duration args, or until the prompt is cancelled.
+func (t *turn) sleep(args string) acp.StopReason {
+	d, err := time.ParseDuration(args)
+	if err != nil {
+		t.say("sleep: %v", err)
+		return ""
+	}
+	select {
+	case <-time.After(d):
+		return ""
+	case <-t.ctx.Done():
+		return acp.StopReasonCancelled
+	}
 }
 
 // command splits `CMD ARGS...` on spaces.
@@ -489,16 +557,13 @@ func (*agent) SetSessionMode(context.Context, acp.SetSessionModeRequest) (acp.Se
 }
 
 func main() {
-	state := os.Getenv("ACPAGENT_STATE")
-	if state == "" {
-		state = filepath.Join(os.TempDir(), "acpagent-state")
-	}
-	flag.StringVar(&state, "state", state, "folder where sessions are kept (default: $ACPAGENT_STATE, else a folder in the temporary directory)")
+	flag.StringVar(&stateFlag, "state", "", "folder where sessions are kept (default: $ACPAGENT_STATE, else $XDG_STATE_HOME/acpagent, else ~/.local/state/acpagent)")
 	noLoad := flag.Bool("no-load", false, "do not offer session/load")
 	exitAtOnce := flag.Bool("exit-at-once", false, "exit with status 2 before reading anything")
 	garbage := flag.Bool("garbage", false, "write a line that is not JSON-RPC, then answer nothing")
 	noInit := flag.Bool("no-init", false, "read stdin until EOF without answering anything")
 	stderrText := flag.String("stderr", "", "write `TEXT` and a newline to stderr at start")
+	flag.Usage = usage
 	flag.Parse()
 
 	if *stderrText != "" {
@@ -515,7 +580,8 @@ func main() {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		return
 	}
-	if err := os.MkdirAll(state, 0o755); err != nil {
+	state, err := stateDir()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "acpagent:", err)
 		os.Exit(1)
 	}
@@ -528,4 +594,55 @@ func main() {
 	a.conn = asc
 	close(a.ready)
 	<-asc.Done()
+}
+
+var stateFlag string
+
+// stateDir is the folder sessions are kept in, made if need be: --state,
+// else $ACPAGENT_STATE, else acpagent in the user's state folder
+// ($XDG_STATE_HOME, else ~/.local/state). It is the user's alone: made
+// 0700, and refused when it is someone else's or others may write in it.
+func stateDir() (string, error) {
+	dir := stateFlag
+	if dir == "" {
+		dir = os.Getenv("ACPAGENT_STATE")
+	}
+	if dir == "" {
+		base := os.Getenv("XDG_STATE_HOME")
+		if !filepath.IsAbs(base) {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("no folder for sessions: give --state or set ACPAGENT_STATE (%v)", err)
+			}
+			base = filepath.Join(home, ".local", "state")
+		}
+		dir = filepath.Join(base, "acpagent")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return "", err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return "", fmt.Errorf("session folder %s belongs to user %d, not to this one", dir, st.Uid)
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return "", fmt.Errorf("session folder %s may be written by others (mode %v)", dir, fi.Mode().Perm())
+	}
+	return dir, nil
+}
+
+// usage is --help: the flags, the environment, and the script's steps.
+func usage() {
+	w := flag.CommandLine.Output()
+	fmt.Fprintf(w, "usage: acpagent [flags]\n\n"+
+		"A scripted ACP agent on stdin and stdout. Each line of a prompt is one step of\n"+
+		"its script; a line that is no step is said as it is.\n\nFlags:\n")
+	flag.PrintDefaults()
+	fmt.Fprintf(w, "\nEnvironment:\n  ACPAGENT_STATE\n    \tthe folder where sessions are kept, when --state is not given\n\nScript steps:\n")
+	for _, s := range steps {
+		fmt.Fprintf(w, "  %-22s %s\n", strings.TrimSpace(s.verb+" "+s.args), s.help)
+	}
 }

@@ -21,9 +21,10 @@ import (
 // testClient is the client side of the tests: it records the session
 // updates as short strings and allows every permission request.
 type testClient struct {
-	mu      sync.Mutex
-	updates []string
-	perms   []string
+	mu       sync.Mutex
+	updates  []string
+	sessions []acp.SessionId // each update's
+	perms    []string
 }
 
 func (c *testClient) record(s string) {
@@ -39,6 +40,9 @@ func (c *testClient) recorded() []string {
 }
 
 func (c *testClient) SessionUpdate(_ context.Context, n acp.SessionNotification) error {
+	c.mu.Lock()
+	c.sessions = append(c.sessions, n.SessionId)
+	c.mu.Unlock()
 	u := n.Update
 	switch {
 	case u.UserMessageChunk != nil:
@@ -124,7 +128,14 @@ type proc struct {
 
 func start(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
+	return startEnv(t, bin, nil, args...)
+}
+
+// startEnv starts bin with args and, if env is not nil, only env.
+func startEnv(t *testing.T, bin string, env []string, args ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
+	cmd.Env = env
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
@@ -221,6 +232,7 @@ func TestScriptVerbs(t *testing.T) {
 		"thought hmm",
 		"exec echo hi there",
 		"hello world",
+		"as sess-other say elsewhere",
 		"refuse",
 		"say never said",
 	}, "\n")
@@ -234,7 +246,12 @@ func TestScriptVerbs(t *testing.T) {
 		"thought:hmm",
 		"agent:exec: hi there",
 		"agent:hello world",
+		"agent:elsewhere",
 	}, p.client.recorded())
+	p.client.mu.Lock()
+	n := len(p.client.sessions)
+	assert.Equal(t, []acp.SessionId{sess.SessionId, "sess-other"}, p.client.sessions[n-2:], "as names its session")
+	p.client.mu.Unlock()
 	b, err := os.ReadFile(out)
 	require.NoError(t, err)
 	assert.Equal(t, "written text", string(b))
@@ -286,4 +303,56 @@ func TestExitAtOnce(t *testing.T) {
 	require.ErrorAs(t, err, &exit)
 	assert.Equal(t, 2, exit.ExitCode())
 	assert.Equal(t, "hello stderr\nacpagent: exiting at once\n", stderr.String())
+}
+
+// TestHelp: --help lists the flags, ACPAGENT_STATE and every script step
+// with its arguments.
+func TestHelp(t *testing.T) {
+	out, err := exec.Command(build(t), "--help").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	help := string(out)
+	for _, want := range []string{"-state", "-no-load", "ACPAGENT_STATE", "Script steps:", "  say TEXT ", "  stop [REASON] ", "  crash "} {
+		assert.Contains(t, help, want)
+	}
+	for _, s := range steps {
+		assert.Contains(t, help, "\n  "+strings.TrimSpace(s.verb+" "+s.args)+" ", "step %s", s.verb)
+	}
+}
+
+// TestStateFolder: without --state or ACPAGENT_STATE, sessions are kept in
+// the user's state folder, made 0700, their files 0600; a folder others
+// may write in is refused.
+func TestStateFolder(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	bin := build(t)
+	home, xdg := t.TempDir(), t.TempDir()
+	for _, c := range []struct {
+		xdg, want string
+	}{
+		{"", filepath.Join(home, ".local", "state", "acpagent")},
+		{xdg, filepath.Join(xdg, "acpagent")},
+	} {
+		p := startEnv(t, bin, []string{"HOME=" + home, "XDG_STATE_HOME=" + c.xdg})
+		p.initialize(ctx, t)
+		sess, err := p.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+		require.NoError(t, err, "%s", p.stderr)
+		fi, err := os.Stat(c.want)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), c.want)
+		fi, err = os.Stat(filepath.Join(c.want, string(sess.SessionId)+".json"))
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	}
+
+	open := filepath.Join(t.TempDir(), "open")
+	require.NoError(t, os.Mkdir(open, 0o777))
+	require.NoError(t, os.Chmod(open, 0o777))
+	cmd := exec.CommandContext(ctx, bin)
+	cmd.Env = []string{"ACPAGENT_STATE=" + open}
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	assert.Equal(t, 1, exit.ExitCode())
+	assert.Contains(t, string(out), "session folder "+open+" may be written by others")
 }
