@@ -1,0 +1,28 @@
+// Package workspace checks a workspace against the machine: the reducer
+// holds its form (reducer.CleanWorkspace), and this package adds that it
+// exists. The control service, live agents and channel accounts check
+// every workspace they are given with Check.
+package workspace
+
+import (
+	"os"
+
+	"scv/control/api"
+	"scv/reducer"
+)
+
+// Check checks that dir is an absolute path to an existing directory,
+// with no control characters (a name that could rewrite the owner's
+// terminal is refused, not displayed), and returns it cleaned: what is
+// stored is what was checked.
+func Check(dir string) (string, error) {
+	dir, err := reducer.CleanWorkspace(dir)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() {
+		return "", api.Errorf(api.ErrInvalidArgument, "workspace %q is not an existing directory", dir)
+	}
+	return dir, nil
+}
