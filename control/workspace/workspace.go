@@ -1,7 +1,3 @@
-// Package workspace checks a workspace against the machine: the reducer
-// holds its form (reducer.CleanWorkspace), and this package adds that it
-// exists. The control service, live agents and channel accounts check
-// every workspace they are given with Check.
 package workspace
 
 import (
