@@ -9,6 +9,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"scv/control/api"
+	"scv/control/workspace"
 	"scv/ledger"
 	"scv/reducer"
 )
@@ -273,7 +274,7 @@ func (s *Service) handle(ctx context.Context, cmd api.Command) (*api.DaemonStatu
 			return nil, err
 		}
 		st := s.status(nil)
-		st.Projects = api.ProjectListOf(rows)
+		st.Projects = projectList(rows)
 		return st, nil
 	}
 	return nil, api.NewError(api.CodeUnimplemented, api.ReasonUnimplemented, "action %s is not implemented by this daemon yet", cmd.Action())
@@ -451,7 +452,7 @@ type write struct {
 func (s *Service) write(ctx context.Context, cmd api.Command) (w write, ok bool, err error) {
 	switch c := cmd.(type) {
 	case api.CmdProjectCreate:
-		ws, err := api.CheckWorkspace(c.Workspace)
+		ws, err := workspace.Check(c.Workspace)
 		return write{kind: api.KindCreated, cmd: reducer.CreateProject{ProjectID: newID(), Name: c.Name, Workspace: ws}}, true, err
 	case api.CmdProjectTaskAdd:
 		id := newID()
@@ -531,6 +532,23 @@ func (s *Service) events(ctx context.Context, c api.CmdProjectEvents) (*api.Daem
 		r.CompactedBefore = &page.CompactedBefore
 	}
 	return s.status(r), nil
+}
+
+// projectList is project_list's list of the ledger's summary rows (never
+// nil).
+func projectList(rows []ledger.Summary) *[]api.ProjectListItem {
+	out := make([]api.ProjectListItem, len(rows))
+	for i, r := range rows {
+		out[i] = api.ProjectListItem{
+			ProjectSummary: api.ProjectSummary{
+				ID: r.ID, Name: r.Name, Workspace: r.Workspace, Phase: r.Phase, Status: r.Status,
+				CreatedUnixSeconds: api.Seconds(r.CreatedMs), UpdatedUnixSeconds: api.Seconds(r.UpdatedMs),
+				TaskCount: uint64(r.Tasks), CompletedTasks: uint64(r.Done), LastHeartbeatUnixSeconds: api.SecondsOrNil(r.HeartbeatMs),
+			},
+			RunningRuns: uint64(r.Running),
+		}
+	}
+	return &out
 }
 
 func newID() string { return ulid.Make().String() }

@@ -29,7 +29,9 @@
 // Reads never wait for the writer. On a shared database a cached project
 // is checked against the database's head of it first, so a read reflects
 // every write acknowledged before it, by any daemon. Projects lists the
-// projects table; EventsPage pages through a project's history.
+// projects table (Summary); EventsPage pages through a project's history
+// (Row). Those types are the ledger's own: no driver type crosses its API
+// but the Driver it is opened on.
 //
 // # Maintenance
 //
@@ -45,4 +47,9 @@
 // Besides the reducer's refusals, the ledger returns ErrClosed,
 // ErrBeyondHead, ErrLeaseLost and the driver's ErrStorage (ErrStorageFull,
 // ErrUnavailable, which wrap it). No database error leaves the driver.
+// Every error is of one of the reducer's kinds (ErrClosed is
+// reducer.ErrUnavailable, ErrBeyondHead reducer.ErrInvalidArgument,
+// ErrLeaseLost reducer.ErrConflict, the driver's errors
+// reducer.ErrStorage and the more particular ErrStorageFull and
+// ErrUnavailable), so the wire maps them without knowing the ledger.
 package ledger

@@ -14,11 +14,14 @@ import (
 	"scv/reducer"
 )
 
-// Errors the ledger returns besides the reducer's refusals. Nothing above
-// this package sees a driver's own error.
+// Errors the ledger returns besides the reducer's refusals, each of one of
+// the domain's kinds (reducer.ErrUnavailable, ErrInvalidArgument,
+// ErrConflict, ErrStorage, ErrStorageFull). Nothing above this package
+// sees a driver's own error.
 var (
-	// ErrClosed: the ledger is shutting down or shut.
-	ErrClosed = errors.New("ledger closed")
+	// ErrClosed: the ledger is shutting down or shut. It is
+	// reducer.ErrUnavailable.
+	ErrClosed = fmt.Errorf("%w: ledger closed", reducer.ErrUnavailable)
 	// ErrStorage: the database failed; nothing of the command was kept.
 	ErrStorage = driver.ErrStorage
 	// ErrStorageFull: the database had no room for the write. Nothing of
@@ -28,11 +31,13 @@ var (
 	// ErrUnavailable: the database could not be reached. Nothing of the
 	// command was kept. It wraps ErrStorage.
 	ErrUnavailable = driver.ErrUnavailable
-	// ErrBeyondHead: a sequence asked for is past the newest one.
-	ErrBeyondHead = errors.New("beyond the ledger's head")
+	// ErrBeyondHead: a sequence asked for is past the newest one. It is
+	// reducer.ErrInvalidArgument.
+	ErrBeyondHead = fmt.Errorf("%w: beyond the ledger's head", reducer.ErrInvalidArgument)
 	// ErrLeaseLost: a write fenced by a lease was refused, because the
-	// writer no longer holds it (another daemon took it over).
-	ErrLeaseLost = errors.New("lease lost")
+	// writer no longer holds it (another daemon took it over). It is
+	// reducer.ErrConflict.
+	ErrLeaseLost = fmt.Errorf("%w: lease lost", reducer.ErrConflict)
 )
 
 // MaxBatch bounds how many queued commands one transaction carries.
@@ -699,7 +704,7 @@ func summaryRow(p *reducer.Project) driver.Project {
 // refusal of one command, which the batch goes on without.
 func isRefusal(err error) bool {
 	for _, s := range []error{reducer.ErrNotFound, reducer.ErrConflict, reducer.ErrInvalidArgument,
-		reducer.ErrInvalidTransition, reducer.ErrRunNotRunning, ErrLeaseLost} {
+		reducer.ErrInvalidTransition, reducer.ErrRunNotRunning} {
 		if errors.Is(err, s) {
 			return true
 		}
@@ -769,7 +774,17 @@ func readError(err error) error {
 func (l *Ledger) CacheStats() (hits, misses uint64, cached int) { return l.cache.stats() }
 
 // Row is one stored event as the database holds it.
-type Row = driver.Event
+type Row struct {
+	Sequence    uint64
+	ProjectID   string
+	Kind        string
+	Timestamp   int64 // Unix seconds
+	TimestampMs int64 // the same instant in Unix milliseconds
+	Data        string
+	Hash        []byte // nil for a row the ledger did not write
+	// Archived says it was read from the archive, not the live tail.
+	Archived bool
+}
 
 // MaxPage is the most events one EventsPage call returns.
 const MaxPage = 1000
@@ -799,7 +814,7 @@ func (l *Ledger) EventsPage(ctx context.Context, projectID string, after uint64,
 	page := Page{Rows: []Row{}}
 	err := l.drv.Read(ctx, func(r driver.Reader) error {
 		if err := r.Live(ctx, projectID, after, maxSeq, limit, func(e driver.Event) error {
-			page.Rows = append(page.Rows, e)
+			page.Rows = append(page.Rows, Row(e))
 			return nil
 		}); err != nil {
 			return err

@@ -43,7 +43,7 @@ func picture(ctx context.Context, drv driver.Driver, project string, seq uint64,
 		}
 		pic = Picture{Project: p, Seq: seq}
 		return r.History(ctx, f.ID, 0, seq, func(e driver.Event) error {
-			pic.Events = append(pic.Events, e)
+			pic.Events = append(pic.Events, Row(e))
 			return nil
 		})
 	})

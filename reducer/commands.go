@@ -1,20 +1,6 @@
 package reducer
 
-import (
-	"errors"
-	"fmt"
-)
-
-// Expected refusals. Decide wraps them with the detail of the case, so
-// callers match with errors.Is.
-var (
-	ErrNotFound          = errors.New("not found")
-	ErrConflict          = errors.New("conflict")
-	ErrInvalidArgument   = errors.New("invalid argument")
-	ErrInvalidTransition = errors.New("invalid transition")
-	// ErrRunNotRunning fences writes from a run that finished or went stale.
-	ErrRunNotRunning = errors.New("run is not running")
-)
+import "fmt"
 
 // Command is an intent to change state. Every command carries the time it
 // is decided at (Now, Unix milliseconds) and any IDs it mints: the reducer

@@ -24,6 +24,13 @@
 // Derived values (Project.Phase, Project.Status, Evidence, StaleRuns) are
 // functions of the state alone.
 //
+// # Kinds of error
+//
+// errors.go names every kind of error a request can meet, once: Decide's
+// refusals above, and ErrUnavailable, ErrStorage and ErrStorageFull, which
+// the stores wrap around their failures. Every layer's errors are of these
+// kinds, and the wire maps each kind to one code and reason.
+//
 // # Sharing state
 //
 // A *Project is immutable. Evolve returns a new one, sharing everything

@@ -18,6 +18,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"scv/control/api"
+	"scv/control/workspace"
 	"scv/ledger"
 	"scv/ledger/local"
 	"scv/reducer"
@@ -361,7 +362,7 @@ func (m *Manager) check(ctx context.Context, c api.CmdAgentStart) (spec, error) 
 	if ws == "" {
 		return sp, api.Errorf(api.ErrInvalidArgument, "workspace: give the agent's workspace, or a project whose workspace it works in")
 	}
-	ws, err := api.CheckWorkspace(ws)
+	ws, err := workspace.Check(ws)
 	if err != nil {
 		return sp, err
 	}

@@ -13,13 +13,19 @@
 //
 // DaemonStatus and every type it holds mirror the seed field for field
 // and in serde's order, so that encoding/json writes what serde writes.
-// ProjectSummaryOf, ProjectTasksOf, ProjectReportOf and ProjectListOf are
-// the views of a project's state that replies carry.
+// ProjectSummaryOf, ProjectTasksOf and ProjectReportOf are the views of a
+// project's state that replies carry; Seconds turns the reducer's
+// milliseconds into the wire's seconds.
 //
 // # Errors
 //
 // A service refuses with one of the sentinels (ErrNotFound, ErrConflict,
 // ErrInvalidArgument, ErrInvalidTransition, ErrUnavailable) and its
-// detail, through Errorf, or with an *Error of its own. ErrorOf is the one
-// mapping of an error of any layer to its code and stable reason.
+// detail, through Errorf, or with an *Error of its own. The sentinels are
+// the domain's kinds of error (package reducer), which every layer below
+// wraps its errors in, the stores' storage failures included. ErrorOf is
+// the one mapping of those kinds to codes and stable reasons.
+//
+// The package knows no storage: it imports the reducer and the standard
+// library only (cmd/internal/archtest checks it).
 package api

@@ -4,15 +4,13 @@ import (
 	"errors"
 	"fmt"
 
-	"scv/ledger"
-	"scv/ledger/local"
 	"scv/reducer"
 )
 
 // The refusals a service returns, wrapped with its detail (Errorf); the
-// mapping in errorFor turns them into codes and reasons. The first four
-// are the reducer's own, so that a refusal means the same whichever layer
-// says it.
+// mapping in errorFor turns them into codes and reasons. They are the
+// domain's kinds (package reducer), so that an error means the same
+// whichever layer says it.
 var (
 	ErrNotFound          = reducer.ErrNotFound
 	ErrConflict          = reducer.ErrConflict
@@ -20,7 +18,7 @@ var (
 	ErrInvalidTransition = reducer.ErrInvalidTransition
 	// ErrUnavailable: the service cannot do it now (it is shutting down,
 	// or lacks what it needs); a later try may succeed.
-	ErrUnavailable = errors.New("unavailable")
+	ErrUnavailable = reducer.ErrUnavailable
 )
 
 // Errorf is the refusal kind (one of the errors above) with its detail.
@@ -106,36 +104,33 @@ func ErrorOf(err error) *Error {
 }
 
 // errorFor maps an error from the layers below to its wire error. It is
-// the one place where domain errors meet codes and reasons.
+// the one place where the domain's kinds of error (package reducer) meet
+// codes and reasons; every store wraps its errors in those kinds.
 func errorFor(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
 	}
 	for _, m := range []struct {
-		target error
+		kind   error
 		code   int
 		reason string
 	}{
 		{reducer.ErrNotFound, CodeNotFound, ReasonNotFound},
 		{reducer.ErrConflict, CodeConflict, ReasonConflict},
-		{local.ErrConflict, CodeConflict, ReasonConflict},
 		{reducer.ErrRunNotRunning, CodeRunNotRunning, ReasonRunNotRunning},
 		{reducer.ErrInvalidTransition, CodeInvalidTransition, ReasonInvalidTransition},
 		{reducer.ErrInvalidArgument, CodeInvalidParams, ReasonInvalidArgument},
-		{local.ErrInvalid, CodeInvalidParams, ReasonInvalidArgument},
-		{ledger.ErrBeyondHead, CodeInvalidParams, ReasonInvalidArgument},
-		// A write fenced by a lease that another daemon took over.
-		{ledger.ErrLeaseLost, CodeConflict, ReasonConflict},
-		{ErrUnavailable, CodeUnavailable, ReasonUnavailable},
-		{ledger.ErrClosed, CodeUnavailable, ReasonUnavailable},
-		// Before ErrStorage, which they wrap. Their messages say what
-		// failed and that nothing of the request was kept.
-		{ledger.ErrStorageFull, CodeStorageFull, ReasonStorageFull},
-		{ledger.ErrUnavailable, CodeUnavailable, ReasonUnavailable},
-		{ledger.ErrStorage, CodeStorage, ReasonStorage},
+		// Before ErrStorage: a database that is full or cannot be reached
+		// is a storage failure too (the drivers' ErrStorageFull and
+		// ErrUnavailable are of both kinds), and the more particular kind
+		// names it. Their messages say what failed and that nothing of
+		// the request was kept.
+		{reducer.ErrStorageFull, CodeStorageFull, ReasonStorageFull},
+		{reducer.ErrUnavailable, CodeUnavailable, ReasonUnavailable},
+		{reducer.ErrStorage, CodeStorage, ReasonStorage},
 	} {
-		if errors.Is(err, m.target) {
+		if errors.Is(err, m.kind) {
 			return &Error{Code: m.code, Message: err.Error(), Data: ErrorData{Reason: m.reason}}
 		}
 	}

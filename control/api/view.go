@@ -1,9 +1,6 @@
 package api
 
-import (
-	"scv/ledger"
-	"scv/reducer"
-)
+import "scv/reducer"
 
 // The views of a project's state that replies carry: the daemon builds
 // them from its committed state, `scv project ... --at SEQ` from the state
@@ -17,11 +14,11 @@ func ProjectSummaryOf(p *reducer.Project) *ProjectSummary {
 		Workspace:                p.Workspace,
 		Phase:                    p.Phase(),
 		Status:                   p.Status(),
-		CreatedUnixSeconds:       seconds(p.Created),
-		UpdatedUnixSeconds:       seconds(p.Updated),
+		CreatedUnixSeconds:       Seconds(p.Created),
+		UpdatedUnixSeconds:       Seconds(p.Updated),
 		TaskCount:                uint64(p.TaskCount()),
 		CompletedTasks:           uint64(p.DoneCount()),
-		LastHeartbeatUnixSeconds: unixOrNil(p.LastHeartbeat),
+		LastHeartbeatUnixSeconds: SecondsOrNil(p.LastHeartbeat),
 	}
 }
 
@@ -40,7 +37,7 @@ func ProjectTasksOf(p *reducer.Project) []ProjectTask {
 		out = append(out, ProjectTask{
 			ID: t.ID, Title: t.Title, Status: t.Status, DependsOn: deps,
 			Retries: t.Retries, MaxRetries: t.MaxRetries, RunID: run, Progress: t.Progress,
-			LastHeartbeatUnixSeconds: unixOrNil(t.LastHeartbeat),
+			LastHeartbeatUnixSeconds: SecondsOrNil(t.LastHeartbeat),
 		})
 	}
 	return out
@@ -53,40 +50,23 @@ func ProjectReportOf(p *reducer.Project, now int64) *ProjectReport {
 	for _, r := range p.Runs() {
 		runs = append(runs, ProjectRun{
 			ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Status: r.Status, Attempt: r.Attempt,
-			StartedUnixSeconds: seconds(r.Started), UpdatedUnixSeconds: seconds(r.Updated), Progress: r.Progress,
+			StartedUnixSeconds: Seconds(r.Started), UpdatedUnixSeconds: Seconds(r.Updated), Progress: r.Progress,
 		})
 	}
 	return &ProjectReport{
 		Project: *ProjectSummaryOf(p), Tasks: ProjectTasksOf(p), Runs: runs,
-		GeneratedUnixSeconds: seconds(now), Evidence: reducer.Evidence(p),
+		GeneratedUnixSeconds: Seconds(now), Evidence: reducer.Evidence(p),
 	}
 }
 
-// ProjectListOf is project_list's list of summary rows (never nil).
-func ProjectListOf(rows []ledger.Summary) *[]ProjectListItem {
-	out := make([]ProjectListItem, len(rows))
-	for i, r := range rows {
-		out[i] = ProjectListItem{
-			ProjectSummary: ProjectSummary{
-				ID: r.ID, Name: r.Name, Workspace: r.Workspace,
-				Phase: reducer.Phase(r.Phase), Status: reducer.ProjectStatus(r.Status),
-				CreatedUnixSeconds: seconds(r.CreatedMs), UpdatedUnixSeconds: seconds(r.UpdatedMs),
-				TaskCount: uint64(r.Tasks), CompletedTasks: uint64(r.Done), LastHeartbeatUnixSeconds: unixOrNil(r.HeartbeatMs),
-			},
-			RunningRuns: uint64(r.Running),
-		}
-	}
-	return &out
-}
+// Seconds turns the reducer's Unix milliseconds into the wire's seconds.
+func Seconds(ms int64) uint64 { return uint64(ms / 1000) }
 
-// seconds turns the reducer's Unix milliseconds into the wire's seconds.
-func seconds(ms int64) uint64 { return uint64(ms / 1000) }
-
-// unixOrNil is seconds, with the reducer's zero (never) as null.
-func unixOrNil(ms int64) *uint64 {
+// SecondsOrNil is Seconds, with the reducer's zero (never) as null.
+func SecondsOrNil(ms int64) *uint64 {
 	if ms == 0 {
 		return nil
 	}
-	u := seconds(ms)
+	u := Seconds(ms)
 	return &u
 }

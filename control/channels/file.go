@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"scv/control/api"
+	"scv/control/workspace"
 )
 
 // FileName is the settings file's name in the scv config folder.
@@ -101,7 +102,7 @@ func (a FileAccount) settings() (Settings, error) {
 	s.Source = SourceFile
 	s.Enabled = a.Enabled == nil || *a.Enabled
 	if a.Workspace != "" {
-		ws, err := api.CheckWorkspace(a.Workspace)
+		ws, err := workspace.Check(a.Workspace)
 		if err != nil {
 			return Settings{}, err
 		}

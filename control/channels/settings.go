@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"scv/control/api"
+	"scv/control/workspace"
 	"scv/ledger/local"
 )
 
@@ -98,7 +99,7 @@ func (s Settings) check(exists bool) error {
 	switch {
 	case s.Workspace == "":
 	case exists:
-		if _, err := api.CheckWorkspace(s.Workspace); err != nil {
+		if _, err := workspace.Check(s.Workspace); err != nil {
 			return err
 		}
 	case !filepath.IsAbs(s.Workspace):
@@ -174,7 +175,7 @@ func apply(s Settings, c api.CmdChannelSet) (Settings, error) {
 	if c.Workspace != nil {
 		s.Workspace = ""
 		if *c.Workspace != "" {
-			ws, err := api.CheckWorkspace(*c.Workspace)
+			ws, err := workspace.Check(*c.Workspace)
 			if err != nil {
 				return Settings{}, err
 			}

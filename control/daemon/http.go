@@ -87,7 +87,7 @@ func (d *Daemon) Web() *web.Server { return d.web }
 // daemonLedger is the open ledger as the web UI reads it.
 type daemonLedger struct{ d *Daemon }
 
-func (l daemonLedger) Projects(ctx context.Context, all bool) ([]web.ProjectRow, error) {
+func (l daemonLedger) Projects(ctx context.Context, all bool) ([]ledger.Summary, error) {
 	return l.d.ledger.Projects(ctx, all)
 }
 

@@ -165,7 +165,7 @@ type errorPage struct {
 // The projects list.
 
 type projectsPage struct {
-	Rows []ProjectRow
+	Rows []ledger.Summary
 }
 
 func (s *Server) projectsPage(w http.ResponseWriter, r *http.Request) {
@@ -174,12 +174,12 @@ func (s *Server) projectsPage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	slices.SortStableFunc(rows, func(a, b ProjectRow) int { return cmp.Compare(b.UpdatedMs, a.UpdatedMs) })
+	slices.SortStableFunc(rows, func(a, b ledger.Summary) int { return cmp.Compare(b.UpdatedMs, a.UpdatedMs) })
 	s.show(w, r, http.StatusOK, "projects", layout{Title: "Projects", Poll: "/api/version?page=projects", Version: ver,
 		Body: projectsPage{Rows: rows}})
 }
 
-func (s *Server) projectsVersion(ctx context.Context) ([]ProjectRow, string, error) {
+func (s *Server) projectsVersion(ctx context.Context) ([]ledger.Summary, string, error) {
 	rows, err := s.Ledger.Projects(ctx, true)
 	if err != nil {
 		return nil, "", err

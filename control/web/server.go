@@ -19,21 +19,15 @@ import (
 	"scv/control/api"
 	"scv/control/metrics"
 	"scv/ledger"
-	"scv/ledger/driver"
 	"scv/reducer"
 )
-
-// ProjectRow is one project as the projects list shows it: the ledger's
-// summary row of it (ID, Name, Status, Phase, Tasks, Done, Running,
-// UpdatedMs, Head…).
-type ProjectRow = driver.Project
 
 // Ledger is what the UI reads of the ledger (*ledger.Ledger, with
 // Projects listing the projects table's summary rows).
 type Ledger interface {
 	// Projects lists the projects' summary rows (all: the archived
 	// ones too).
-	Projects(ctx context.Context, all bool) ([]ProjectRow, error)
+	Projects(ctx context.Context, all bool) ([]ledger.Summary, error)
 	// Project is the committed state of a project, by ID or name.
 	Project(ctx context.Context, ref string) (*reducer.Project, error)
 	// EventsPage reads a project's live events after a sequence.

@@ -26,27 +26,38 @@ package driver
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
+
+	"scv/reducer"
 )
 
-// Errors a driver returns. Anything else it returns is a bug.
+// Errors a driver returns: each is of the domain's kinds (reducer's
+// ErrStorage, ErrStorageFull, ErrUnavailable), so that errors.Is tells
+// them apart above the ledger. Anything else it returns is a bug.
 var (
 	// ErrStorage: the database failed; nothing of the transaction was
-	// kept.
-	ErrStorage = errors.New("storage failure")
+	// kept. It is the domain's reducer.ErrStorage.
+	ErrStorage = reducer.ErrStorage
 	// ErrStorageFull: the database had no room for the write (the disk is
-	// full, or the process reached its file size limit). It wraps
-	// ErrStorage; writes succeed again once there is room.
-	ErrStorageFull = fmt.Errorf("%w: the disk is full", ErrStorage)
+	// full, or the process reached its file size limit). It is of kinds
+	// reducer.ErrStorageFull and ErrStorage; writes succeed again once
+	// there is room.
+	ErrStorageFull error = &storageError{"storage failure: the disk is full", reducer.ErrStorageFull}
 	// ErrUnavailable: the database cannot be reached right now (a server
-	// stopped or restarting, a connection lost). It wraps ErrStorage;
-	// nothing of the transaction was kept, and a later try may succeed.
-	ErrUnavailable = fmt.Errorf("%w: the database is unavailable", ErrStorage)
-	// ErrNotFound: what was asked for is not there.
-	ErrNotFound = errors.New("not found")
+	// stopped or restarting, a connection lost). It is of kinds
+	// reducer.ErrUnavailable and ErrStorage; nothing of the transaction
+	// was kept, and a later try may succeed.
+	ErrUnavailable error = &storageError{"storage failure: the database is unavailable", reducer.ErrUnavailable}
 )
+
+// storageError is a storage failure of a more particular kind too.
+type storageError struct {
+	msg  string
+	kind error
+}
+
+func (e *storageError) Error() string   { return e.msg }
+func (e *storageError) Unwrap() []error { return []error{e.kind, ErrStorage} }
 
 // Event is one stored event.
 type Event struct {

@@ -97,12 +97,12 @@ func (e *env) history() []driver.Event {
 }
 
 // live is the project's live tail.
-func (e *env) live(project string) []driver.Event {
+func (e *env) live(project string) []ledger.Row {
 	e.t.Helper()
-	var out []driver.Event
+	var out []ledger.Row
 	e.read(func(r driver.Reader) error {
 		return r.Live(context.Background(), project, 0, maxSeq, 0, func(ev driver.Event) error {
-			out = append(out, ev)
+			out = append(out, ledger.Row(ev))
 			return nil
 		})
 	})

@@ -37,7 +37,7 @@ func testReads(t *testing.T, h Harness) {
 			assert.Equal(t, live[:ledger.MaxPage], page.Rows, "limit %d: at most MaxPage", limit)
 			assert.Zero(t, page.CompactedBefore, "nothing compacted")
 		}
-		var walked []driver.Event
+		var walked []ledger.Row
 		for after, pages := uint64(0), 0; ; pages++ {
 			rows, err := l.Events(ctx, f.project, after, 300)
 			require.NoError(t, err)

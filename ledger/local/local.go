@@ -6,23 +6,16 @@
 // both live in the one database file.
 //
 // Store is what the daemon's services need of it; scv/ledger/sqlite
-// implements it.
+// implements it. Its errors are of the domain's kinds: a record that is
+// there already is refused with reducer.ErrConflict, one refused as it is
+// (data that is not JSON) with reducer.ErrInvalidArgument, and a failure
+// wraps reducer.ErrStorage.
 package local
 
-import (
-	"context"
-	"errors"
-)
-
-// ErrConflict: the record is there already (a delegation handle
-// registered twice).
-var ErrConflict = errors.New("conflict")
-
-// ErrInvalid: the record is refused as it is (data that is not JSON).
-var ErrInvalid = errors.New("invalid record")
+import "context"
 
 // Store keeps the machine's own state. Every method is one transaction:
-// all of it is kept or none. Failures wrap driver.ErrStorage.
+// all of it is kept or none. Failures wrap reducer.ErrStorage.
 type Store interface {
 	Delegations
 	Agents
@@ -33,7 +26,7 @@ type Store interface {
 // Delegations is the delegation registry.
 type Delegations interface {
 	// PutDelegation registers d; a handle already registered is refused
-	// with ErrConflict.
+	// with reducer.ErrConflict.
 	PutDelegation(ctx context.Context, d Delegation) error
 	// DeleteDelegation removes handle and reports whether it was there.
 	DeleteDelegation(ctx context.Context, handle string) (bool, error)
@@ -45,8 +38,8 @@ type Delegations interface {
 type Agents interface {
 	// PutAgent writes a, inserting it or replacing every column of the row
 	// with its handle. A name another handle has is refused with
-	// ErrConflict, a Spec that is not a JSON object with ErrInvalid, and
-	// nothing changes.
+	// reducer.ErrConflict, a Spec that is not a JSON object with
+	// reducer.ErrInvalidArgument, and nothing changes.
 	PutAgent(ctx context.Context, a Agent) error
 	// DeleteAgent removes handle and reports whether it was there.
 	DeleteAgent(ctx context.Context, handle string) (bool, error)
@@ -60,7 +53,7 @@ type Channels interface {
 	// account}; one that is not there is no error) and puts every account
 	// of put (inserting it or replacing every column of the row with the
 	// same channel and account). Credentials or state that are not JSON
-	// are refused with ErrInvalid.
+	// are refused with reducer.ErrInvalidArgument.
 	ReplaceChannelAccounts(ctx context.Context, put []ChannelAccount, del [][2]string) error
 	// DeleteChannelAccount removes one account and reports whether it was
 	// there.
@@ -72,8 +65,8 @@ type Channels interface {
 // Questions is the append-only question log.
 type Questions interface {
 	// AppendConfirm appends recs in order and returns them with Seq set.
-	// A record whose Data is not JSON is refused with ErrInvalid and
-	// nothing is appended.
+	// A record whose Data is not JSON is refused with
+	// reducer.ErrInvalidArgument and nothing is appended.
 	AppendConfirm(ctx context.Context, recs ...ConfirmRecord) ([]ConfirmRecord, error)
 	// ConfirmLog reads the log after seq after, in order.
 	ConfirmLog(ctx context.Context, after uint64) ([]ConfirmRecord, error)

@@ -9,23 +9,24 @@ import (
 
 	"scv/ledger/driver"
 	"scv/ledger/local"
+	"scv/reducer"
 )
 
 const agentColumns = `handle, name, spec, conversation, turn, run_id, started_unix_ms`
 
 // PutAgent writes a, inserting it or replacing its row. A name that
-// another handle has is refused with local.ErrConflict, a spec that is not
-// a JSON object with local.ErrInvalid; nothing changes then.
+// another handle has is refused with reducer.ErrConflict, a spec that is
+// not a JSON object with reducer.ErrInvalidArgument; nothing changes then.
 func (d *DB) PutAgent(ctx context.Context, a local.Agent) error {
 	var spec map[string]any
 	if json.Unmarshal([]byte(a.Spec), &spec) != nil || spec == nil {
-		return fmt.Errorf("%w: agent %s: spec is not a JSON object", local.ErrInvalid, a.Name)
+		return fmt.Errorf("%w: agent %s: spec is not a JSON object", reducer.ErrInvalidArgument, a.Name)
 	}
 	return d.write(ctx, func(tx *sqlx.Tx) error {
 		var other string
 		err := tx.GetContext(ctx, &other, `SELECT handle FROM agents WHERE name = ? AND handle <> ?`, a.Name, a.Handle)
 		if err == nil {
-			return fmt.Errorf("%w: agent name %q is taken by %s", local.ErrConflict, a.Name, other)
+			return fmt.Errorf("%w: agent name %q is taken by %s", reducer.ErrConflict, a.Name, other)
 		}
 		_, err = tx.NamedExecContext(ctx, `INSERT INTO agents (`+agentColumns+`) VALUES (
 			:handle, :name, :spec, :conversation, :turn, :run_id, :started_unix_ms)

@@ -9,6 +9,7 @@ import (
 
 	"scv/ledger/driver"
 	"scv/ledger/local"
+	"scv/reducer"
 )
 
 const channelColumns = `channel, account, enabled, workspace, remote_tools, senders, purpose, owner_id, bot_id, source, credentials, state, updated_unix_ms`
@@ -43,8 +44,8 @@ func (d *DB) DeleteChannelAccount(ctx context.Context, channel, account string) 
 // account}; one that is not there is no error) and puts every account of
 // put (inserting it, or replacing every column of the row with the same
 // channel and account), in one transaction: all of it is kept or none.
-// Credentials or state that are not JSON are refused with local.ErrInvalid
-// and nothing changes.
+// Credentials or state that are not JSON are refused with
+// reducer.ErrInvalidArgument and nothing changes.
 func (d *DB) ReplaceChannelAccounts(ctx context.Context, put []local.ChannelAccount, del [][2]string) error {
 	rows := make([]local.ChannelAccount, len(put))
 	now := d.clock().UnixMilli()
@@ -54,7 +55,7 @@ func (d *DB) ReplaceChannelAccounts(ctx context.Context, put []local.ChannelAcco
 				*v = "{}"
 			}
 			if !json.Valid([]byte(*v)) {
-				return fmt.Errorf("%w: channel account %s:%s: credentials and state must be JSON", local.ErrInvalid, a.Channel, a.Account)
+				return fmt.Errorf("%w: channel account %s:%s: credentials and state must be JSON", reducer.ErrInvalidArgument, a.Channel, a.Account)
 			}
 		}
 		if a.Updated == 0 {

@@ -9,6 +9,7 @@ import (
 
 	"scv/ledger/driver"
 	"scv/ledger/local"
+	"scv/reducer"
 )
 
 const (
@@ -19,8 +20,8 @@ const (
 
 // AppendConfirm appends recs to the question log in one transaction, in
 // order, and returns them with Seq set: all of them are kept or none. A
-// record whose Data is not valid JSON is refused with local.ErrInvalid and
-// nothing is appended.
+// record whose Data is not valid JSON is refused with
+// reducer.ErrInvalidArgument and nothing is appended.
 func (d *DB) AppendConfirm(ctx context.Context, recs ...local.ConfirmRecord) ([]local.ConfirmRecord, error) {
 	if len(recs) == 0 {
 		return nil, nil
@@ -29,7 +30,7 @@ func (d *DB) AppendConfirm(ctx context.Context, recs ...local.ConfirmRecord) ([]
 	copy(out, recs)
 	for _, r := range out {
 		if !json.Valid([]byte(r.Data)) {
-			return nil, fmt.Errorf("%w: confirm record %s %s: data is not JSON", local.ErrInvalid, r.QuestionID, r.Kind)
+			return nil, fmt.Errorf("%w: confirm record %s %s: data is not JSON", reducer.ErrInvalidArgument, r.QuestionID, r.Kind)
 		}
 	}
 	err := d.write(ctx, func(tx *sqlx.Tx) error {

@@ -9,12 +9,13 @@ import (
 
 	"scv/ledger/driver"
 	"scv/ledger/local"
+	"scv/reducer"
 )
 
 const delegationColumns = `handle, agent, session, depth, parent, pid, pid_start, owner_pid, owner_start, boot_id, cwd, started_unix_ms, chat`
 
 // PutDelegation registers d. A handle that is already registered is
-// refused with local.ErrConflict and nothing changes.
+// refused with reducer.ErrConflict and nothing changes.
 func (d *DB) PutDelegation(ctx context.Context, del local.Delegation) error {
 	return d.write(ctx, func(tx *sqlx.Tx) error {
 		res, err := tx.NamedExecContext(ctx, `INSERT INTO delegations (`+delegationColumns+`) VALUES (
@@ -24,7 +25,7 @@ func (d *DB) PutDelegation(ctx context.Context, del local.Delegation) error {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("%w: delegation %s is already registered", local.ErrConflict, del.Handle)
+			return fmt.Errorf("%w: delegation %s is already registered", reducer.ErrConflict, del.Handle)
 		}
 		return nil
 	})
@@ -67,7 +68,7 @@ func (d *DB) write(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	}
 	defer tx.Rollback()
 	if err := fn(tx); err != nil {
-		if errors.Is(err, local.ErrConflict) || errors.Is(err, local.ErrInvalid) {
+		if errors.Is(err, reducer.ErrConflict) || errors.Is(err, reducer.ErrInvalidArgument) {
 			return err
 		}
 		return d.fail(err)

@@ -11,6 +11,7 @@ import (
 	"scv/ledger/driver"
 	"scv/ledger/local"
 	"scv/ledger/sqlite"
+	"scv/reducer"
 )
 
 // The local store keeps the machine's own state in the ledger file: none
@@ -56,7 +57,7 @@ func TestDelegationRegistry(t *testing.T) {
 	require.NoError(t, store.PutDelegation(ctx, d))
 	other := d
 	other.Agent, other.PID = "claude", 1
-	assert.ErrorIs(t, store.PutDelegation(ctx, other), local.ErrConflict)
+	assert.ErrorIs(t, store.PutDelegation(ctx, other), reducer.ErrConflict)
 	second := delegation("01JSECOND", d.Started+1)
 	require.NoError(t, store.PutDelegation(ctx, second))
 	require.NoError(t, store.Close())
@@ -91,10 +92,10 @@ func TestAgents(t *testing.T) {
 	a.Conversation, a.Turn, a.RunID = "sess-1", 3, "01JRUN"
 	require.NoError(t, store.PutAgent(ctx, a), "the same handle again replaces its row")
 	b := local.Agent{Handle: "01JOTHER", Name: "gemini", Spec: `{}`, Started: a.Started + 1}
-	assert.ErrorIs(t, store.PutAgent(ctx, b), local.ErrConflict, "the name is taken")
+	assert.ErrorIs(t, store.PutAgent(ctx, b), reducer.ErrConflict, "the name is taken")
 	b.Name = "codex"
 	b.Spec = `["not","an","object"]`
-	assert.ErrorIs(t, store.PutAgent(ctx, b), local.ErrInvalid)
+	assert.ErrorIs(t, store.PutAgent(ctx, b), reducer.ErrInvalidArgument)
 	b.Spec = `{"command":["codex"]}`
 	require.NoError(t, store.PutAgent(ctx, b))
 	require.NoError(t, store.Close())
@@ -166,10 +167,10 @@ func TestChannelAccountsRefuseNonJSON(t *testing.T) {
 	store := openDB(t, dbPath(t))
 	a := channelAccount("local", "owner")
 	a.Credentials = "not json"
-	require.ErrorIs(t, store.ReplaceChannelAccounts(ctx, []local.ChannelAccount{a}, nil), local.ErrInvalid)
+	require.ErrorIs(t, store.ReplaceChannelAccounts(ctx, []local.ChannelAccount{a}, nil), reducer.ErrInvalidArgument)
 	b := channelAccount("local", "other")
 	b.State = "{"
-	require.ErrorIs(t, store.ReplaceChannelAccounts(ctx, []local.ChannelAccount{channelAccount("slack", "x"), b}, nil), local.ErrInvalid)
+	require.ErrorIs(t, store.ReplaceChannelAccounts(ctx, []local.ChannelAccount{channelAccount("slack", "x"), b}, nil), reducer.ErrInvalidArgument)
 	got, err := store.ChannelAccounts(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, got)
@@ -249,7 +250,7 @@ func TestConfirmLogRoundTrip(t *testing.T) {
 	assert.Empty(t, none)
 
 	_, err = store.AppendConfirm(ctx, asked, confirm("Q3", "asked", 0, "not json"))
-	assert.ErrorIs(t, err, local.ErrInvalid)
+	assert.ErrorIs(t, err, reducer.ErrInvalidArgument)
 	again, err := store.ConfirmLog(ctx, 0)
 	require.NoError(t, err)
 	assert.Equal(t, all, again, "nothing appended")

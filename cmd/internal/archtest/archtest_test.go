@@ -1,4 +1,4 @@
-package main
+package archtest
 
 import (
 	"bytes"
@@ -29,23 +29,35 @@ func sqlAllowed(pkg string) bool {
 	return strings.HasPrefix(pkg, "scv/ledger/postgres/")
 }
 
-// moduleImports is what each package of the module imports, in its code
-// and in its tests, as go list reports it.
-func moduleImports(t *testing.T) map[string][]string {
+// moduleRoot is the directory of the module's go.mod.
+func moduleRoot(t *testing.T) string {
 	t.Helper()
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
 	require.NoError(t, err, "go env GOMOD")
-	root := filepath.Dir(strings.TrimSpace(string(gomod)))
-	list := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "scv/...")
-	list.Dir = root
+	return filepath.Dir(strings.TrimSpace(string(gomod)))
+}
+
+// goList runs go list with args in the module's root and returns its
+// output's lines.
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	list := exec.Command("go", append([]string{"list"}, args...)...)
+	list.Dir = moduleRoot(t)
 	out, err := list.Output()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		require.NoError(t, err, "go list: %s", exit.Stderr)
 	}
 	require.NoError(t, err, "go list")
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
+}
+
+// moduleImports is what each package of the module imports, in its code
+// and in its tests, as go list reports it.
+func moduleImports(t *testing.T) map[string][]string {
+	t.Helper()
 	pkgs := map[string][]string{}
-	for line := range strings.SplitSeq(strings.TrimSpace(string(out)), "\n") {
+	for _, line := range goList(t, "-f", `{{.ImportPath}} {{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`, "scv/...") {
 		if fields := strings.Fields(line); len(fields) > 0 {
 			imports := fields[1:]
 			slices.Sort(imports)
@@ -105,7 +117,7 @@ func TestSubsystemsDoNotImportTheWire(t *testing.T) {
 	slices.Sort(offences)
 	assert.Empty(t, offences, "subsystems that import scv/control")
 
-	files, err := filepath.Glob("../../control/*.go")
+	files, err := filepath.Glob(filepath.Join(moduleRoot(t), "control", "*.go"))
 	require.NoError(t, err)
 	lines := 0
 	for _, f := range files {
@@ -118,4 +130,35 @@ func TestSubsystemsDoNotImportTheWire(t *testing.T) {
 	}
 	require.Greater(t, lines, 1000, "control's files were read")
 	assert.LessOrEqual(t, lines, 3000, "lines of code in package control, tests aside")
+}
+
+// moduleDeps is every package of the module that pkg's code reaches,
+// itself included.
+func moduleDeps(t *testing.T, pkg string) []string {
+	t.Helper()
+	var deps []string
+	for _, p := range goList(t, "-deps", "-f", `{{if not .Standard}}{{.ImportPath}}{{end}}`, pkg) {
+		if strings.HasPrefix(p, "scv/") {
+			deps = append(deps, p)
+		}
+	}
+	require.Contains(t, deps, pkg, "go list -deps %s", pkg)
+	return deps
+}
+
+// TestVocabularyKnowsNoStorage: control/api, the wire's vocabulary that
+// the server, the client and every subsystem share, reaches no package of
+// the module but the reducer and what the reducer reaches; above all no
+// scv/ledger package. Errors reach it as the reducer's kinds, and the
+// ledger's rows are converted by its callers.
+func TestVocabularyKnowsNoStorage(t *testing.T) {
+	t.Parallel()
+	allowed := append(moduleDeps(t, "scv/reducer"), "scv/control/api")
+	var offences []string
+	for _, dep := range moduleDeps(t, "scv/control/api") {
+		if !slices.Contains(allowed, dep) {
+			offences = append(offences, dep)
+		}
+	}
+	assert.Empty(t, offences, "packages of the module that scv/control/api reaches (only scv/reducer and its own may be)")
 }

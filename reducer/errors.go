@@ -1,0 +1,24 @@
+package reducer
+
+import "errors"
+
+// The kinds of error, one per way a request can fail. Decide refuses with
+// the first five, wrapped with the detail of the case; the stores wrap
+// the last three around their own failures. Callers match with
+// errors.Is, and the wire gives each kind one code and reason.
+var (
+	ErrNotFound          = errors.New("not found")
+	ErrConflict          = errors.New("conflict")
+	ErrInvalidArgument   = errors.New("invalid argument")
+	ErrInvalidTransition = errors.New("invalid transition")
+	// ErrRunNotRunning fences writes from a run that finished or went stale.
+	ErrRunNotRunning = errors.New("run is not running")
+	// ErrUnavailable: it cannot be done now (the service is shutting
+	// down, or cannot reach what it needs); a later try may succeed.
+	ErrUnavailable = errors.New("unavailable")
+	// ErrStorage: the store failed; nothing of the request was kept.
+	ErrStorage = errors.New("storage failure")
+	// ErrStorageFull: the store had no room; nothing of the request was
+	// kept, and writes succeed again once there is room.
+	ErrStorageFull = errors.New("storage full")
+)
