@@ -22,4 +22,11 @@
 // ErrInvalidArgument, ErrInvalidTransition, ErrUnavailable) and its
 // detail, through Errorf, or with an *Error of its own. ErrorOf is the one
 // mapping of an error of any layer to its code and stable reason.
+//
+// # Chats
+//
+// ParseChat is the one parser of a chat, `<channel>:<account>`, wherever
+// one comes in (agent_start, delegation_register, --notify, the command
+// line); CheckChatName is its rule of one side, which channel accounts
+// follow too.
 package api
