@@ -77,7 +77,7 @@ func checkShape(c Command) error {
 // MaxNameLen characters of valid UTF-8, not only white space, with no
 // control characters.
 func ValidName(field, v string) error {
-	return cmp.Or(notBlank(field, v), validText(field, v, MaxNameLen, false))
+	return cmp.Or(notBlank(field, v), validText(field, v, MaxNameLen, ""))
 }
 
 // ValidRef checks a reference to a project, task or run (field says
@@ -89,23 +89,27 @@ func ValidRef(field, ref string) error { return tooLong(field, ref, MaxRefLen) }
 // or not: 1 to MaxQuestionLen characters of valid UTF-8, not only white
 // space, with no control characters but newlines.
 func ValidQuestion(q string) error {
-	return cmp.Or(notBlank("question", q), validText("question", q, MaxQuestionLen, true))
+	return cmp.Or(notBlank("question", q), validText("question", q, MaxQuestionLen, "\n"))
 }
 
 // ValidProgress checks a progress text: at most MaxProgressLen characters
-// of valid UTF-8 with no control characters but newlines. It may be
+// of valid UTF-8 with no control characters but newlines and tabs (a
+// tool's output has them; a screen shows a tab as a space). It may be
 // empty.
-func ValidProgress(s string) error { return validText("progress", s, MaxProgressLen, true) }
+func ValidProgress(s string) error { return validText("progress", s, MaxProgressLen, progressControls) }
+
+// progressControls are the control characters a progress text may hold.
+const progressControls = "\n\t"
 
 // ClipProgress makes s a progress text that ValidProgress accepts, for
 // text the daemon makes itself (a live agent's turn), which is cut rather
-// than refused: bytes that are not UTF-8 become U+FFFD, control
-// characters but newlines become spaces, and a text of more than
+// than refused: bytes that are not UTF-8 become U+FFFD, the control
+// characters ValidProgress refuses become spaces, and a text of more than
 // MaxProgressLen characters is cut to MaxProgressLen, its last one "…".
 func ClipProgress(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.Map(func(r rune) rune {
-		if r != '\n' && unicode.IsControl(r) {
+		if unicode.IsControl(r) && !strings.ContainsRune(progressControls, r) {
 			return ' '
 		}
 		return r
@@ -148,9 +152,9 @@ func notBlank(field, s string) error {
 }
 
 // validText checks a text of at most max characters: valid UTF-8 with no
-// control characters (but newlines, with newlines). The refusal names
-// field and never quotes the text.
-func validText(field, s string, max int, newlines bool) error {
+// control characters but those of controls. The refusal names field and
+// never quotes the text.
+func validText(field, s string, max int, controls string) error {
 	if !utf8.ValidString(s) {
 		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalidArgument, field)
 	}
@@ -158,10 +162,7 @@ func validText(field, s string, max int, newlines bool) error {
 		return err
 	}
 	for _, r := range s {
-		if unicode.IsControl(r) && !(newlines && r == '\n') {
-			if newlines {
-				return fmt.Errorf("%w: %s contains control character %U: only newlines are allowed", ErrInvalidArgument, field, r)
-			}
+		if unicode.IsControl(r) && !strings.ContainsRune(controls, r) {
 			return fmt.Errorf("%w: %s contains control character %U", ErrInvalidArgument, field, r)
 		}
 	}
