@@ -114,7 +114,7 @@ func ClipProgress(s string) string {
 		}
 		return r
 	}, s)
-	if tooLong("", s, MaxProgressLen) == nil {
+	if len(s) <= MaxProgressLen || utf8.RuneCountInString(s) <= MaxProgressLen {
 		return s
 	}
 	i, n := 0, 0
@@ -133,8 +133,10 @@ func validDeps(deps []string) error {
 		return fmt.Errorf("%w: depends_on has %d entries, more than %d", ErrInvalidArgument, len(deps), MaxDependsOn)
 	}
 	for i, d := range deps {
-		if err := tooLong("", d, MaxRefLen); err != nil {
-			return ValidRef(fmt.Sprintf("depends_on[%d]", i), d)
+		if len(d) > MaxRefLen { // else short enough: no field name to make
+			if err := ValidRef(fmt.Sprintf("depends_on[%d]", i), d); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
