@@ -24,9 +24,10 @@ func q(s string) string {
 
 // TestReliabilityValidation sends hostile workspaces, names, titles,
 // agents and handles. Each refused one gets its documented error and
-// appends nothing; the few that are accepted on purpose (spaces, bidi and
-// other format characters, `..` that lands on an existing folder, a
-// symlink to a folder) are accepted and stored as docs/protocol.md says.
+// appends nothing; the few that are accepted on purpose (spaces around a
+// name, bidi and other format characters, `..` that lands on an existing
+// folder, a symlink to a folder) are accepted and stored as
+// docs/protocol.md says.
 func TestReliabilityValidation(t *testing.T) {
 	d := startDaemon(t, nil)
 	c := d.client(t)
@@ -100,8 +101,11 @@ func TestReliabilityValidation(t *testing.T) {
 		{"workspace lone surrogate", ws(`"/tmp/\udc80"`), -32602, params},
 		{"workspace not a string", ws(`["/tmp"]`), -32602, params},
 		{"workspace raw invalid UTF-8", ws("\"/tmp/\xff\""), -32700, parse},
-		// Project names: 1 to 200 characters, no control characters.
+		// Project names: 1 to 200 characters, not only white space, no
+		// control characters.
 		{"name empty", name(q("")), -32602, arg},
+		{"name only spaces", name(q("   ")), -32602, arg},
+		{"name only other white space", name(q("\u00a0\u3000")), -32602, arg},
 		{"name 201 characters", name(q(strings.Repeat("a", 201))), -32602, arg},
 		{"name 201 two-byte characters", name(q(strings.Repeat("é", 201))), -32602, arg},
 		{"name 201 four-byte characters", name(q(strings.Repeat("😀", 201))), -32602, arg},
@@ -122,6 +126,7 @@ func TestReliabilityValidation(t *testing.T) {
 		{"name raw invalid UTF-8", name("\"ac\xc3\x28me\""), -32700, parse},
 		// Task titles, as names.
 		{"title empty", title(q("")), -32602, arg},
+		{"title only spaces", title(q(" ")), -32602, arg},
 		{"title 201 characters", title(q(strings.Repeat("t", 201))), -32602, arg},
 		{"title newline", title(q("build\nrm -rf /")), -32602, arg},
 		{"title ANSI escape", title(q("\x1b]0;pwned\x07")), -32602, arg},
@@ -176,7 +181,7 @@ func TestReliabilityValidation(t *testing.T) {
 		name, ws, project string
 		stored            string // the workspace as stored
 	}{
-		{"only spaces", d.workspace, "   ", d.workspace},
+		{"spaces around", d.workspace, "  acme two  ", d.workspace},
 		{"bidi override (format, not control)", d.workspace, "\u202egnp.exe", d.workspace},
 		{"zero-width space", d.workspace, "ac\u200bme", d.workspace},
 		{"line separator U+2028", d.workspace, "ac\u2028me", d.workspace},
@@ -197,7 +202,7 @@ func TestReliabilityValidation(t *testing.T) {
 		assert.Equal(t, seq+1, lastSequence(t, d), "%s: one event appended", tc.name)
 	}
 
-	t.Logf("RELIABILITY: validation: %d hostile workspaces, names, titles, agents, handles and references refused with their documented code, last sequence unchanged at %d; %d deliberate edge cases accepted and stored as documented (spaces, bidi/format characters, 200 characters of any width, `..` cleaned, symlinked folder kept)",
+	t.Logf("RELIABILITY: validation: %d hostile workspaces, names, titles, agents, handles and references refused with their documented code, last sequence unchanged at %d; %d deliberate edge cases accepted and stored as documented (spaces around a name, bidi/format characters, 200 characters of any width, `..` cleaned, symlinked folder kept)",
 		len(refused), before, len(accepted))
 }
 

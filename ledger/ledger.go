@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -560,17 +561,17 @@ func (l *Ledger) decide(ctx context.Context, b *batch, req *request, now int64) 
 			return nil, fmt.Errorf("%w: %s no longer holds lease %s of term %d", ErrLeaseLost, f.Holder, f.Name, f.Term)
 		}
 	}
+	// A project that does not exist is nil: Decide refuses the command,
+	// with its own checks first (limits).
 	var p *reducer.Project
-	if c, ok := cmd.(reducer.CreateProject); ok {
-		if err := l.checkNew(ctx, b, c); err != nil {
-			return nil, err
-		}
-	} else {
+	if _, create := cmd.(reducer.CreateProject); !create {
 		var err error
 		if p, err = l.current(ctx, b, cmd.ProjectRef()); err != nil {
 			return nil, err
 		}
-		now = max(now, p.Updated) // never earlier than the project's last event
+		if p != nil {
+			now = max(now, p.Updated) // never earlier than the project's last event
+		}
 	}
 	evs, err := reducer.Decide(p, reducer.Stamp(cmd, now))
 	if err != nil {
@@ -578,6 +579,9 @@ func (l *Ledger) decide(ctx context.Context, b *batch, req *request, now int64) 
 	}
 	if p == nil {
 		c := cmd.(reducer.CreateProject)
+		if err := l.checkNew(ctx, b, c); err != nil {
+			return nil, err
+		}
 		row := driver.Project{ID: evs[0].ProjectID, Name: c.Name, Workspace: c.Workspace, CreatedSeq: b.seq + 1, Head: b.seq + 1}
 		ok, err := b.tx.InsertProject(ctx, row)
 		if err != nil {
@@ -611,12 +615,10 @@ func (b *batch) keep(p *reducer.Project) {
 }
 
 // checkNew refuses a new project whose name or ID names a project already
-// (by name or by ID: either must resolve to one project only). The
-// database holds names unique too: InsertProject refuses a taken one.
+// (by name or by ID: either must resolve to one project only), once the
+// reducer has accepted it. The database holds names unique too:
+// InsertProject refuses a taken one.
 func (l *Ledger) checkNew(ctx context.Context, b *batch, c reducer.CreateProject) error {
-	if err := reducer.ValidName("name", c.Name); err != nil {
-		return err // the reducer's refusal comes first
-	}
 	if row, ok, err := b.tx.Project(ctx, c.Name); err != nil {
 		return err
 	} else if ok && row.Name == c.Name {
@@ -636,7 +638,8 @@ func (l *Ledger) checkNew(ctx context.Context, b *batch, c reducer.CreateProject
 // version b already made, else the cached one (checked against the
 // database's head of the project when someone else has written since this
 // ledger last did), else one loaded from the database. It becomes b's
-// version of the project.
+// version of the project. It is nil, without an error, when ref names no
+// project.
 func (l *Ledger) current(ctx context.Context, b *batch, ref string) (*reducer.Project, error) {
 	if id, ok := b.names[ref]; ok {
 		return b.work[id], nil
@@ -652,11 +655,8 @@ func (l *Ledger) current(ctx context.Context, b *batch, ref string) (*reducer.Pr
 		return p, nil
 	}
 	row, ok, err := b.tx.Project(ctx, ref)
-	if err != nil {
+	if err != nil || !ok {
 		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("%w: project %q", reducer.ErrNotFound, ref)
 	}
 	if p, ok := b.work[row.ID]; ok {
 		return p, nil // named by the other of ID and name
@@ -742,7 +742,7 @@ func (l *Ledger) Project(ctx context.Context, ref string) (*reducer.Project, err
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("%w: project %q", reducer.ErrNotFound, ref)
+			return cmp.Or(reducer.ValidRef("project", ref), fmt.Errorf("%w: project %q", reducer.ErrNotFound, ref))
 		}
 		if !cached || p.ID != row.ID {
 			p, cached = l.cache.get(row.ID)

@@ -13,6 +13,15 @@
 // one write transaction, so a command is always decided against the state
 // its events will follow.
 //
+// # Limits
+//
+// Every limit of what users send (MaxNameLen, MaxRefLen, MaxProgressLen,
+// MaxQuestionLen, MaxReasonLen, MaxDependsOn) and its check is in
+// limits.go. Decide checks a command's texts, lists and references before
+// anything else, whether or not its project exists; Evolve never checks
+// them, so older histories replay. ClipProgress makes any text a valid
+// progress, for text the daemon makes itself.
+//
 // # Purity
 //
 // The package does no I/O, reads no clock, mints no IDs and does not log:

@@ -5,18 +5,18 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
-
-// MaxNameLen is the longest project name or task title, in characters.
-const MaxNameLen = 200
 
 // Decide returns the events that command c causes in project p, or the
 // reason it is refused. p is the project c names (the caller resolves
 // c.ProjectRef by ID or name), or nil when there is none; CreateProject
-// is decided with p nil. Decide does not change p: a refused command
-// appends nothing.
+// is decided with p nil. The texts, lists and references of c are
+// checked first (limits.go), whether or not p exists. Decide does not
+// change p: a refused command appends nothing.
 func Decide(p *Project, c Command) ([]Event, error) {
+	if err := checkShape(c); err != nil {
+		return nil, err
+	}
 	if _, create := c.(CreateProject); !create && p == nil {
 		return nil, fmt.Errorf("%w: project %q", ErrNotFound, c.ProjectRef())
 	}
@@ -79,9 +79,6 @@ func one(p *Project, now int64) func(Body, error) ([]Event, error) {
 // ledger's to check: it holds every project, the reducer only the one a
 // command names. p is the project already holding c's ID, if any.
 func decideCreate(p *Project, c CreateProject) ([]Event, error) {
-	if err := ValidName("name", c.Name); err != nil {
-		return nil, err
-	}
 	if ws, err := CleanWorkspace(c.Workspace); err != nil {
 		return nil, err
 	} else if ws != c.Workspace {
@@ -97,9 +94,6 @@ func decideCreate(p *Project, c CreateProject) ([]Event, error) {
 }
 
 func decideAddTask(p *Project, c AddTask) (Body, error) {
-	if err := ValidName("title", c.Title); err != nil {
-		return nil, err
-	}
 	if _, taken := p.Task(c.TaskID); taken {
 		return nil, fmt.Errorf("%w: task ID %s exists", ErrConflict, c.TaskID)
 	}
@@ -162,9 +156,6 @@ func decideUpdateTask(p *Project, c UpdateTask) (Body, error) {
 func decideStartRun(p *Project, c StartRun) (Body, error) {
 	t, err := p.ResolveTask(c.TaskID)
 	if err != nil {
-		return nil, err
-	}
-	if err := ValidName("agent", c.Agent); err != nil {
 		return nil, err
 	}
 	if t.Status != TaskReady && t.Status != TaskStale {
@@ -252,19 +243,12 @@ func decideRetry(p *Project, c RetryTask) (Body, error) {
 	return TaskRetried{TaskID: t.ID, MaxRetries: budget, By: c.By}, nil
 }
 
-// MaxQuestionLen is the longest question an approval takes, in
-// characters.
-const MaxQuestionLen = 2000
-
 func decideAsk(p *Project, c AskApproval) (Body, error) {
 	if c.QuestionID == "" {
 		panic("reducer: AskApproval without a question ID")
 	}
 	if _, taken := p.Approval(c.QuestionID); taken {
 		return nil, fmt.Errorf("%w: question %s was asked already", ErrConflict, c.QuestionID)
-	}
-	if n := utf8.RuneCountInString(c.Question); c.Question == "" || n > MaxQuestionLen || !utf8.ValidString(c.Question) {
-		return nil, fmt.Errorf("%w: a question is 1 to %d characters of UTF-8", ErrInvalidArgument, MaxQuestionLen)
 	}
 	if c.Deadline <= c.Now {
 		return nil, fmt.Errorf("%w: the question's deadline is not after now", ErrInvalidArgument)
@@ -340,26 +324,6 @@ func runningRun(p *Project, id string) (*Run, error) {
 		return nil, fmt.Errorf("%w: run %s is %s", ErrRunNotRunning, r.ID, r.Status)
 	}
 	return r, nil
-}
-
-// ValidName checks a project name, task title or agent name: 1 to
-// MaxNameLen characters of valid UTF-8 with no control characters.
-func ValidName(field, v string) error {
-	n := utf8.RuneCountInString(v)
-	switch {
-	case !utf8.ValidString(v):
-		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalidArgument, field)
-	case n == 0:
-		return fmt.Errorf("%w: %s is empty", ErrInvalidArgument, field)
-	case n > MaxNameLen:
-		return fmt.Errorf("%w: %s is %d characters, more than %d", ErrInvalidArgument, field, n, MaxNameLen)
-	}
-	for _, r := range v {
-		if unicode.IsControl(r) {
-			return fmt.Errorf("%w: %s contains control character %U", ErrInvalidArgument, field, r)
-		}
-	}
-	return nil
 }
 
 // CleanWorkspace checks the form of a project's workspace, an absolute

@@ -50,7 +50,7 @@ reconnects. With --json it prints each question as a JSON line.`,
 		ValidArgsFunction: c.completeChats,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
-				if _, _, err := chatID(args[0]); err != nil {
+				if _, _, err := api.ParseChat(args[0]); err != nil {
 					return usageError{err.Error()}
 				}
 				o.Chat = args[0]

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -74,7 +73,7 @@ on this machine). Flags left out keep the saved value; a new account gets
 		ValidArgsFunction: c.completeChats,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
-			if o.Channel, o.Account, err = chatID(args[0]); err != nil {
+			if o.Channel, o.Account, err = api.ParseChat(args[0]); err != nil {
 				return usageError{err.Error()}
 			}
 			if o.Enable == o.Disable {
@@ -135,7 +134,7 @@ func newChannelLogoutCmd(c *client) *cobra.Command {
 		Args:              exactArgs("CHANNEL:ACCOUNT"),
 		ValidArgsFunction: c.completeChats,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			channel, account, err := chatID(args[0])
+			channel, account, err := api.ParseChat(args[0])
 			if err != nil {
 				return usageError{err.Error()}
 			}
@@ -143,15 +142,6 @@ func newChannelLogoutCmd(c *client) *cobra.Command {
 			return err
 		},
 	}
-}
-
-// chatID splits `<channel>:<account>`.
-func chatID(s string) (channel, account string, err error) {
-	channel, account, ok := strings.Cut(s, ":")
-	if !ok {
-		return "", "", fmt.Errorf("%q: want CHANNEL:ACCOUNT, such as local:owner", s)
-	}
-	return channel, account, nil
 }
 
 // newConfirmCmd is `scv confirm`.

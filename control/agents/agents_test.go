@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -15,6 +16,24 @@ import (
 	"scv/control/api"
 	"scv/reducer"
 )
+
+// TestLongProgressIsCut: the progress a turn records is made by the
+// daemon from the agent's updates, so a text past the ledger's limit is
+// cut to reducer.MaxProgressLen characters, ending in "…", and its
+// control characters become spaces, not refused.
+func TestLongProgressIsCut(t *testing.T) {
+	e := newEnv(t, "build")
+	e.agent("a", "build")
+	title := "x\u0085" + strings.Repeat("é", 3000)
+	e.prompt("a", "tool t1 "+title)
+	runs := e.runs("build")
+	require.Len(t, runs, 1)
+	require.NotNil(t, runs[0].Progress)
+	got := *runs[0].Progress
+	assert.Equal(t, reducer.MaxProgressLen, utf8.RuneCountInString(got))
+	assert.Equal(t, "tool: x "+strings.Repeat("é", reducer.MaxProgressLen-len("tool: x ")-1)+"…", got)
+	assert.NoError(t, reducer.ValidProgress(got))
+}
 
 // TestTurns: a live agent opens its session idle at turn 0; each prompt is
 // a turn whose updates stream in order and whose run records its end:

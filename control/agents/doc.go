@@ -24,7 +24,9 @@
 // reducer with the daemon's --heartbeat-every), run_finished when the
 // answer comes: succeeded on end_turn, cancelled on cancelled, failed on
 // any other stop reason or when the agent crashes or breaks the protocol
-// (the reason is the run's last progress).
+// (the reason is the run's last progress). The daemon makes the progress
+// text, so it is cut to the ledger's limit (reducer.ClipProgress), never
+// refused.
 //
 // # Lifecycle
 //

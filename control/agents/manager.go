@@ -340,8 +340,8 @@ func (m *Manager) check(ctx context.Context, c api.CmdAgentStart) (spec, error) 
 		return sp, api.Errorf(api.ErrInvalidArgument, "session or parent too long")
 	}
 	if c.Chat != "" {
-		if ch, acct, ok := strings.Cut(c.Chat, ":"); !ok || ch == "" || acct == "" || reducer.ValidName("chat", c.Chat) != nil {
-			return sp, api.Errorf(api.ErrInvalidArgument, "chat %q: want <channel>:<account>", c.Chat)
+		if _, _, err := api.ParseChat(c.Chat); err != nil {
+			return sp, err
 		}
 	}
 	ws := c.Workspace

@@ -6,13 +6,9 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"scv/reducer"
 )
-
-// maxProgress bounds the progress text a turn records, in characters.
-const maxProgress = 200
 
 // turnRun records one turn as a run of its task: progress from the
 // agent's updates and heartbeats while it is silent, each sent with the
@@ -127,19 +123,13 @@ func endRun(l Ledger, project, run string, status reducer.RunStatus, text string
 	return err
 }
 
-// oneLine is the last non-blank line of s, cut to maxProgress characters.
+// oneLine is the last non-blank line of s as a progress text
+// (reducer.ClipProgress: cut to reducer.MaxProgressLen characters, its
+// control characters made spaces).
 func oneLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
 		s = strings.TrimSpace(s[i+1:])
 	}
-	if utf8.RuneCountInString(s) > maxProgress {
-		s = string([]rune(s)[:maxProgress-1]) + "…"
-	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
+	return reducer.ClipProgress(s)
 }

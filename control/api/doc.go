@@ -28,4 +28,11 @@
 //
 // The package knows no storage: it imports the reducer and the standard
 // library only (cmd/internal/archtest checks it).
+//
+// # Chats
+//
+// ParseChat is the one parser of a chat, `<channel>:<account>`, wherever
+// one comes in (agent_start, delegation_register, --notify, the command
+// line); CheckChatName is its rule of one side, which channel accounts
+// follow too.
 package api

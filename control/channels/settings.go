@@ -48,9 +48,6 @@ const (
 	SourceFile Source = "file"
 )
 
-// MaxAccount is the longest account name.
-const MaxAccount = 64
-
 // Settings is one channel account's configuration.
 type Settings struct {
 	Channel Kind
@@ -127,17 +124,8 @@ func checkKey(channel, account string) error {
 		return invalid("channel is empty")
 	case !Kind(channel).Known():
 		return invalid("unknown channel %q: want one of %s", channel, kindList())
-	case account == "":
-		return invalid("account is empty")
-	case len(account) > MaxAccount:
-		return invalid("account %q is longer than %d characters", account, MaxAccount)
 	}
-	for _, r := range account {
-		if !(r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r == '_' || r == '.' || r == '-') {
-			return invalid("account %q: only letters, digits, '_', '.' and '-' are allowed", account)
-		}
-	}
-	return nil
+	return api.CheckChatName("account", account)
 }
 
 func kindList() string {

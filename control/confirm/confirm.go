@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/oklog/ulid/v2"
 
@@ -36,8 +34,6 @@ const (
 	// for this long (since the ask or the last confirm_status) is
 	// withdrawn.
 	WithdrawAfter = time.Minute
-	// MaxQuestion is the longest question text, in characters.
-	MaxQuestion = 2000
 	// DefaultTickEvery is how often Run looks for questions whose
 	// deadline or withdrawal is due.
 	DefaultTickEvery = time.Second
@@ -254,7 +250,7 @@ func (m *Manager) Tick(ctx context.Context) error {
 // as failed and answered as such, not refused: the asker learns its
 // outcome the same way as every other.
 func (m *Manager) Ask(ctx context.Context, c api.CmdConfirmAsk) (api.ConfirmInfo, error) {
-	if err := checkQuestion(c.Question); err != nil {
+	if err := reducer.ValidQuestion(c.Question); err != nil {
 		return api.ConfirmInfo{}, err
 	}
 	timeout := DefaultTimeout
@@ -600,25 +596,6 @@ func record(id, kind string, now time.Time, data any) local.ConfirmRecord {
 		panic(fmt.Sprintf("confirm: %s record: %v", kind, err))
 	}
 	return local.ConfirmRecord{QuestionID: id, Kind: kind, Timestamp: now.UnixMilli(), Data: string(b)}
-}
-
-// checkQuestion: 1 to MaxQuestion characters of valid UTF-8, not all
-// blank, with no control characters but newlines.
-func checkQuestion(text string) error {
-	switch n := utf8.RuneCountInString(text); {
-	case !utf8.ValidString(text):
-		return invalid("question is not valid UTF-8")
-	case strings.TrimSpace(text) == "":
-		return invalid("question is empty")
-	case n > MaxQuestion:
-		return invalid("question has %d characters: at most %d", n, MaxQuestion)
-	}
-	for _, r := range text {
-		if unicode.IsControl(r) && r != '\n' {
-			return invalid("question has control character %U: only newlines are allowed", r)
-		}
-	}
-	return nil
 }
 
 // requester is the delegation that asks: the last of the parent chain.

@@ -27,6 +27,7 @@ import (
 
 	"scv/control"
 	"scv/control/agents"
+	"scv/control/api"
 	"scv/control/channels"
 	"scv/control/confirm"
 	"scv/control/delegations"
@@ -150,8 +151,8 @@ func (c *Config) Check() error {
 		return err
 	}
 	if c.Notify != "" {
-		if ch, acct, ok := strings.Cut(c.Notify, ":"); !ok || ch == "" || acct == "" {
-			return errors.New("--notify wants CHANNEL:ACCOUNT, such as local:owner")
+		if _, _, err := api.ParseChat(c.Notify); err != nil {
+			return fmt.Errorf("--notify: %w", err)
 		}
 	}
 	return nil

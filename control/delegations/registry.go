@@ -162,9 +162,8 @@ func (r *Registry) Register(ctx context.Context, c api.CmdDelegationRegister) (a
 		}
 	}
 	if c.Chat != "" {
-		ch, acct, ok := strings.Cut(c.Chat, ":")
-		if !ok || ch == "" || acct == "" || reducer.ValidName("chat", c.Chat) != nil {
-			return api.DelegationInfo{}, invalid("chat %q: want <channel>:<account>", c.Chat)
+		if _, _, err := api.ParseChat(c.Chat); err != nil {
+			return api.DelegationInfo{}, err
 		}
 	}
 	if !filepath.IsAbs(c.Cwd) {
