@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
+
 	"scv/control"
 	"scv/control/api"
-	"syscall"
+	"scv/control/supervise"
 )
 
 // Exit codes of scv (docs/cli.md). Commands that run another command
 // (`delegate`, `project run exec`) exit with its code instead, and with
-// exitFailed or exitNotFound when it did not run.
+// supervise.ExitFailed or supervise.ExitNotFound when it did not run.
 const (
 	exitOK          = 0 // done; a question answered yes
 	exitRefused     = 1 // the daemon (or the ledger file) refused, or the work failed; a question answered no
@@ -24,6 +26,8 @@ const (
 	exitQFailed     = 6 // a question failed: no chat could take it, or the daemon restarted
 	exitWithdrawn   = 7 // a question was withdrawn: nobody followed it
 	exitPending     = 8 // confirm status: the question is still pending
+	// agent start: the command is not on the PATH, as for delegate.
+	exitNotFound = supervise.ExitNotFound
 )
 
 // Reasons scv gives to errors it found itself, beside the daemon's own
@@ -107,6 +111,7 @@ func classify(err error) failure {
 		v  verifyError
 		x  exitError
 		ce *api.Error
+		cu *control.UnreachableError
 	)
 	switch {
 	case errors.As(err, &x) && !errors.As(x.err, &d):
@@ -135,6 +140,8 @@ func classify(err error) failure {
 		return f
 	case errors.As(err, &ce):
 		return classify(daemonError{ce})
+	case errors.As(err, &cu): // a supervisor's call, wrapped
+		return classify(unreachableError{cu.Msg})
 	}
 	// An error of the ledger file or of this machine: the daemon's
 	// mapping names its kind (not_found, invalid_argument, …).

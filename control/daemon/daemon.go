@@ -32,6 +32,7 @@ import (
 	"scv/control/confirm"
 	"scv/control/delegations"
 	"scv/control/metrics"
+	"scv/control/proc"
 	"scv/control/restart"
 	"scv/control/startstop"
 	"scv/control/sweeper"
@@ -48,7 +49,7 @@ const (
 	DefaultStaleAfter   = 5 * time.Minute
 	DefaultCompactAfter = 10_000
 	DefaultRetain       = 1_000
-	DefaultKillGrace    = delegations.DefaultKillGrace
+	DefaultKillGrace    = proc.DefaultKillGrace
 	DefaultCacheSize    = ledger.DefaultCacheSize
 )
 

@@ -31,7 +31,8 @@ import (
 // It implements control.Delegations.
 type Registry struct {
 	Store local.Delegations
-	// Grace is how long a stopped tree has between SIGTERM and SIGKILL.
+	// Grace is how long a stopped tree has between SIGTERM and SIGKILL
+	// (0: proc.DefaultKillGrace).
 	Grace  time.Duration
 	Clock  func() time.Time
 	Logger *slog.Logger
@@ -60,7 +61,6 @@ type delegation struct {
 
 // Delegation defaults.
 const (
-	DefaultKillGrace = 2 * time.Second
 	// DefaultSweepEvery is how often the daemon looks for orphans.
 	DefaultSweepEvery = 500 * time.Millisecond
 	maxHandle         = 64
@@ -237,7 +237,7 @@ func (r *Registry) stop(ctx context.Context, e *delegation) (int, error) {
 	t := proc.Tree{Handle: e.Handle, Leader: proc.Ident{PID: e.PID, Start: e.PIDStart}}
 	grace := r.Grace
 	if grace <= 0 {
-		grace = DefaultKillGrace
+		grace = proc.DefaultKillGrace
 	}
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace+5*time.Second)
 	defer cancel()

@@ -54,10 +54,10 @@
 //
 // # Owner side
 //
-// The scv delegate process starts the command with Start and, having called
-// BecomeSubreaper, reaps it with WaitTree, which also collects the orphaned
-// descendants the kernel re-parents to it; ReapOrphans collects stragglers
-// without blocking. Both wait for any child (wait4(-1)), so a process using
+// The owner of a delegation (control/supervise, in `scv delegate`) starts
+// the command with Start and, having called BecomeSubreaper, reaps it with
+// WaitTree, which also collects the orphaned descendants the kernel
+// re-parents to it; ReapOrphans collects stragglers without blocking. Both wait for any child (wait4(-1)), so a process using
 // them must not also wait for children by other means, such as exec.Cmd or
 // os.Process.Wait: the statuses would be stolen from one or the other.
 //

@@ -23,6 +23,11 @@ const (
 // pollEvery is how often Stop rescans the tree.
 const pollEvery = 20 * time.Millisecond
 
+// DefaultKillGrace is the time a tree's processes get between SIGTERM and
+// SIGKILL when no one chose another: the daemon's default (scv daemon
+// --kill-grace), and an owner's when it stops a tree without the daemon.
+const DefaultKillGrace = 2 * time.Second
+
 // ParseChain splits a ParentEnv value into its handles; empty elements are
 // dropped, and "" gives nil.
 func ParseChain(s string) []string {

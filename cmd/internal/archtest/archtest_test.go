@@ -98,13 +98,16 @@ func TestNoSQLOutsideDrivers(t *testing.T) {
 // TestSubsystemsDoNotImportTheWire: the daemon's subsystems (every package
 // under control/ but control/daemon, which wires them to the server)
 // import the wire's types from scv/control/api, never the socket server
-// scv/control, in their code or in their tests; and the root package
-// control holds at most 3,000 lines of code besides its tests.
+// scv/control, in their code or in their tests; the owner's side of a
+// delegation, control/supervise, which runs in the command line, imports
+// no ledger package either; and the root package control holds at most
+// 3,000 lines of code besides its tests.
 func TestSubsystemsDoNotImportTheWire(t *testing.T) {
 	t.Parallel()
 	var offences []string
 	subsystems := 0
-	for pkg, imports := range moduleImports(t) {
+	pkgs := moduleImports(t)
+	for pkg, imports := range pkgs {
 		if !strings.HasPrefix(pkg, "scv/control/") || pkg == "scv/control/daemon" {
 			continue
 		}
@@ -116,6 +119,12 @@ func TestSubsystemsDoNotImportTheWire(t *testing.T) {
 	require.Greater(t, subsystems, 10, "the subsystems under control/")
 	slices.Sort(offences)
 	assert.Empty(t, offences, "subsystems that import scv/control")
+
+	supervise, ok := pkgs["scv/control/supervise"]
+	require.True(t, ok, "go list lists scv/control/supervise")
+	for _, imp := range supervise {
+		assert.False(t, imp == "scv/ledger" || strings.HasPrefix(imp, "scv/ledger/"), "scv/control/supervise imports %s", imp)
+	}
 
 	files, err := filepath.Glob(filepath.Join(moduleRoot(t), "control", "*.go"))
 	require.NoError(t, err)
