@@ -353,8 +353,9 @@ It exits 0 when the turn ends with end_turn, 1 with any other stop reason
 (cancelled, refusal, max_tokens, …) or when the agent ends first. Ctrl-C
 asks the agent to cancel the turn and goes on following it to its end; a
 second Ctrl-C exits at once (130), leaving the turn to the daemon. A
-restart of the daemon is waited for (10s). With --json it prints the
-daemon's reply to the prompt, then each update as one JSON object a line.
+restart of the daemon is waited for (up to a minute). With --json it
+prints the daemon's reply to the prompt, then each update as one JSON
+object a line.
 
 With --task (an agent of a project) this turn, and the later ones, are
 runs of that task of the project instead.`,

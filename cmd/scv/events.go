@@ -37,7 +37,8 @@ listed.
 
 --follow prints the history and then every event appended, in the same
 format, until interrupted (Ctrl-C); when the daemon restarts it waits for
-it and goes on from the last event printed, with none lost or repeated.
+it (up to a minute) and goes on from the last event printed, with none
+lost or repeated.
 With --json each line is one event as the daemon wrote it (without
 --follow: the daemon's reply).`,
 		Example: `  scv project events acme
