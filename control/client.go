@@ -17,7 +17,9 @@ import (
 )
 
 // Client speaks daemon.control over one connection. The CLI and the tests
-// use it; it is safe for concurrent use (calls are serialised).
+// use it; it is safe for concurrent use (calls are serialised). A call
+// ends at its context's deadline or when the context is cancelled; the
+// connection is then good only for Close.
 type Client struct {
 	mu     sync.Mutex
 	conn   net.Conn
@@ -111,20 +113,31 @@ func (c *Client) Send(ctx context.Context, line []byte) ([]byte, error) {
 	return c.roundTrip(ctx, line)
 }
 
+// roundTrip writes line and reads the reply's line, until ctx's deadline
+// or its end: then the connection is left in the middle of a request, and
+// only good for Close.
 func (c *Client) roundTrip(ctx context.Context, line []byte) ([]byte, error) {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Time{}
-	}
+	deadline, _ := ctx.Deadline()
 	c.conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
 	if _, err := c.conn.Write(line); err != nil {
-		return nil, fmt.Errorf("send: %w", err)
+		return nil, fmt.Errorf("send: %w", ctxErr(ctx, err))
 	}
 	resp, err := c.r.ReadBytes('\n')
 	if err != nil {
-		return nil, fmt.Errorf("read reply: %w", err)
+		return nil, fmt.Errorf("read reply: %w", ctxErr(ctx, err))
 	}
 	return bytes.TrimSuffix(resp, []byte("\n")), nil
+}
+
+// ctxErr is err, or ctx's error when ctx was cancelled (which cut the
+// read or write short).
+func ctxErr(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err()
+	}
+	return err
 }
 
 // DefaultSocketPath is $SCV_SOCKET, else $XDG_RUNTIME_DIR/scv/daemon.sock,

@@ -19,6 +19,8 @@
 //
 // # Calling
 //
-// Dial and Client.Call (or CallRaw for the reply's bytes). A daemon error
-// comes back as an *api.Error with its Code and Data.Reason.
+// Dial and Client.Call (or CallRaw for the reply's bytes), or Remote, an
+// api.Handler that dials for the caller. A daemon error comes back as an
+// *api.Error with its Code and Data.Reason. A call ends at its context's
+// deadline or when the context is cancelled (a long poll too).
 package control

@@ -12,13 +12,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
 	"scv/control/api"
+	"scv/control/follow"
 	"scv/control/proc"
 )
 
@@ -30,10 +30,6 @@ import (
 // exitInterrupted is the exit code of `agent prompt` interrupted twice
 // (128 + SIGINT, as the shells say it).
 const exitInterrupted = 130
-
-// agentRestartWait is how long `agent prompt` waits for a daemon that
-// went away between two polls (a restart) before it gives up.
-const agentRestartWait = 10 * time.Second
 
 // newAgentCmd is `scv agent`.
 func newAgentCmd(c *client) *cobra.Command {
@@ -357,8 +353,9 @@ It exits 0 when the turn ends with end_turn, 1 with any other stop reason
 (cancelled, refusal, max_tokens, …) or when the agent ends first. Ctrl-C
 asks the agent to cancel the turn and goes on following it to its end; a
 second Ctrl-C exits at once (130), leaving the turn to the daemon. A
-restart of the daemon is waited for (10s). With --json it prints the
-daemon's reply to the prompt, then each update as one JSON object a line.
+restart of the daemon is waited for (up to a minute). With --json it
+prints the daemon's reply to the prompt, then each update as one JSON
+object a line.
 
 With --task (an agent of a project) this turn, and the later ones, are
 runs of that task of the project instead.`,
@@ -486,7 +483,8 @@ func (f *turnFollower) note(format string, a ...any) {
 
 // follow polls agent_updates until the turn's turn_ended, and returns
 // nil for end_turn, else an error with exit code 1. The first SIGINT
-// asks the agent to cancel the turn; the second ends at once (130).
+// asks the agent to cancel the turn; the second ends at once (130). A
+// daemon that goes away is waited for as control/follow does.
 func (f *turnFollower) follow() error {
 	defer func() {
 		f.mu.Lock()
@@ -500,7 +498,6 @@ func (f *turnFollower) follow() error {
 	defer signal.Stop(sigs)
 	done := make(chan struct{})
 	defer close(done)
-	var interrupted atomic.Bool
 	go func() {
 		for n := 1; ; n++ {
 			select {
@@ -509,7 +506,6 @@ func (f *turnFollower) follow() error {
 			case <-sigs:
 			}
 			if n > 1 {
-				interrupted.Store(true)
 				interrupt()
 				return
 			}
@@ -518,80 +514,69 @@ func (f *turnFollower) follow() error {
 	}()
 
 	var (
-		awaySince time.Time // the daemon went away; zero while it answers
-		suspect   bool      // the last page said the turn is over, without its end
+		away    bool // the daemon went away
+		suspect bool // the last page said the turn is over, without its end
 	)
-	for {
-		wait := uint64(api.MaxListWait)
-		if suspect || !awaySince.IsZero() {
-			// A look, without waiting: the end was appended right after
-			// the last page was read, or it is lost (a daemon that
-			// restarted numbers its updates anew).
-			wait = 0
-		}
-		after := f.after
-		st, err := f.poll(ctx, api.CmdAgentUpdates{Agent: f.handle, After: &after, WaitSeconds: &wait}, wait)
-		if interrupted.Load() || ctx.Err() != nil {
-			f.endOutput()
-			return exitError{code: exitInterrupted}
-		}
-		var ae *api.Error
-		switch {
-		case err == nil:
-		case errors.As(err, &ae) && ae.Data.Reason == api.ReasonNotFound:
-			f.endOutput()
-			return exitError{exitRefused, fmt.Errorf("agent %s ended before turn %d did", f.name, f.turn)}
-		case classify(err).Exit == exitUnavailable:
-			if awaySince.IsZero() {
-				awaySince = time.Now()
-				f.note("the daemon went away (%v); waiting for it", err)
+	err := f.c.follow(ctx, &follow.Follower{
+		Answered: true, // agent_prompt
+		Request: func() api.Command {
+			wait := uint64(api.MaxListWait)
+			if suspect || away {
+				// A look, without waiting: the end was appended right
+				// after the last page was read, or it is lost (a daemon
+				// that restarted numbers its updates anew).
+				wait = 0
 			}
-			if time.Since(awaySince) < agentRestartWait {
-				select {
-				case <-ctx.Done():
-				case <-time.After(followEvery):
+			after := f.after
+			return api.CmdAgentUpdates{Agent: f.handle, After: &after, WaitSeconds: &wait}
+		},
+		Reply: func(st *api.DaemonStatus) (follow.Step, error) {
+			page := st.AgentUpdates
+			if page == nil {
+				return follow.Stop, errors.New("the daemon's reply carries no agent_updates")
+			}
+			if page.Dropped > 0 {
+				f.note("%d updates of agent %s were dropped before they were read (the daemon keeps the newest %d)",
+					page.Dropped, f.name, api.MaxAgentUpdates)
+			}
+			over := page.Turn > f.turn || !page.Working
+			for _, u := range page.Updates {
+				if u.Turn > f.turn {
+					over = true // a later turn: this one's end is not in the log
+					break
 				}
-				continue
+				if err := f.print(u); err != nil {
+					return follow.Stop, err
+				}
+				if u.Kind == "turn_ended" && u.Turn == f.turn {
+					return follow.Stop, turnResult(u)
+				}
 			}
-			f.endOutput()
-			return err
-		default:
-			f.endOutput()
-			return err
-		}
-		if !awaySince.IsZero() {
-			awaySince = time.Time{}
+			f.after = max(f.after, page.Next)
+			if over && suspect {
+				return follow.Stop, exitError{exitRefused, fmt.Errorf("agent %s: the end of turn %d was not seen (the daemon restarted while it ran)", f.name, f.turn)}
+			}
+			suspect = over
+			return follow.Now, nil
+		},
+		Away: func(error) { away = true },
+		Back: func() {
+			away = false
 			f.note("the daemon answers again; following turn %d of agent %s", f.turn, f.name)
-		}
-		page := st.AgentUpdates
-		if page == nil {
-			f.endOutput()
-			return errors.New("the daemon's reply carries no agent_updates")
-		}
-		if page.Dropped > 0 {
-			f.note("%d updates of agent %s were dropped before they were read (the daemon keeps the newest %d)",
-				page.Dropped, f.name, api.MaxAgentUpdates)
-		}
-		over := page.Turn > f.turn || !page.Working
-		for _, u := range page.Updates {
-			if u.Turn > f.turn {
-				over = true // a later turn: this one's end is not in the log
-				break
-			}
-			if err := f.print(u); err != nil {
-				return err
-			}
-			if u.Kind == "turn_ended" && u.Turn == f.turn {
-				return turnResult(u)
-			}
-		}
-		f.after = max(f.after, page.Next)
-		if over && suspect {
-			f.endOutput()
-			return exitError{exitRefused, fmt.Errorf("agent %s: the end of turn %d was not seen (the daemon restarted while it ran)", f.name, f.turn)}
-		}
-		suspect = over
+		},
+	}, f.note)
+	var ae *api.Error
+	switch {
+	case ctx.Err() != nil:
+		f.endOutput()
+		return exitError{code: exitInterrupted}
+	case errors.As(err, &ae) && ae.Data.Reason == api.ReasonNotFound:
+		f.endOutput()
+		return exitError{exitRefused, fmt.Errorf("agent %s ended before turn %d did", f.name, f.turn)}
+	case err != nil:
+		f.endOutput()
 	}
+	return err
 }
 
 // turnResult is how `agent prompt` ends for the turn's turn_ended.
@@ -629,27 +614,6 @@ func (f *turnFollower) cancel() {
 		return
 	}
 	f.note("cancelling turn %d of agent %s (Ctrl-C again to stop following it)", f.turn, f.name)
-}
-
-// poll sends cmd on a connection of its own, waiting up to wait seconds
-// for the daemon's answer (and callTimeout more); ctx ends it at once.
-func (f *turnFollower) poll(ctx context.Context, cmd api.Command, wait uint64) (*api.DaemonStatus, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(wait)*time.Second+callTimeout)
-	defer cancel()
-	cl, err := f.c.dial(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	// The client reads until its deadline: closing the connection is
-	// what stops it when ctx ends first.
-	stop := context.AfterFunc(ctx, func() { cl.Close() })
-	defer stop()
-	st, err := cl.Call(ctx, cmd)
-	if err != nil {
-		return nil, callError(err)
-	}
-	return st, nil
 }
 
 // turnPrinter writes a turn's updates for people, as they arrive: the

@@ -473,6 +473,32 @@ func TestAgentPromptEndNotSeen(t *testing.T) {
 	assert.Equal(t, []string{"agent_prompt", "agent_updates", "agent_updates"}, f.actions())
 }
 
+// TestAgentPromptDaemonAway: a daemon that answers unavailable (it is
+// shutting down) is waited for, with one plain note when it goes and one
+// when it answers again; the look after it came back does not wait.
+func TestAgentPromptDaemonAway(t *testing.T) {
+	t.Parallel()
+	f := newFakeDaemon(t, func(n int, action string, p map[string]any) (any, *api.Error) {
+		switch n {
+		case 1:
+			return agentReply(2, &api.AgentUpdates{Agent: "gem", Turn: 2, Working: true, Next: 5, Updates: []api.AgentUpdate{}}), nil
+		case 2, 3:
+			return nil, api.NewError(api.CodeUnavailable, api.ReasonUnavailable, "the daemon is shutting down")
+		}
+		return pageOf(2, false, 6, api.AgentUpdate{Seq: 6, Kind: "turn_ended", StopReason: "end_turn", Status: "succeeded"}), nil
+	})
+	r := runScv(f.sock, "", "agent", "prompt", "gem", "go")
+	assert.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "-- turn 2 ended: end_turn (run succeeded)\n", r.stdout)
+	assert.Equal(t, "scv: the daemon went away; waiting up to 1m0s for it to come back\n"+
+		"scv: the daemon answers again; following turn 2 of agent gem\n", r.stderr)
+	assert.Equal(t, []string{"agent_prompt", "agent_updates", "agent_updates", "agent_updates"}, f.actions())
+	assert.Equal(t, 30.0, f.call(1)["wait_seconds"])
+	assert.Equal(t, 0.0, f.call(2)["wait_seconds"], "a look while the daemon is away")
+	assert.Equal(t, 0.0, f.call(3)["wait_seconds"])
+	assert.Equal(t, 5.0, f.call(3)["after"], "from where it was")
+}
+
 // TestAgentPromptInterrupt: the first SIGINT sends agent_cancel once and
 // goes on following the turn to its end; the second exits 130 at once.
 // Not parallel: the signal goes to the whole test process.

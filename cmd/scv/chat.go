@@ -3,17 +3,15 @@ package main
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os/signal"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"scv/control"
 	"scv/control/api"
+	"scv/control/follow"
 )
 
 // DefaultChat is the owner's chat on this machine, which `scv chat` opens.
@@ -21,10 +19,6 @@ const DefaultChat = "local:owner"
 
 // chatWait is how long one confirm_list of `scv chat` waits for news.
 const chatWait = 25 // seconds, under callTimeout and api.MaxListWait
-
-// chatReconnect is how long `scv chat` tries to reach a daemon that
-// closed its connection (a restart hands over within it) before it ends.
-const chatReconnect = 5 * time.Second
 
 // ChatOptions is `scv chat`.
 type ChatOptions struct {
@@ -41,9 +35,10 @@ func newChatCmd(c *client) *cobra.Command {
 scv channel set local:owner --enable turns on): it shows the pending
 questions, then every question and outcome as it comes, and takes answers
 on standard input: yes or no answers the latest question, "ID yes|no" a
-given one. It ends at the end of input or on Ctrl-C (exit 0), or when the
-daemon stops (a note on stderr, exit 3); through a daemon restart it
-reconnects. With --json it prints each question as a JSON line.`,
+given one. It ends at the end of input or on Ctrl-C (exit 0). When the
+daemon goes away it says so on stderr and waits for it, as long as a
+minute (then it ends, exit 3), and goes on where it was. With --json it
+prints each question as a JSON line.`,
 		Example: `  scv chat
   scv chat local:owner`,
 		Args:              rangeArgs(0, "CHANNEL:ACCOUNT"),
@@ -97,8 +92,12 @@ func (o *ChatOptions) run() error {
 			return nil
 		case err := <-failed:
 			return err
-		case qs := <-news:
-			v.show(qs)
+		case n := <-news:
+			if n.note != "" {
+				c.note("%s", n.note)
+			} else {
+				v.show(n)
+			}
 		case line, ok := <-lines:
 			if !ok {
 				return nil
@@ -118,76 +117,48 @@ type chatView struct {
 }
 
 // chatNews is one answer of the daemon: the questions that changed, and
-// whether it is the first look.
+// whether it is the first look; or a note on the daemon.
 type chatNews struct {
 	questions []api.Question
 	first     bool
+	note      string
 }
 
-// follow sends the chat's questions as they change, from the beginning.
-// A connection the daemon closes is made again (a restart); a daemon that
-// is shutting down, or stays away for chatReconnect, ends the chat.
+// follow sends the chat's questions as they change, from the beginning,
+// and the notes on the daemon going away and coming back; then the end
+// of the follow (control/follow) on failed.
 func (v *chatView) follow(ctx context.Context, news chan<- chatNews, failed chan<- error) {
+	send := func(n chatNews) bool {
+		select {
+		case news <- n:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	note := func(format string, a ...any) { send(chatNews{note: fmt.Sprintf(format, a...)}) }
 	var after uint64
 	wait := uint64(0) // the first look does not wait
 	first := true
-	var cl *control.Client
-	defer func() {
-		if cl != nil {
-			cl.Close()
-		}
-	}()
-	var lostAt time.Time
-	for {
-		if cl == nil {
-			var err error
-			cl, err = v.c.dial(ctx)
-			if ctx.Err() != nil {
-				return
+	err := v.c.follow(ctx, &follow.Follower{
+		Request: func() api.Command {
+			after, wait := after, wait
+			return api.CmdConfirmList{Chat: &v.chat, After: &after, WaitSeconds: &wait}
+		},
+		Reply: func(st *api.DaemonStatus) (follow.Step, error) {
+			for _, q := range st.Questions {
+				after = max(after, q.Seq)
 			}
-			if err != nil {
-				if lostAt.IsZero() || time.Since(lostAt) > chatReconnect {
-					if !lostAt.IsZero() {
-						err = unreachableError{"chat ended: the daemon stopped"}
-					}
-					failed <- err
-					return
-				}
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(followEvery):
-				}
-				continue
+			if !send(chatNews{questions: st.Questions, first: first}) {
+				return follow.Stop, nil
 			}
-			lostAt = time.Time{}
-		}
-		st, err := cl.Call(ctx, api.CmdConfirmList{Chat: &v.chat, After: &after, WaitSeconds: &wait})
-		if ctx.Err() != nil {
-			return
-		}
-		var e *api.Error
-		switch {
-		case errors.As(err, &e) && e.Data.Reason == api.ReasonUnavailable:
-			failed <- unreachableError{"chat ended: " + e.Message}
-			return
-		case err != nil && lostConnection(err):
-			cl.Close()
-			cl, lostAt = nil, time.Now()
-			continue
-		case err != nil:
-			failed <- callError(err)
-			return
-		}
-		for _, q := range st.Questions {
-			after = max(after, q.Seq)
-		}
-		select {
-		case news <- chatNews{st.Questions, first}:
-		case <-ctx.Done():
-			return
-		}
-		first, wait = false, chatWait
+			first, wait = false, chatWait
+			return follow.Now, nil
+		},
+		Back: func() { note("the daemon answers again") },
+	}, note)
+	if ctx.Err() == nil {
+		failed <- err
 	}
 }
 

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"syscall"
 
 	"scv/control"
 	"scv/control/api"
@@ -175,23 +173,10 @@ func report(stderr io.Writer, err error, asJSON bool, hint string) int {
 	return f.Exit
 }
 
-// dialError says why the daemon at socket could not be reached, with the
-// hint that fits the usual cause: no daemon, or a socket file a dead
-// daemon left.
-func dialError(socket string, err error) error {
-	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
-		return unreachableError{fmt.Sprintf("cannot reach the daemon at %s: is `scv daemon` running?", socket)}
-	}
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return unreachableError{fmt.Sprintf("cannot reach the daemon at %s: %v", socket, errno)}
-	}
-	return unreachableError{fmt.Sprintf("cannot reach the daemon at %s: %v", socket, err)}
-}
-
 // callError turns what a call returned into the error scv reports: the
-// daemon's refusal, or a connection lost before the reply (the request
-// was then not executed, as the protocol promises).
+// daemon's refusal, or a daemon that could not be reached or hung up
+// before the reply (the request was then not executed, as the protocol
+// promises).
 func callError(err error) error {
 	var (
 		e *api.Error
@@ -203,14 +188,5 @@ func callError(err error) error {
 	if errors.As(err, &u) {
 		return unreachableError{u.Msg}
 	}
-	if lostConnection(err) {
-		return unreachableError{"the daemon closed the connection before it answered (it is stopping or restarting); the request was not carried out"}
-	}
 	return err
-}
-
-// lostConnection reports whether err is the daemon hanging up.
-func lostConnection(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed)
 }

@@ -2,21 +2,19 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"scv/control"
 	"scv/control/api"
+	"scv/control/follow"
 	"scv/ledger"
 )
 
-// followEvery is how often --follow asks for new events, and how often
-// it tries to reconnect to a daemon that went away.
-const followEvery = 200 * time.Millisecond
+// eventsEvery is how often --follow asks for new events.
+const eventsEvery = 200 * time.Millisecond
 
 // ProjectEventsOptions is `scv project events`.
 type ProjectEventsOptions struct {
@@ -39,7 +37,8 @@ listed.
 
 --follow prints the history and then every event appended, in the same
 format, until interrupted (Ctrl-C); when the daemon restarts it waits for
-it and goes on from the last event printed, with none lost or repeated.
+it (up to a minute) and goes on from the last event printed, with none
+lost or repeated.
 With --json each line is one event as the daemon wrote it (without
 --follow: the daemon's reply).`,
 		Example: `  scv project events acme
@@ -98,103 +97,53 @@ func (o *ProjectEventsOptions) compacted(r *api.ProjectResponse) {
 
 // follow prints the project's events from --after on and then every
 // event appended, until SIGINT or SIGTERM. A daemon that stops or
-// restarts is waited for: the follower reconnects and asks for the
+// restarts is waited for (control/follow): the follower goes on with the
 // events after the last one it printed.
 func (o *ProjectEventsOptions) follow() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	lines := &eventLines{p: o.c.printer()}
 	after := o.After
-	var (
-		cl        *control.Client
-		connected bool // once: a first dial that fails is an error
-		away      bool // the daemon went away; a note said so
-		noted     bool // compacted_before noted
-	)
-	defer func() {
-		if cl != nil {
-			cl.Close()
-		}
-	}()
-	pause := func() bool {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(followEvery):
-			return true
-		}
+	noted := false // compacted_before noted
+	err := o.c.follow(ctx, &follow.Follower{
+		Pause: eventsEvery,
+		Request: func() api.Command {
+			cmd := api.CmdProjectEvents{Project: o.Project}
+			if o.afterSet || after > 0 {
+				cmd.After = &after
+			}
+			return cmd
+		},
+		Reply: func(st *api.DaemonStatus) (follow.Step, error) {
+			r, err := projectOf(st, api.KindEvents)
+			if err != nil {
+				return follow.Stop, err
+			}
+			if !noted {
+				o.compacted(r)
+				noted = true
+			}
+			if o.c.json {
+				for _, e := range r.Events {
+					if err := o.c.printJSON(e); err != nil {
+						return follow.Stop, err
+					}
+				}
+			} else {
+				lines.write(r.Events)
+			}
+			if n := len(r.Events); n > 0 {
+				after = r.Events[n-1].Sequence
+			}
+			if len(r.Events) >= ledger.MaxPage {
+				return follow.Now, nil // a full page: there is more right away
+			}
+			return follow.Wait, nil
+		},
+		Back: func() { o.c.note("the daemon answers again; following from sequence %d", after) },
+	}, o.c.note)
+	if ctx.Err() != nil {
+		return nil // interrupted: the normal end of --follow
 	}
-	for {
-		if cl == nil {
-			var err error
-			if cl, err = o.c.dial(ctx); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				if !connected {
-					return err
-				}
-				if !pause() {
-					return nil
-				}
-				continue
-			}
-			connected = true
-			if away {
-				o.c.note("the daemon answers again; following from sequence %d", after)
-				away = false
-			}
-		}
-		cmd := api.CmdProjectEvents{Project: o.Project}
-		if o.afterSet || after > 0 {
-			cmd.After = &after
-		}
-		st, err := cl.Call(ctx, cmd)
-		if ctx.Err() != nil {
-			return nil // interrupted: the normal end of --follow
-		}
-		var e *api.Error
-		if err != nil && (!errors.As(err, &e) || e.Data.Reason == api.ReasonUnavailable) {
-			// The daemon stopped or restarts: wait for it.
-			if !away {
-				o.c.note("the daemon went away (%v); waiting for it", callError(err))
-				away = true
-			}
-			cl.Close()
-			cl = nil
-			if !pause() {
-				return nil
-			}
-			continue
-		}
-		if err != nil {
-			return callError(err)
-		}
-		r, err := projectOf(st, api.KindEvents)
-		if err != nil {
-			return err
-		}
-		if !noted {
-			o.compacted(r)
-			noted = true
-		}
-		if o.c.json {
-			for _, e := range r.Events {
-				if err := o.c.printJSON(e); err != nil {
-					return err
-				}
-			}
-		} else {
-			lines.write(r.Events)
-		}
-		if n := len(r.Events); n > 0 {
-			after = r.Events[n-1].Sequence
-		}
-		if len(r.Events) >= ledger.MaxPage {
-			continue // a full page: there is more right away
-		}
-		if !pause() {
-			return nil
-		}
-	}
+	return err
 }

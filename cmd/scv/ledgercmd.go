@@ -366,35 +366,24 @@ changes.`, daemon.DefaultRetain),
 }
 
 func (o *CompactOptions) run() error {
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	cl, err := o.c.dial(ctx)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 	cmd := api.CmdLedgerCompact{Project: o.Project, Retain: &o.Retain, Drop: o.Drop}
 	if o.c.json {
-		raw, err := cl.CallRaw(ctx, cmd)
-		if err != nil {
-			return callError(err)
-		}
-		_, err = fmt.Fprintf(o.c.stdout, "%s\n", raw)
+		_, err := o.c.call(cmd, nil)
 		return err
 	}
 	if isTerminal(o.c.stderr) {
 		fmt.Fprintf(o.c.stderr, "compacting %s…", o.Project)
 	}
-	st, err := cl.Call(ctx, cmd)
+	st, err := o.c.do(cmd)
 	if isTerminal(o.c.stderr) {
 		fmt.Fprint(o.c.stderr, "\r\x1b[K")
 	}
 	if err != nil {
-		return callError(err)
+		return err
 	}
-	ev, err := cl.Call(ctx, api.CmdProjectEvents{Project: o.Project})
+	ev, err := o.c.do(api.CmdProjectEvents{Project: o.Project})
 	if err != nil {
-		return callError(err)
+		return err
 	}
 	live := fmt.Sprint(len(ev.Project.Events))
 	if len(ev.Project.Events) >= ledger.MaxPage {

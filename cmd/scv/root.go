@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"scv/control"
 	"scv/control/api"
 	"scv/control/daemon"
+	"scv/control/follow"
 )
 
 // callTimeout bounds one client command: dialling, sending and reading the
@@ -249,13 +251,26 @@ func rangeArgs(min int, names ...string) cobra.PositionalArgs {
 	}
 }
 
-// dial connects to the daemon.
-func (c *client) dial(ctx context.Context) (*control.Client, error) {
-	cl, err := control.Dial(ctx, c.socket)
-	if err != nil {
-		return nil, dialError(c.socket, err)
+// follow runs f against the daemon on a connection kept for it, and
+// returns its end as scv reports it. When the daemon goes away, note says
+// so (once until it answers again).
+func (c *client) follow(ctx context.Context, f *follow.Follower, note func(format string, a ...any)) error {
+	rem := &control.Remote{Socket: c.socket, Keep: true}
+	defer rem.Close()
+	f.Handler = rem
+	away := f.Away
+	f.Away = func(err error) {
+		note("the daemon went away; waiting up to %v for it to come back", follow.GiveUp)
+		if away != nil {
+			away(err)
+		}
 	}
-	return cl, nil
+	err := f.Run(ctx)
+	var gone *follow.AwayError
+	if errors.As(err, &gone) {
+		return unreachableError{err.Error()}
+	}
+	return callError(err)
 }
 
 // call sends cmd on a connection of its own and prints the reply: the
