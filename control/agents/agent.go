@@ -681,3 +681,9 @@ func lookPath(name string, env []string) string {
 	}
 	return name // proc.Start looks in the daemon's own PATH, and says so if it is not there
 }
+
+// caller is ctx naming the agent as the caller of the requests it makes
+// of the daemon (its turns' runs): "live agent NAME".
+func (a *agent) caller(ctx context.Context) context.Context {
+	return api.WithCaller(ctx, "live agent "+a.name)
+}

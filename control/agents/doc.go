@@ -19,9 +19,11 @@
 // # Turns and runs
 //
 // An agent started with a project and a task records every turn as a run
-// of that task: run_started when the prompt goes out, run_progress from
-// its updates and a heartbeat while it is silent (both coalesced by the
-// reducer with the daemon's --heartbeat-every), run_finished when the
+// of that task, through the daemon's api.Handler (Manager.Handler, the
+// daemon's control.Service) as any client's run is: run_started when the
+// prompt goes out, run_progress from its updates (at most one per
+// --heartbeat-every, the newest text) and a heartbeat while it is silent
+// (coalesced by the daemon), run_finished when the
 // answer comes: succeeded on end_turn, cancelled on cancelled, failed on
 // any other stop reason or when the agent crashes or breaks the protocol
 // (the reason is the run's last progress). The daemon makes the progress

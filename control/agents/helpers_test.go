@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"scv/control"
 	"scv/control/agents"
 	"scv/control/api"
 	"scv/control/delegations"
@@ -107,7 +108,10 @@ func (e *env) open() {
 
 // start starts a new Manager on the ledger, as a daemon's start does.
 func (e *env) start() {
-	e.m = &agents.Manager{Store: e.db, Ledger: e.l, Questions: e.asked, Grace: 500 * time.Millisecond,
+	// The daemon's own Handler on the test's ledger: the turns' runs are
+	// requests, as in a daemon.
+	h := &control.Service{Ledger: e.l, HeartbeatEvery: 20 * time.Millisecond}
+	e.m = &agents.Manager{Store: e.db, Handler: h, Projects: e.l, Questions: e.asked, Grace: 500 * time.Millisecond,
 		Every: 20 * time.Millisecond, Beat: 50 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	e.dels = agents.Delegations{Registry: &delegations.Registry{Store: e.db}, Agents: e.m}

@@ -19,15 +19,13 @@ import (
 
 	"scv/control/api"
 	"scv/control/workspace"
-	"scv/ledger"
 	"scv/ledger/local"
 	"scv/reducer"
 )
 
-// Ledger is what live agents need of the project ledger
-// (*ledger.Ledger): their turns are runs.
-type Ledger interface {
-	Execute(ctx context.Context, cmd reducer.Command) (ledger.Result, error)
+// Projects is what live agents read of the project ledger
+// (*ledger.Ledger): the project and task an agent works on.
+type Projects interface {
 	Project(ctx context.Context, ref string) (*reducer.Project, error)
 }
 
@@ -59,8 +57,12 @@ const (
 // the store and Stop stops every agent, keeping its row. Set the fields,
 // then Start.
 type Manager struct {
-	Store     local.Agents
-	Ledger    Ledger
+	Store local.Agents
+	// Handler is the daemon's way in (control.Service): a turn's run is
+	// started, reported on and finished through it, as any client's,
+	// with the agent as its caller (api.WithCaller).
+	Handler   api.Handler
+	Projects  Projects
 	Questions Questions // nil: permission requests are refused
 	Clock     func() time.Time
 	Logger    *slog.Logger
@@ -207,7 +209,7 @@ func (m *Manager) resume(a *agent) {
 	a.mu.Unlock()
 	if left != "" {
 		why := "the daemon ended in the middle of turn " + strconv.Itoa(int(turn))
-		if err := endRun(m.Ledger, project, left, reducer.RunFailed, why); err != nil && !errors.Is(err, reducer.ErrRunNotRunning) {
+		if err := endRun(a.caller(ctx), m.Handler, project, left, reducer.RunFailed, why); err != nil && !errors.Is(err, reducer.ErrRunNotRunning) {
 			a.log.Warn("fail the turn the daemon left", "run", left, "err", err)
 		}
 	}
@@ -346,7 +348,7 @@ func (m *Manager) check(ctx context.Context, c api.CmdAgentStart) (spec, error) 
 	}
 	ws := c.Workspace
 	if c.Project != nil {
-		p, err := m.Ledger.Project(ctx, *c.Project)
+		p, err := m.Projects.Project(ctx, *c.Project)
 		if err != nil {
 			return sp, err
 		}
@@ -516,7 +518,7 @@ func (m *Manager) PromptAgent(ctx context.Context, c api.CmdAgentPrompt) (api.Ag
 		if project == "" {
 			return idle(api.Errorf(api.ErrInvalidArgument, "task: agent %s has no project (start it with --project and --task)", a.name))
 		}
-		p, err := m.Ledger.Project(ctx, project)
+		p, err := m.Projects.Project(ctx, project)
 		if err != nil {
 			return idle(err)
 		}
@@ -528,11 +530,11 @@ func (m *Manager) PromptAgent(ctx context.Context, c api.CmdAgentPrompt) (api.Ag
 	}
 	var run *turnRun
 	if project != "" {
-		id := ulid.Make().String()
-		if _, err := m.Ledger.Execute(ctx, reducer.StartRun{Project: project, TaskID: task, RunID: id, Agent: a.name}); err != nil {
+		st, err := m.Handler.Handle(a.caller(ctx), api.CmdProjectRunStart{Project: project, Task: task, Agent: a.name})
+		if err != nil {
 			return idle(err)
 		}
-		run = m.newTurnRun(project, id, a.progressText)
+		run = m.newTurnRun(a.caller(ctx), project, st.Project.RunID, a.progressText)
 	}
 	a.mu.Lock()
 	a.spec.Task = task

@@ -7,23 +7,26 @@ import (
 	"strings"
 	"time"
 
+	"scv/control/api"
 	"scv/reducer"
 )
 
-// turnRun records one turn as a run of its task: progress from the
-// agent's updates and heartbeats while it is silent, each sent with the
-// coalescing interval so that the reducer decides what is journaled (as
-// it does for heartbeats), and the run's end. An update only notes that
-// something changed; the text is made from the agent's state (text) when
-// the run's own goroutine looks, and the ledger is written there, so that
-// an agent's stream never waits for a commit.
+// turnRun records one turn as a run of its task, through the daemon's
+// Handler as any client's run is: progress from the agent's updates (at
+// most once per interval, the newest text), heartbeats while it is silent
+// (which the daemon coalesces, as it does everyone's), and the run's end.
+// An update only notes that something changed; the text is made from the
+// agent's state (text) when the run's own goroutine looks, and the
+// request is sent there, so that an agent's stream never waits for a
+// commit.
 type turnRun struct {
-	l       Ledger
+	h       api.Handler
+	ctx     context.Context // names the agent as the requests' caller
 	log     *slog.Logger
 	project string
 	run     string
 	text    func() string // the turn's progress text now
-	every   time.Duration // the reducer's coalescing interval
+	every   time.Duration // at most one progress per interval
 	beat    time.Duration // how often the goroutine looks
 	now     func() time.Time
 
@@ -33,8 +36,8 @@ type turnRun struct {
 	finished  chan struct{}
 }
 
-func (m *Manager) newTurnRun(project, run string, text func() string) *turnRun {
-	r := &turnRun{l: m.Ledger, log: m.logger(), project: project, run: run, text: text,
+func (m *Manager) newTurnRun(ctx context.Context, project, run string, text func() string) *turnRun {
+	r := &turnRun{h: m.Handler, ctx: context.WithoutCancel(ctx), log: m.logger(), project: project, run: run, text: text,
 		every: m.Every, beat: m.beat(), now: m.now,
 		kick: make(chan struct{}, 1), done: make(chan struct{}), finished: make(chan struct{})}
 	go r.loop()
@@ -49,48 +52,42 @@ func (r *turnRun) changed() {
 	}
 }
 
-// loop sends the newest progress text when it changed (at most once per
-// interval), and at each look with nothing new a heartbeat, which keeps a
-// silent turn's run from going stale: the reducer coalesces both.
+// loop sends the newest progress text when it changed, at most once per
+// interval, and at each look with nothing new a heartbeat, which keeps a
+// silent turn's run from going stale.
 func (r *turnRun) loop() {
 	defer close(r.finished)
 	t := time.NewTicker(r.beat)
 	defer t.Stop()
-	var last time.Time // when something was last journaled
+	var last time.Time // when progress was last journaled
 	for {
 		tick := false
 		select {
 		case <-r.done:
 			return
 		case <-r.kick:
-			if r.every > 0 && r.now().Sub(last) < r.every {
-				continue // the next look sends it
-			}
 		case <-t.C:
 			tick = true
 		}
 		text := oneLine(r.text())
-		var cmd reducer.Command
+		var cmd api.Command
 		switch {
-		case text != "" && text != r.journaled:
-			cmd = reducer.ProgressRun{Project: r.project, RunID: r.run, Progress: text, Every: r.every.Milliseconds()}
+		case text != "" && text != r.journaled && r.now().Sub(last) >= r.every:
+			cmd = api.CmdProjectRunProgress{Project: r.project, Run: r.run, Progress: text}
 		case tick:
-			cmd, text = reducer.RecordHeartbeat{Project: r.project, RunID: r.run, Every: r.every.Milliseconds()}, ""
+			run := r.run
+			cmd, text = api.CmdProjectHeartbeat{Project: r.project, Run: &run}, ""
 		default:
-			continue
+			continue // a change inside the interval: the next look sends it
 		}
-		res, err := r.l.Execute(context.Background(), cmd)
-		if err != nil {
+		if _, err := r.h.Handle(r.ctx, cmd); err != nil {
 			if !errors.Is(err, reducer.ErrRunNotRunning) {
 				r.log.Warn("record a turn's progress", "run", r.run, "err", err)
 			}
 			continue
 		}
-		if len(res.Events) > 0 {
-			last = r.now()
-			if text != "" {
-				r.journaled = text
-			}
+		if text != "" {
+			last, r.journaled = r.now(), text
 		}
 	}
 }
@@ -107,19 +104,18 @@ func (r *turnRun) finish(status reducer.RunStatus, why string) error {
 	if why != "" {
 		text = why
 	}
-	return endRun(r.l, r.project, r.run, status, text)
+	return endRun(r.ctx, r.h, r.project, r.run, status, text)
 }
 
-// endRun records a run's end with status, its progress text first
-// (journaled whatever the interval) when there is one to record.
-func endRun(l Ledger, project, run string, status reducer.RunStatus, text string) error {
-	ctx := context.Background()
+// endRun records a run's end with status, its progress text first when
+// there is one to record.
+func endRun(ctx context.Context, h api.Handler, project, run string, status reducer.RunStatus, text string) error {
 	if text = oneLine(text); text != "" {
-		if _, err := l.Execute(ctx, reducer.ProgressRun{Project: project, RunID: run, Progress: text}); err != nil {
+		if _, err := h.Handle(ctx, api.CmdProjectRunProgress{Project: project, Run: run, Progress: text}); err != nil {
 			return err
 		}
 	}
-	_, err := l.Execute(ctx, reducer.FinishRun{Project: project, RunID: run, Status: status})
+	_, err := h.Handle(ctx, api.CmdProjectRunFinish{Project: project, Run: run, Status: status})
 	return err
 }
 

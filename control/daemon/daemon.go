@@ -268,7 +268,7 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	if err := d.registry.Load(ctx); err != nil {
 		return err
 	}
-	d.agents = &agents.Manager{Store: d.db, Ledger: d.ledger, Clock: d.cfg.Clock, Logger: d.log.With("component", "agents"),
+	d.agents = &agents.Manager{Store: d.db, Handler: svc, Projects: d.ledger, Clock: d.cfg.Clock, Logger: d.log.With("component", "agents"),
 		Grace: d.cfg.KillGrace, Every: d.cfg.HeartbeatEvery, Beat: d.beat()}
 	dels := agents.Delegations{Registry: d.registry, Agents: d.agents}
 	svc.Delegations = dels
@@ -442,7 +442,7 @@ func (d *Daemon) wire() {
 		d.registry.Store = d.db
 	}
 	if d.agents != nil {
-		d.agents.Store, d.agents.Ledger = d.db, d.ledger
+		d.agents.Store, d.agents.Projects = d.db, d.ledger
 	}
 	if d.channels != nil {
 		d.channels.Store = d.db
