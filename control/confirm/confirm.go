@@ -305,8 +305,8 @@ func (m *Manager) Ask(ctx context.Context, c api.CmdConfirmAsk) (api.ConfirmInfo
 		// take, such as of a task that runs already), then it goes on
 		// like any question; its decision reaches the project too.
 		by := requester(parent)
-		if p, ok := api.PeerOf(ctx); ok && by == "" {
-			by = p.String()
+		if by == "" {
+			by = api.Who(ctx)
 		}
 		if _, err := m.Ledger.Execute(ctx, reducer.AskApproval{Project: project, TaskID: task, QuestionID: id,
 			Question: c.Question, Deadline: deadline.UnixMilli(), By: by}); err != nil {
