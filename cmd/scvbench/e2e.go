@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"scv/cmd/internal/daemonproc"
 	"scv/control"
 	"scv/control/api"
+	"scv/internal/daemonproc"
 	"scv/ledger/driver"
 	"scv/ledger/sqlite/sqlitetest"
 	"scv/reducer"

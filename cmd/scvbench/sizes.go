@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"scv/cmd/internal/daemonproc"
 	"scv/control/api"
+	"scv/internal/daemonproc"
 	"scv/reducer"
 )
 
