@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -17,36 +16,29 @@ import (
 	"scv/control"
 	"scv/control/api"
 	"scv/control/proc"
+	"scv/internal/daemonproc"
 	"scv/ledger"
 )
 
-// testDaemon is `scv daemon` run from a test, logging to a file (a pipe
-// would keep Wait waiting for a daemon a restart started, which inherits
-// it). The later daemons of a restart, seen in status replies, are stopped
-// at cleanup too.
+// testDaemon is `scv daemon` run from a test (internal/daemonproc: its
+// log in SOCK.log). The later daemons of a restart, seen in replies, are
+// stopped at cleanup too.
 type testDaemon struct {
-	dir, bin, db, sock, logPath string
-	cmd                         *exec.Cmd
-	exited                      chan struct{} // closed once Wait returned; then err is set
-	err                         error
-	mu                          sync.Mutex
-	pids                        []int // later daemons, seen in status
+	dir, bin, db, sock string
+	p                  *daemonproc.Daemon
+	cmd                *exec.Cmd
+	mu                 sync.Mutex
+	pids               []int // later daemons, seen in replies
 }
 
 // startTestDaemon starts `bin daemon --db DB --socket SOCK ARGS...`, with
 // SCV_FAILPOINTS set to failpoints only ("": none, whatever the test's
-// environment says), logging to DB.log, and waits until it answers.
+// environment says), and waits until it answers.
 func startTestDaemon(t *testing.T, bin, db, sock, failpoints string, args ...string) *testDaemon {
 	t.Helper()
-	d := &testDaemon{dir: filepath.Dir(db), bin: bin, db: db, sock: sock, logPath: db + ".log", exited: make(chan struct{})}
-	logf, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	p, err := daemonproc.StartEnv([]string{ledger.FailpointsEnv + "=" + failpoints}, bin, db, sock, args...)
 	require.NoError(t, err)
-	defer logf.Close()
-	d.cmd = exec.Command(bin, append([]string{"daemon", "--db", db, "--socket", sock}, args...)...)
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	d.cmd.Env = fpEnv(failpoints)
-	require.NoError(t, d.cmd.Start())
-	go func() { d.err = d.cmd.Wait(); close(d.exited) }()
+	d := &testDaemon{dir: filepath.Dir(db), bin: bin, db: db, sock: sock, p: p, cmd: p.Cmd}
 	t.Cleanup(func() {
 		d.mu.Lock()
 		pids := d.pids
@@ -54,57 +46,19 @@ func startTestDaemon(t *testing.T, bin, db, sock, failpoints string, args ...str
 		for _, pid := range pids {
 			stopPid(t, pid)
 		}
-		select {
-		case <-d.exited:
-		default:
-			d.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-d.exited:
-			case <-time.After(10 * time.Second):
-				d.cmd.Process.Kill()
-				<-d.exited
-			}
+		if p.Running() {
+			p.Stop()
 		}
 		if t.Failed() {
-			t.Logf("daemon log %s:\n%s", d.logPath, d.logs())
+			t.Logf("daemon log %s:\n%s", p.LogPath, p.Log())
 		}
 	})
-	require.Eventually(t, func() bool {
-		select {
-		case <-d.exited:
-			return true // reported below
-		default:
-		}
-		_, err := d.call(api.CmdStatus{})
-		return err == nil
-	}, 20*time.Second, 20*time.Millisecond, "daemon did not listen: %s", d.logs())
-	select {
-	case <-d.exited:
-		t.Fatalf("the daemon ended at start (%v): %s", d.err, d.logs())
-	default:
-	}
+	_, err = p.Ready(context.Background(), 20*time.Second)
+	require.NoError(t, err)
 	return d
 }
 
-// fpEnv is the test's environment with SCV_FAILPOINTS set to failpoints
-// only.
-func fpEnv(failpoints string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, ledger.FailpointsEnv+"=") {
-			env = append(env, kv)
-		}
-	}
-	if failpoints != "" {
-		env = append(env, ledger.FailpointsEnv+"="+failpoints)
-	}
-	return env
-}
-
-func (d *testDaemon) logs() string {
-	b, _ := os.ReadFile(d.logPath)
-	return string(b)
-}
+func (d *testDaemon) logs() string { return d.p.Log() }
 
 // call sends one command on a connection of its own, and notes the PID of
 // a daemon other than the first that answers it.
@@ -134,12 +88,13 @@ func (d *testDaemon) must(t *testing.T, cmd api.Command) *api.DaemonStatus {
 	return st
 }
 
-// waitExit waits for the first daemon to end and returns its exit error.
+// waitExit waits for the first daemon to end and returns how it ended:
+// nil for exit 0.
 func (d *testDaemon) waitExit(t *testing.T) error {
 	t.Helper()
 	select {
-	case <-d.exited:
-		return d.err
+	case <-d.p.Exited():
+		return d.p.Err()
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the daemon did not exit: %s", d.logs())
 		return nil
