@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
-	"scv/control/api"
 	"scv/control/daemon"
 )
 
@@ -57,96 +55,11 @@ func startDaemon(t *testing.T, bin string, args ...string) (*exec.Cmd, *strings.
 	return cmd, &logs
 }
 
-// TestDaemonProcess runs the real binary: the stamped version is what
-// `scv version` prints and what status reports; SIGTERM ends the daemon
-// with exit code 0, after the request in flight was answered and with the
-// database closed (a second daemon can open it and sees the event).
-func TestDaemonProcess(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	dir := shortDir(t)
-	bin := buildScv(t, dir, "9.8.7-test")
-
-	out, err := exec.Command(bin, "version").Output()
-	require.NoError(t, err)
-	assert.Equal(t, "9.8.7-test\n", string(out))
-
-	db, sock := filepath.Join(dir, "ledger.db"), filepath.Join(dir, "d.sock")
-	start := func() (*exec.Cmd, *strings.Builder) { return startDaemon(t, bin, "--db", db, "--socket", sock) }
-
-	d, logs := start()
-	fi, err := os.Stat(sock)
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "socket mode")
-	fi, err = os.Stat(db)
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "database mode")
-
-	ctx := context.Background()
-	c, err := control.Dial(ctx, sock)
-	require.NoError(t, err)
-	st, err := c.Call(ctx, api.CmdStatus{})
-	require.NoError(t, err)
-	assert.Equal(t, "9.8.7-test", st.Version)
-	assert.Equal(t, uint32(d.Process.Pid), st.PID)
-
-	// A request in flight when SIGTERM arrives is still answered: send it
-	// and the signal together, then read the reply.
-	req := `{"jsonrpc":"2.0","id":7,"method":"daemon.control","params":{"action":"project_create","name":"acme","workspace":"` + dir + `"}}` + "\n"
-	raw, err := control.Dial(ctx, sock)
-	require.NoError(t, err)
-	reply := make(chan []byte, 1)
-	go func() {
-		b, _ := raw.Send(ctx, []byte(req))
-		reply <- b
-	}()
-	time.Sleep(50 * time.Millisecond)
-	require.NoError(t, d.Process.Signal(syscall.SIGTERM))
-	assert.Contains(t, string(<-reply), `"kind":"created"`)
-	require.NoError(t, d.Wait(), "daemon exit: %s", logs)
-	assert.Contains(t, logs.String(), "daemon stopped")
-	_, err = os.Stat(sock)
-	assert.True(t, os.IsNotExist(err), "socket removed on exit")
-	c.Close()
-	raw.Close()
-
-	// SIGINT ends it the same way, and the project created before is there.
-	d, logs = start()
-	c, err = control.Dial(ctx, sock)
-	require.NoError(t, err)
-	st, err = c.Call(ctx, api.CmdProjectStatus{Project: "acme"})
-	require.NoError(t, err)
-	assert.Equal(t, "acme", st.Project.Project.Name)
-	c.Close()
-	require.NoError(t, d.Process.Signal(syscall.SIGINT))
-	require.NoError(t, d.Wait(), "daemon exit: %s", logs)
-
-	// A second daemon on a live socket, or on the same database through
-	// another socket, is refused, and touches neither.
-	d, _ = start()
-	second := exec.Command(bin, "daemon", "--db", filepath.Join(dir, "other.db"), "--socket", sock)
-	out, err = second.CombinedOutput()
-	assert.Error(t, err)
-	assert.Contains(t, string(out), "another daemon is using "+sock)
-	_, err = os.Stat(filepath.Join(dir, "other.db"))
-	assert.True(t, os.IsNotExist(err), "the refused daemon created no database")
-	third := exec.Command(bin, "daemon", "--db", db, "--socket", filepath.Join(dir, "e.sock"))
-	out, err = third.CombinedOutput()
-	assert.Error(t, err)
-	assert.Contains(t, string(out), "another daemon is using "+db)
-	c, err = control.Dial(ctx, sock)
-	require.NoError(t, err)
-	_, err = c.Call(ctx, api.CmdStatus{})
-	assert.NoError(t, err, "the first daemon still answers")
-	c.Close()
-	require.NoError(t, d.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, d.Wait())
-}
-
 // TestDaemonDefaults checks the XDG defaults: with no flags the database
 // lives under $XDG_STATE_HOME/scv and the socket under
-// $XDG_RUNTIME_DIR/scv, falling back to the state directory.
+// $XDG_RUNTIME_DIR/scv, falling back to the state directory; and the
+// flags' defaults and refusals. (The daemon itself, as a process:
+// control/daemon's TestDaemonProcess.)
 func TestDaemonDefaults(t *testing.T) {
 	dir := shortDir(t)
 	t.Setenv("SCV_DB", "")
@@ -200,11 +113,4 @@ func TestDaemonDefaults(t *testing.T) {
 		assert.ErrorAs(t, err, &u, "%v", bad)
 	}
 
-	// The socket folder is created 0700.
-	d := inDaemon(t, daemon.Config{DB: filepath.Join(dir, "l.db"), Socket: filepath.Join(dir, "run2", "scv", "d.sock"),
-		StaleAfter: time.Minute, HeartbeatEvery: -1})
-	assert.Equal(t, 6*time.Second, d.Config().HeartbeatEvery)
-	fi, err := os.Stat(filepath.Dir(d.Config().Socket))
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
 }

@@ -6,47 +6,39 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
 	"scv/control/api"
+	"scv/control/daemon/daemonproc"
+	"scv/control/proc"
 	"scv/ledger"
 )
 
-// testDaemon is `scv daemon` run from a test, logging to a file (a pipe
-// would keep Wait waiting for a daemon a restart started, which inherits
-// it). The later daemons of a restart, seen in status replies, are stopped
-// at cleanup too.
+// testDaemon is `scv daemon` run from a test (internal/daemonproc: its
+// log in SOCK.log). The later daemons of a restart, seen in replies, are
+// stopped at cleanup too.
 type testDaemon struct {
-	dir, bin, db, sock, logPath string
-	cmd                         *exec.Cmd
-	exited                      chan struct{} // closed once Wait returned; then err is set
-	err                         error
-	mu                          sync.Mutex
-	pids                        []int // later daemons, seen in status
+	dir, bin, db, sock string
+	p                  *daemonproc.Daemon
+	cmd                *exec.Cmd
+	mu                 sync.Mutex
+	pids               []int // later daemons, seen in replies
 }
 
 // startTestDaemon starts `bin daemon --db DB --socket SOCK ARGS...`, with
 // SCV_FAILPOINTS set to failpoints only ("": none, whatever the test's
-// environment says), logging to DB.log, and waits until it answers.
+// environment says), and waits until it answers.
 func startTestDaemon(t *testing.T, bin, db, sock, failpoints string, args ...string) *testDaemon {
 	t.Helper()
-	d := &testDaemon{dir: filepath.Dir(db), bin: bin, db: db, sock: sock, logPath: db + ".log", exited: make(chan struct{})}
-	logf, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	p, err := daemonproc.StartEnv([]string{ledger.FailpointsEnv + "=" + failpoints}, bin, db, sock, args...)
 	require.NoError(t, err)
-	defer logf.Close()
-	d.cmd = exec.Command(bin, append([]string{"daemon", "--db", db, "--socket", sock}, args...)...)
-	d.cmd.Stdout, d.cmd.Stderr = logf, logf
-	d.cmd.Env = fpEnv(failpoints)
-	require.NoError(t, d.cmd.Start())
-	go func() { d.err = d.cmd.Wait(); close(d.exited) }()
+	d := &testDaemon{dir: filepath.Dir(db), bin: bin, db: db, sock: sock, p: p, cmd: p.Cmd}
 	t.Cleanup(func() {
 		d.mu.Lock()
 		pids := d.pids
@@ -54,57 +46,19 @@ func startTestDaemon(t *testing.T, bin, db, sock, failpoints string, args ...str
 		for _, pid := range pids {
 			stopPid(t, pid)
 		}
-		select {
-		case <-d.exited:
-		default:
-			d.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-d.exited:
-			case <-time.After(10 * time.Second):
-				d.cmd.Process.Kill()
-				<-d.exited
-			}
+		if p.Running() {
+			p.Stop()
 		}
 		if t.Failed() {
-			t.Logf("daemon log %s:\n%s", d.logPath, d.logs())
+			t.Logf("daemon log %s:\n%s", p.LogPath, p.Log())
 		}
 	})
-	require.Eventually(t, func() bool {
-		select {
-		case <-d.exited:
-			return true // reported below
-		default:
-		}
-		_, err := d.call(api.CmdStatus{})
-		return err == nil
-	}, 20*time.Second, 20*time.Millisecond, "daemon did not listen: %s", d.logs())
-	select {
-	case <-d.exited:
-		t.Fatalf("the daemon ended at start (%v): %s", d.err, d.logs())
-	default:
-	}
+	_, err = p.Ready(context.Background(), 20*time.Second)
+	require.NoError(t, err)
 	return d
 }
 
-// fpEnv is the test's environment with SCV_FAILPOINTS set to failpoints
-// only.
-func fpEnv(failpoints string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, ledger.FailpointsEnv+"=") {
-			env = append(env, kv)
-		}
-	}
-	if failpoints != "" {
-		env = append(env, ledger.FailpointsEnv+"="+failpoints)
-	}
-	return env
-}
-
-func (d *testDaemon) logs() string {
-	b, _ := os.ReadFile(d.logPath)
-	return string(b)
-}
+func (d *testDaemon) logs() string { return d.p.Log() }
 
 // call sends one command on a connection of its own, and notes the PID of
 // a daemon other than the first that answers it.
@@ -134,28 +88,62 @@ func (d *testDaemon) must(t *testing.T, cmd api.Command) *api.DaemonStatus {
 	return st
 }
 
-// waitExit waits for the first daemon to end and returns its exit error.
+// waitExit waits for the first daemon to end and returns how it ended:
+// nil for exit 0.
 func (d *testDaemon) waitExit(t *testing.T) error {
 	t.Helper()
 	select {
-	case <-d.exited:
-		return d.err
+	case <-d.p.Exited():
+		return d.p.Err()
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the daemon did not exit: %s", d.logs())
 		return nil
 	}
 }
 
-// stop ends the daemon with SIGTERM; it must exit 0.
-func (d *testDaemon) stop(t *testing.T) {
-	t.Helper()
-	require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, d.waitExit(t), "%s", d.logs())
+// procGone reports whether pid has ended: no such process, or a zombie
+// (PID 1 in some sandboxes reaps no one).
+func procGone(pid int) bool {
+	info, err := proc.Read(pid)
+	return err != nil || info.State == 'Z'
 }
 
-// assertKilled checks that the daemon ended by SIGKILL at point.
-func (d *testDaemon) assertKilled(t *testing.T, point ledger.Failpoint) {
+// stopPid ends a daemon that is not this test's child, as the process a
+// restart started is not.
+func stopPid(t *testing.T, pid int) {
 	t.Helper()
-	assertSIGKILL(t, d.waitExit(t), d.logs())
-	assert.Contains(t, d.logs(), "scv: failpoint "+string(point)+": crash (SIGKILL)", "it died at the point")
+	if pid <= 0 || procGone(pid) {
+		return
+	}
+	syscall.Kill(pid, syscall.SIGTERM)
+	deadline := time.Now().Add(10 * time.Second)
+	for !procGone(pid) {
+		if time.Now().After(deadline) {
+			t.Errorf("pid %d ignored SIGTERM; killing it", pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+			deadline = time.Now().Add(10 * time.Second)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// install copies src to dst the way an installer does: a new file
+// renamed over the old one, which a running daemon keeps executing.
+func install(t *testing.T, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+	require.NoError(t, os.WriteFile(dst+".new", b, 0o755))
+	require.NoError(t, os.Rename(dst+".new", dst))
+}
+
+// buildOldNew builds two releases of scv for a restart: 1.0.0-old and
+// 2.0.0-new.
+func buildOldNew(t *testing.T) (oldBin, newBin string) {
+	t.Helper()
+	builds := shortDir(t)
+	require.NoError(t, os.MkdirAll(filepath.Join(builds, "old"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(builds, "new"), 0o755))
+	return buildScv(t, filepath.Join(builds, "old"), "1.0.0-old"), buildScv(t, filepath.Join(builds, "new"), "2.0.0-new")
 }

@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"scv/cmd/internal/daemonproc"
 	"scv/control"
 	"scv/control/api"
+	"scv/control/daemon/daemonproc"
 )
 
 // AgentResult is what a live agent's turn costs the daemon: the daemon's

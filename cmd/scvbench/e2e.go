@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"scv/cmd/internal/daemonproc"
 	"scv/control"
 	"scv/control/api"
+	"scv/control/daemon/daemonproc"
 	"scv/ledger/driver"
 	"scv/ledger/sqlite/sqlitetest"
 	"scv/reducer"

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"scv/cmd/internal/daemonproc"
 	"scv/control"
 	"scv/control/api"
+	"scv/control/daemon/daemonproc"
 )
 
 // EncoderResult compares the daemon's two reply encoders under the

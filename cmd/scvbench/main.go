@@ -21,7 +21,7 @@
 package main
 
 import (
-	"scv/cmd/internal/daemonproc"
+	"scv/control/daemon/daemonproc"
 
 	"context"
 	"encoding/json"

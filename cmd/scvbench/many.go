@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"scv/cmd/internal/daemonproc"
 	"scv/control/api"
+	"scv/control/daemon/daemonproc"
 )
 
 // ManyResult is a ledger of many small projects: how fast a daemon

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"scv/cmd/internal/daemonproc"
 	"scv/control"
 	"scv/control/api"
+	"scv/control/daemon/daemonproc"
 	"scv/ledger/driver"
 	"scv/ledger/postgres"
 	"scv/reducer"

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"scv/cmd/internal/daemonproc"
+	"scv/control/daemon/daemonproc"
 )
 
 // With -profile DIR the harness builds a daemon that serves

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"scv/cmd/internal/daemonproc"
+	"scv/control/daemon/daemonproc"
 )
 
 // TestProfileWindow builds the profiling daemon as -profile does, starts

@@ -13,8 +13,8 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"scv/cmd/internal/daemonproc"
 	"scv/control/api"
+	"scv/control/daemon/daemonproc"
 	"scv/ledger"
 	"scv/ledger/driver"
 	"scv/ledger/sqlite"

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"scv/cmd/internal/daemonproc"
+	"scv/control/daemon/daemonproc"
 )
 
 // Report is everything one run measured; it is written as JSON.

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"scv/cmd/internal/daemonproc"
 	"scv/control/api"
+	"scv/control/daemon/daemonproc"
 	"scv/reducer"
 )
 

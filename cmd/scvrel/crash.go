@@ -15,9 +15,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"scv/cmd/internal/daemonproc"
 	"scv/control"
 	"scv/control/api"
+	"scv/control/daemon/daemonproc"
 	"scv/ledger/driver"
 	"scv/ledger/postgres"
 	"scv/ledger/postgres/pgcluster"

@@ -15,9 +15,9 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"scv/cmd/internal/daemonproc"
 	"scv/control"
 	"scv/control/api"
+	"scv/control/daemon/daemonproc"
 	"scv/ledger/postgres/pgcluster"
 	"scv/reducer"
 )

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"scv/cmd/internal/daemonproc"
+	"scv/control/daemon/daemonproc"
 	"scv/ledger/postgres"
 	"scv/ledger/postgres/pgcluster"
 )

@@ -26,7 +26,7 @@
 package main
 
 import (
-	"scv/cmd/internal/daemonproc"
+	"scv/control/daemon/daemonproc"
 
 	"context"
 	"errors"

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"scv/cmd/internal/daemonproc"
+	"scv/control/daemon/daemonproc"
 
 	"context"
 	"io"

@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"scv/cmd/internal/daemonproc"
 	"scv/control"
 	"scv/control/api"
+	"scv/control/daemon/daemonproc"
 )
 
 // walBoundFrames bounds the frames of the write-ahead log in use once the

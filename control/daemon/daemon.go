@@ -9,6 +9,10 @@
 //	if err := d.Open(ctx); err != nil { … }
 //	go d.Serve()
 //	defer d.Close()
+//
+// Its own tests that need the daemon as a process (killed with SIGKILL,
+// stopped by a signal, restarted into another release, a fleet of them on
+// PostgreSQL) run the real scv binary through internal/daemonproc.
 package daemon
 
 import (

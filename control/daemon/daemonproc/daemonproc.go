@@ -1,16 +1,18 @@
 // Package daemonproc runs the real `scv daemon` binary for the harnesses
-// (cmd/scvbench, cmd/scvrel): it builds it, starts it on a database and a
-// socket, waits until it answers, and stops or kills it; and it says what
-// the binary was built from, for their reports.
+// (cmd/scvbench, cmd/scvrel) and for the tests that need the daemon as a
+// process of its own (control/daemon's: killed with SIGKILL, stopped by a
+// signal, restarted into another release): it builds it, starts it on a
+// database and a socket, waits until it answers, and stops or kills it;
+// and it says what the binary was built from, for the harnesses' reports.
 package daemonproc
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -36,7 +38,11 @@ type Daemon struct {
 	Cmd     *exec.Cmd
 	Sock    string
 	Started time.Time
-	logs    bytes.Buffer // read only after the process ended
+	// LogPath is the file its standard output and error go to: SOCK.log,
+	// emptied at the start. A file, not a pipe: it can be read while the
+	// daemon runs, and a daemon that a restart started, which inherits
+	// it, does not keep Wait waiting.
+	LogPath string
 	exited  chan struct{}
 	waitErr error
 }
@@ -49,14 +55,25 @@ func Start(bin, db, sock string, extra ...string) (*Daemon, error) {
 }
 
 // StartEnv is Start with env added to the harness's environment (such as
-// SCV_FAILPOINTS or SCV_CLOCK_SKEW for one daemon of a fleet).
+// SCV_FAILPOINTS or SCV_CLOCK_SKEW for one daemon of a fleet; a variable
+// given here wins over the harness's own).
 func StartEnv(env []string, bin, db, sock string, extra ...string) (*Daemon, error) {
-	d := &Daemon{Sock: sock, exited: make(chan struct{})}
+	d := &Daemon{Sock: sock, LogPath: sock + ".log", exited: make(chan struct{})}
+	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
+		return nil, err
+	}
+	// Appending: a successor that inherits the file writes after the
+	// others, wherever their offsets are.
+	logf, err := os.OpenFile(d.LogPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
 	d.Cmd = exec.Command(bin, append([]string{"daemon", "--db", db, "--socket", sock}, extra...)...)
 	if env != nil {
 		d.Cmd.Env = append(os.Environ(), env...)
 	}
-	d.Cmd.Stderr = &d.logs
+	d.Cmd.Stdout, d.Cmd.Stderr = logf, logf
 	d.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	d.Started = time.Now()
 	if err := d.Cmd.Start(); err != nil {
@@ -69,20 +86,22 @@ func StartEnv(env []string, bin, db, sock string, extra ...string) (*Daemon, err
 // Err is how the process ended, with its log; nil while it runs or after
 // a clean exit.
 func (d *Daemon) Err() error {
-	if d.waitErr == nil {
+	if d.Running() || d.waitErr == nil {
 		return nil
 	}
-	return fmt.Errorf("daemon: %v: %s", d.waitErr, d.logs.String())
+	return fmt.Errorf("daemon: %v: %s", d.waitErr, d.Log())
 }
 
-// Log is what the process wrote to its standard error; empty while it
-// runs (read only after it ended).
+// Log is what the process (and any daemon a restart started from it)
+// wrote so far.
 func (d *Daemon) Log() string {
-	if d.Running() {
-		return ""
-	}
-	return d.logs.String()
+	b, _ := os.ReadFile(d.LogPath)
+	return string(b)
 }
+
+// Exited is closed once the process has ended; Cmd.ProcessState then
+// says how.
+func (d *Daemon) Exited() <-chan struct{} { return d.exited }
 
 // Running reports whether the process has not exited.
 func (d *Daemon) Running() bool {
@@ -111,7 +130,7 @@ func (d *Daemon) ReadyWith(ctx context.Context, limit time.Duration, cmd api.Com
 	for {
 		select {
 		case <-d.exited:
-			return 0, fmt.Errorf("daemon exited: %v: %s", d.waitErr, d.logs.String())
+			return 0, fmt.Errorf("daemon exited: %v: %s", d.waitErr, d.Log())
 		case <-ctx.Done():
 			if last != nil {
 				return 0, fmt.Errorf("no %s reply within %s (last: %v)", cmd.Action(), limit, last)
@@ -151,7 +170,7 @@ func (d *Daemon) Kill() bool {
 // Stop sends SIGTERM and waits for a clean exit (status 0).
 func (d *Daemon) Stop() error {
 	if !d.Running() {
-		return fmt.Errorf("daemon had exited: %v: %s", d.waitErr, d.logs.String())
+		return fmt.Errorf("daemon had exited: %v: %s", d.waitErr, d.Log())
 	}
 	d.Cmd.Process.Signal(syscall.SIGTERM)
 	select {

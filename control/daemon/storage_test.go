@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +24,7 @@ import (
 	"scv/control"
 	"scv/control/api"
 	"scv/ledger/sqlite/sqlitetest"
+	"scv/reducer"
 )
 
 // TestReliabilityStorageFull runs the real daemon into a full disk: its
@@ -34,20 +34,17 @@ import (
 // until twenty requests are refused with storage_full. Every acknowledged
 // task must be there and no refused one; once the limit is raised the
 // same process (no restart) takes writes again; after a clean stop
-// `scv ledger verify` finds the file intact, holding exactly the
-// acknowledged events.
+// ledger.Verify finds the file intact, holding exactly the acknowledged
+// events.
 func TestReliabilityStorageFull(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	began := time.Now()
+	bin := scvBinary(t, oldRelease)
 	dir := shortDir(t)
-	bin := buildScv(t, dir, "storage-test")
 	db, sock := filepath.Join(dir, "ledger.db"), filepath.Join(dir, "d.sock")
-	d, logs := startDaemon(t, bin, "--db", db, "--socket", sock, "--compact-after", "0")
-	pid := d.Process.Pid
+	d := startProcess(t, bin, db, sock, "", "--compact-after", "0")
+	pid := d.Pid()
 	ctx := context.Background()
-	c := dialDaemon(t, sock)
+	c := dial(t, sock)
 	_, err := c.Call(ctx, api.CmdProjectCreate{Name: "acme", Workspace: dir})
 	require.NoError(t, err)
 
@@ -88,7 +85,7 @@ func TestReliabilityStorageFull(t *testing.T) {
 	)
 	var wg sync.WaitGroup
 	for w := range 4 {
-		wc := dialDaemon(t, sock)
+		wc := dial(t, sock)
 		wg.Go(func() {
 			for i := 0; ; i++ {
 				mu.Lock()
@@ -160,13 +157,12 @@ func TestReliabilityStorageFull(t *testing.T) {
 	assert.Equal(t, slices.Sorted(slices.Values(acked)), tasks())
 	c.Close()
 
-	require.NoError(t, d.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, d.Wait(), "daemon exit: %s", logs)
-	assert.Contains(t, logs.String(), "RLIMIT_FSIZE", "the daemon saw SIGXFSZ, and lived")
-	out, err := exec.Command(bin, "ledger", "verify", "--db", db).CombinedOutput()
-	require.NoError(t, err, "verify: %s", out)
+	d.stop(t)
+	assert.Contains(t, d.Log(), "RLIMIT_FSIZE", "the daemon saw SIGXFSZ, and lived")
+	rep := verifyIntact(t, db)
 	events := 1 + len(acked) // the project, then one event per task
-	assert.Contains(t, string(out), fmt.Sprintf("%d events in 1 projects: intact", events))
+	assert.Equal(t, events, rep.Events)
+	assert.Len(t, rep.Chains, 1)
 
 	t.Logf("RELIABILITY: disk full: RLIMIT_FSIZE lowered to %d bytes (db %d, wal %d bytes): %d writes acknowledged and %d refused with storage_full (-32009) under it, %d acknowledged lost, %d refused kept; after raising it %d writes succeeded in the same daemon (pid %d, no restart); clean stop, verify intact (%d events); %s",
 		limit, sizes["ledger.db"], sizes["ledger.db-wal"], len(ackedLow), len(refused), lost, kept, len(after), pid, events, time.Since(began).Round(time.Millisecond))
@@ -180,16 +176,14 @@ func TestReliabilityStorageFull(t *testing.T) {
 // and an immutable file (chattr +i) stands for the case root cannot
 // write. A --db path whose folder does not exist is still created.
 func TestReliabilityReadOnlyDatabase(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	began := time.Now()
 	dir := shortDir(t)
 	// The daemon may run as another user: it must reach its binary.
 	require.NoError(t, os.Chmod(dir, 0o755))
-	bin := buildScv(t, dir, "storage-test")
+	bin := filepath.Join(dir, "scv")
+	install(t, scvBinary(t, oldRelease), bin)
 	seed := filepath.Join(dir, "seed", "ledger.db")
-	seedDatabase(t, bin, seed)
+	seedDatabase(t, seed)
 
 	root := os.Geteuid() == 0
 	var other *syscall.Credential // how the daemon runs: as the file's non-owner
@@ -287,13 +281,9 @@ func TestReliabilityReadOnlyDatabase(t *testing.T) {
 	t.Run("missing folder", func(t *testing.T) {
 		// Created, as always.
 		db := filepath.Join(dir, "new", "deeper", "ledger.db")
-		sock := filepath.Join(dir, "run-new", "d.sock")
-		d, logs := startDaemon(t, bin, "--db", db, "--socket", sock)
 		// Answered once the ledger is open (the socket accepts before).
-		_, err := dialDaemon(t, sock).Call(context.Background(), api.CmdStatus{})
-		require.NoError(t, err)
-		require.NoError(t, d.Process.Signal(syscall.SIGTERM))
-		require.NoError(t, d.Wait(), "daemon exit: %s", logs)
+		d := startProcess(t, bin, db, filepath.Join(dir, "run-new", "d.sock"), "")
+		d.stop(t)
 		assert.FileExists(t, db)
 	})
 	t.Logf("RELIABILITY: read-only database: %d refusals passed (%s), each exit 1 naming the path, the file byte-identical, no new file beside it; a missing folder is created; %s",
@@ -303,22 +293,19 @@ func TestReliabilityReadOnlyDatabase(t *testing.T) {
 // TestReliabilityCorruptDatabase damages a database two ways, its header
 // (the 16 bytes "SQLite format 3\0" zeroed) and the b-tree header of a
 // page of the events table in the middle of the file (bits flipped). A
-// damaged header: the daemon must refuse to start, exit 1 with an error
-// naming the file and what is wrong. A damaged page: the daemon reads no
-// project at start (start-up does not grow with the history), so it
-// starts, and the first request that reads the page is refused with a
-// storage error naming the file and the damage, never answered with a
-// wrong state. Either way the file is left byte for byte as it was, and
-// `scv ledger verify` exits 1 and says what is wrong.
+// damaged header: the daemon must refuse to open, with an error naming
+// the file and what is wrong (`scv daemon` exits 1 with it). A damaged
+// page: the daemon reads no project at start (start-up does not grow with
+// the history), so it starts, and the first request that reads the page
+// is refused with a storage error naming the file and the damage, never
+// answered with a wrong state. Either way the file is left byte for byte
+// as it was, and ledger.Verify cannot read it and says what is wrong
+// (`scv ledger verify` exits 1).
 func TestReliabilityCorruptDatabase(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
 	began := time.Now()
 	dir := shortDir(t)
-	bin := buildScv(t, dir, "storage-test")
 	seed := filepath.Join(dir, "seed", "ledger.db")
-	seedDatabase(t, bin, seed)
+	seedDatabase(t, seed)
 
 	var facts []string
 	for _, tc := range []struct {
@@ -362,31 +349,37 @@ func TestReliabilityCorruptDatabase(t *testing.T) {
 			before := snapshotFolder(t, filepath.Dir(db))
 
 			sock := filepath.Join(dir, "run-"+tc.name, "d.sock")
+			d := New(Config{DB: db, Socket: sock, Version: version})
 			var out string
 			if tc.starts {
-				d, logs := startDaemon(t, bin, "--db", db, "--socket", sock)
-				c := dialDaemon(t, sock)
-				_, err := c.Call(context.Background(), api.CmdProjectEvents{Project: "acme"})
+				require.NoError(t, d.Open(context.Background()))
+				served := make(chan error, 1)
+				go func() { served <- d.Serve() }()
+				c, err := control.Dial(context.Background(), sock)
+				require.NoError(t, err)
+				_, err = c.Call(context.Background(), api.CmdProjectEvents{Project: "acme"})
+				c.Close()
 				e := api.ErrorOf(err)
 				require.NotNil(t, e, "a read of the damaged page must fail")
 				assert.Equal(t, api.ReasonStorage, e.Data.Reason)
 				out = e.Message
-				require.NoError(t, d.Process.Signal(syscall.SIGTERM))
-				require.NoError(t, d.Wait(), "daemon exit: %s", logs)
+				require.NoError(t, d.Close())
+				require.NoError(t, <-served)
 			} else {
-				out = refusedStart(t, exec.Command(bin, "daemon", "--db", db, "--socket", sock), sock)
+				err := d.Open(context.Background())
+				require.Error(t, err, "the daemon must refuse to open")
+				out = err.Error()
+				assert.NoFileExists(t, sock)
 			}
 			assert.Contains(t, out, db, "the error names the database")
 			for _, s := range tc.daemonSays {
 				assert.Contains(t, out, s)
 			}
 
-			vout, err := exec.Command(bin, "ledger", "verify", "--db", db).CombinedOutput()
-			var x *exec.ExitError
-			if assert.ErrorAs(t, err, &x, "verify passed a damaged file: %s", vout) {
-				assert.Equal(t, 1, x.ExitCode())
-			}
-			assert.Contains(t, string(vout), tc.verifySays)
+			_, err = verifyLedger(db)
+			require.Error(t, err, "verify passed a damaged file")
+			vout := err.Error()
+			assert.Contains(t, vout, tc.verifySays)
 			after := snapshotFolder(t, filepath.Dir(db))
 			if tc.starts {
 				// The daemon that started took its lock beside the file
@@ -398,40 +391,30 @@ func TestReliabilityCorruptDatabase(t *testing.T) {
 			}
 			assert.Equal(t, before, after, "the file is byte-identical, nothing was created or deleted")
 			if !t.Failed() {
-				facts = append(facts, fmt.Sprintf("%s (%s): daemon %q; verify exit 1 %q", tc.name, what, lastLine(out), lastLine(string(vout))))
+				facts = append(facts, fmt.Sprintf("%s (%s): daemon %q; verify %q", tc.name, what, out, vout))
 			}
 		})
 	}
 	t.Logf("RELIABILITY: corrupt database: %s; files byte-identical; %s", strings.Join(facts, "; "), time.Since(began).Round(time.Millisecond))
 }
 
-// dialDaemon connects to the daemon at sock, closed when the test ends.
-func dialDaemon(t *testing.T, sock string) *control.Client {
+// seedDatabase makes a database at db with a daemon: a project and 200
+// tasks, so that the events table spans many pages, then a clean close.
+// The daemon's lock file is removed, so that a later run that must create
+// nothing would show it.
+func seedDatabase(t *testing.T, db string) {
 	t.Helper()
-	c, err := control.Dial(context.Background(), sock)
-	require.NoError(t, err)
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// seedDatabase makes a database at db with the real daemon: a project and
-// 200 tasks, so that the events table spans many pages, then a clean
-// stop. The daemon's lock file is removed, so that a later run that must
-// create nothing would show it.
-func seedDatabase(t *testing.T, bin, db string) {
-	t.Helper()
-	sock := filepath.Join(filepath.Dir(db), "seed.sock")
-	d, logs := startDaemon(t, bin, "--db", db, "--socket", sock)
-	c := dialDaemon(t, sock)
+	d := New(Config{DB: db, Socket: filepath.Join(filepath.Dir(db), "seed.sock"), Version: version})
 	ctx := context.Background()
-	_, err := c.Call(ctx, api.CmdProjectCreate{Name: "acme", Workspace: filepath.Dir(db)})
+	require.NoError(t, d.Open(ctx))
+	_, err := d.Ledger().Execute(ctx, reducer.CreateProject{ProjectID: "P1", Name: "acme", Workspace: filepath.Dir(db)})
 	require.NoError(t, err)
 	for i := range 200 {
-		_, err := c.Call(ctx, api.CmdProjectTaskAdd{Project: "acme", Title: fmt.Sprintf("task %d, with a title long enough to fill a page or two of the events table", i), DependsOn: []string{}})
+		_, err := d.Ledger().Execute(ctx, reducer.AddTask{Project: "P1", TaskID: fmt.Sprintf("T%d", i),
+			Title: fmt.Sprintf("task %d, with a title long enough to fill a page or two of the events table", i)})
 		require.NoError(t, err)
 	}
-	require.NoError(t, d.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, d.Wait(), "daemon exit: %s", logs)
+	require.NoError(t, d.Close())
 	require.NoError(t, os.Remove(db+".lock"))
 }
 
@@ -517,10 +500,4 @@ func middleEventsLeaf(t *testing.T, db string) (page, size, pages int) {
 		}
 	}
 	return page, size, pages
-}
-
-// lastLine is the last non-empty line of s, without a "scv: " prefix.
-func lastLine(s string) string {
-	lines := regexp.MustCompile(`\n+`).Split(strings.TrimSpace(s), -1)
-	return strings.TrimPrefix(lines[len(lines)-1], "scv: ")
 }

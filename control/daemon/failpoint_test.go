@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -6,10 +6,8 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,7 +24,7 @@ import (
 // to crash at each failpoint (ledger/failpoint.go) on a database that
 // already holds a project, sends the one write that passes the point, and
 // checks that the daemon died by SIGKILL without answering and that the
-// database it left is, for a fresh daemon and for `scv ledger verify`,
+// database it left is, for a fresh daemon and for ledger.Verify,
 // exactly as before the write (every point before COMMIT) or exactly as
 // after it (after-commit). The reads a client sees are compared byte for
 // byte, and for "before" (and a compaction's "after") the whole database
@@ -34,23 +32,20 @@ import (
 // with error the old daemon serves on, same version, same state; with
 // crash it dies mid-restart and a fresh daemon finds the state as before.
 func TestReliabilityFailpoints(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary twice and runs it some twenty times")
-	}
-	bin, newBin := buildOldNew(t)
+	bin, newBin := scvBinary(t, oldRelease), scvBinary(t, newRelease)
 
 	// The database every case starts from: a project with two tasks (three
 	// events), written by a daemon without failpoints and stopped cleanly.
 	baseDir := shortDir(t)
 	base := filepath.Join(baseDir, "l.db")
-	d := startTestDaemon(t, bin, base, filepath.Join(baseDir, "d.sock"), "")
+	d := startProcess(t, bin, base, filepath.Join(baseDir, "d.sock"), "")
 	d.must(t, api.CmdProjectCreate{Name: "acme", Workspace: baseDir})
 	task := d.must(t, api.CmdProjectTaskAdd{Project: "acme", Title: "first", DependsOn: []string{}}).Project.TaskID
 	d.must(t, api.CmdProjectTaskAdd{Project: "acme", Title: "second", DependsOn: []string{task}})
-	before := fpRead(t, d.sock)
+	before := fpRead(t, d.Sock)
 	d.stop(t)
 	baseDump := fpDump(t, base)
-	baseVerify := fpVerify(t, bin, base)
+	baseVerify := verifyIntact(t, base)
 
 	addTask := api.CmdProjectTaskAdd{Project: "acme", Title: "in flight", DependsOn: []string{}}
 	compact := api.CmdLedgerCompact{Project: "acme", Retain: ptr[uint64](1)}
@@ -59,13 +54,13 @@ func TestReliabilityFailpoints(t *testing.T) {
 	// a copy, through a daemon without failpoints.
 	dir := shortDir(t)
 	fpCopyDB(t, base, filepath.Join(dir, "l.db"))
-	d = startTestDaemon(t, bin, filepath.Join(dir, "l.db"), filepath.Join(dir, "d.sock"), "")
+	d = startProcess(t, bin, filepath.Join(dir, "l.db"), filepath.Join(dir, "d.sock"), "")
 	d.must(t, compact)
-	compacted := fpRead(t, d.sock)
+	compacted := fpRead(t, d.Sock)
 	d.stop(t)
 	require.NotEqual(t, before.Events, compacted.Events, "the compaction changes the live tail")
 	compactedDump := fpDump(t, filepath.Join(dir, "l.db"))
-	compactedVerify := fpVerify(t, bin, filepath.Join(dir, "l.db"))
+	compactedVerify := verifyIntact(t, filepath.Join(dir, "l.db"))
 	require.NotEqual(t, baseDump, compactedDump, "the compaction changes the tables")
 
 	passed := map[ledger.Failpoint]bool{}
@@ -87,7 +82,7 @@ func TestReliabilityFailpoints(t *testing.T) {
 			dir := shortDir(t)
 			db, sock := filepath.Join(dir, "l.db"), filepath.Join(dir, "d.sock")
 			fpCopyDB(t, base, db)
-			d := startTestDaemon(t, bin, db, sock, string(tc.point)+"=crash")
+			d := startProcess(t, bin, db, sock, string(tc.point)+"=crash")
 			require.Equal(t, before, fpRead(t, sock), "the copy serves the base state")
 
 			_, err := d.call(tc.write)
@@ -97,7 +92,7 @@ func TestReliabilityFailpoints(t *testing.T) {
 			d.assertKilled(t, tc.point)
 
 			// The file as the crash left it, before any daemon opens it.
-			verified := fpVerify(t, bin, db)
+			verified := verifyIntact(t, db)
 			switch {
 			case !tc.after:
 				assert.Equal(t, baseVerify, verified)
@@ -105,7 +100,7 @@ func TestReliabilityFailpoints(t *testing.T) {
 				assert.Equal(t, compactedVerify, verified)
 			}
 
-			d = startTestDaemon(t, bin, db, sock, "")
+			d = startProcess(t, bin, db, sock, "")
 			got := fpRead(t, sock)
 			switch {
 			case !tc.after:
@@ -118,7 +113,7 @@ func TestReliabilityFailpoints(t *testing.T) {
 			// The ledger goes on: the next write is answered.
 			d.must(t, api.CmdProjectTaskAdd{Project: "acme", Title: "next", DependsOn: []string{}})
 			d.stop(t)
-			fpVerify(t, bin, db)
+			verifyIntact(t, db)
 			if !t.Failed() {
 				passed[tc.point] = true
 			}
@@ -140,7 +135,7 @@ func TestReliabilityFailpoints(t *testing.T) {
 			dir := shortDir(t)
 			db := filepath.Join(dir, "l.db")
 			fpCopyDB(t, base, db)
-			d := startTestDaemon(t, bin, db, filepath.Join(dir, "d.sock"), string(tc.point)+"=crash")
+			d := startProcess(t, bin, db, filepath.Join(dir, "d.sock"), string(tc.point)+"=crash")
 			_, err := d.call(tc.write)
 			require.Error(t, err)
 			d.assertKilled(t, tc.point)
@@ -150,50 +145,48 @@ func TestReliabilityFailpoints(t *testing.T) {
 
 	// restart-exec: the daemon, started from a path a second release is
 	// then installed over, is asked to restart into it.
-	restartInto := func(t *testing.T, spec string) (*testDaemon, *api.DaemonStatus) {
+	restartInto := func(t *testing.T, spec string) (*process, *api.DaemonStatus) {
 		dir := shortDir(t)
 		exe := filepath.Join(dir, "bin", "scv")
 		install(t, bin, exe)
 		fpCopyDB(t, base, filepath.Join(dir, "l.db"))
-		d := startTestDaemon(t, exe, filepath.Join(dir, "l.db"), filepath.Join(dir, "d.sock"), spec)
-		require.Equal(t, before, fpRead(t, d.sock))
+		d := startProcess(t, exe, filepath.Join(dir, "l.db"), filepath.Join(dir, "d.sock"), spec)
+		require.Equal(t, before, fpRead(t, d.Sock))
 		install(t, newBin, exe)
-		st := d.must(t, api.CmdRestartWhenIdle{Version: ptr("2.0.0-new")})
+		st := d.must(t, api.CmdRestartWhenIdle{Version: ptr(newRelease)})
 		require.NotNil(t, st.Restart, "the restart is scheduled")
 		return d, st
 	}
 	t.Run("restart-exec=error", func(t *testing.T) {
 		d, _ := restartInto(t, "restart-exec=error")
-		require.Eventually(t, func() bool { return strings.Contains(d.logs(), "restart failed") },
-			30*time.Second, 20*time.Millisecond, "the restart fails: %s", d.logs())
-		assert.Contains(t, d.logs(), "injected failure at failpoint restart-exec")
+		require.Eventually(t, func() bool { return strings.Contains(d.Log(), "restart failed") },
+			30*time.Second, 20*time.Millisecond, "the restart fails: %s", d.Log())
+		assert.Contains(t, d.Log(), "injected failure at failpoint restart-exec")
 		st := d.must(t, api.CmdStatus{})
-		assert.Equal(t, "1.0.0-old", st.Version, "the old release serves on")
-		assert.Equal(t, uint32(d.cmd.Process.Pid), st.PID)
+		assert.Equal(t, oldRelease, st.Version, "the old release serves on")
+		assert.Equal(t, uint32(d.Pid()), st.PID)
 		assert.Nil(t, st.Restart, "the failed restart is cleared")
-		assert.Equal(t, before, fpRead(t, d.sock), "the same state")
+		assert.Equal(t, before, fpRead(t, d.Sock), "the same state")
 		d.must(t, api.CmdProjectTaskAdd{Project: "acme", Title: "next", DependsOn: []string{}})
-		require.NoError(t, d.cmd.Process.Signal(syscall.SIGTERM))
-		require.NoError(t, d.waitExit(t))
-		fpVerify(t, bin, d.db)
+		d.stop(t)
+		verifyIntact(t, d.db)
 		if !t.Failed() {
 			passed[ledger.FailRestartExec] = true
 		}
 	})
 	t.Run("restart-exec=crash", func(t *testing.T) {
 		d, _ := restartInto(t, "restart-exec=crash")
-		err := d.waitExit(t)
-		assertSIGKILL(t, err, d.logs())
-		assert.Contains(t, d.logs(), "scv: failpoint restart-exec: crash (SIGKILL)")
-		assert.NotContains(t, d.logs(), "inherited_socket=true", "no successor started")
+		assertSIGKILL(t, d.waitExit(t), d.Log())
+		assert.Contains(t, d.Log(), "scv: failpoint restart-exec: crash (SIGKILL)")
+		assert.NotContains(t, d.Log(), "inherited_socket=true", "no successor started")
 		// The old daemon had closed its ledger: the file is exactly as
 		// before, and a fresh daemon (the new release, as a service
 		// manager would start) on it serves the same state.
-		assert.Equal(t, baseVerify, fpVerify(t, bin, d.db))
+		assert.Equal(t, baseVerify, verifyIntact(t, d.db))
 		assert.Equal(t, baseDump, fpDump(t, d.db))
-		fresh := startTestDaemon(t, d.bin, d.db, d.sock, "")
-		assert.Equal(t, "2.0.0-new", fresh.must(t, api.CmdStatus{}).Version)
-		assert.Equal(t, before, fpRead(t, d.sock), "exactly before")
+		fresh := startProcess(t, d.bin, d.db, d.Sock, "")
+		assert.Equal(t, newRelease, fresh.must(t, api.CmdStatus{}).Version)
+		assert.Equal(t, before, fpRead(t, d.Sock), "exactly before")
 		fresh.stop(t)
 		if !t.Failed() {
 			passed[ledger.FailRestartExec] = true
@@ -206,16 +199,6 @@ func TestReliabilityFailpoints(t *testing.T) {
 	if !t.Failed() {
 		t.Logf("RELIABILITY: failpoints: %d points, each left the ledger exactly before or exactly after", len(passed))
 	}
-}
-
-// assertSIGKILL checks that err is the exit of a process SIGKILL ended.
-func assertSIGKILL(t *testing.T, err error, logs string) {
-	t.Helper()
-	var ee *exec.ExitError
-	require.ErrorAs(t, err, &ee, "the daemon must die: %s", logs)
-	ws, ok := ee.Sys().(syscall.WaitStatus)
-	require.True(t, ok)
-	require.True(t, ws.Signaled() && ws.Signal() == syscall.SIGKILL, "killed by SIGKILL, not %v: %s", ee, logs)
 }
 
 // fpReads is what a client reads of project acme: the project member of
@@ -295,19 +278,6 @@ func fpCopyDB(t *testing.T, src, dst string) {
 		require.NoError(t, err)
 		require.NoError(t, out.Close())
 	}
-}
-
-// fpVerify runs `scv ledger verify --db db`, which must exit 0, and
-// returns what it printed.
-func fpVerify(t *testing.T, bin, db string) string {
-	t.Helper()
-	cmd := exec.Command(bin, "ledger", "verify", "--db", db)
-	cmd.Env = fpEnv("")
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), "scv ledger verify --db %s: %s%s", db, &stdout, &stderr)
-	assert.Contains(t, stdout.String(), "intact")
-	return stdout.String()
 }
 
 // fpDump is every row of every table of the database at db, in rowid
