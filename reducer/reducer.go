@@ -8,9 +8,6 @@ import (
 	"unicode/utf8"
 )
 
-// MaxNameLen is the longest project name or task title, in characters.
-const MaxNameLen = 200
-
 // Decide returns the events that command c causes in project p, or the
 // reason it is refused. p is the project c names (the caller resolves
 // c.ProjectRef by ID or name), or nil when there is none; CreateProject
@@ -251,10 +248,6 @@ func decideRetry(p *Project, c RetryTask) (Body, error) {
 	}
 	return TaskRetried{TaskID: t.ID, MaxRetries: budget, By: c.By}, nil
 }
-
-// MaxQuestionLen is the longest question an approval takes, in
-// characters.
-const MaxQuestionLen = 2000
 
 func decideAsk(p *Project, c AskApproval) (Body, error) {
 	if c.QuestionID == "" {

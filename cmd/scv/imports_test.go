@@ -84,15 +84,19 @@ func TestNoSQLOutsideDrivers(t *testing.T) {
 }
 
 // TestSubsystemsDoNotImportTheWire: the daemon's subsystems (every package
-// under control/ but control/daemon, which wires them to the server)
-// import the wire's types from scv/control/api, never the socket server
-// scv/control, in their code or in their tests; and the root package
-// control holds at most 3,000 lines of code besides its tests.
+// under control/ but control/daemon, which wires them to the server), the
+// MCP server control/mcp among them, import the wire's types from
+// scv/control/api, never the socket server scv/control, in their code or
+// in their tests; control/mcp imports no package of the ledger either,
+// and the command line no package of the MCP SDK (its server is
+// control/mcp's); and the root package control holds at most 3,000 lines
+// of code besides its tests.
 func TestSubsystemsDoNotImportTheWire(t *testing.T) {
 	t.Parallel()
 	var offences []string
 	subsystems := 0
-	for pkg, imports := range moduleImports(t) {
+	pkgs := moduleImports(t)
+	for pkg, imports := range pkgs {
 		if !strings.HasPrefix(pkg, "scv/control/") || pkg == "scv/control/daemon" {
 			continue
 		}
@@ -102,8 +106,15 @@ func TestSubsystemsDoNotImportTheWire(t *testing.T) {
 		}
 	}
 	require.Greater(t, subsystems, 10, "the subsystems under control/")
+	require.Contains(t, pkgs, "scv/control/mcp", "the MCP server is one of them")
 	slices.Sort(offences)
 	assert.Empty(t, offences, "subsystems that import scv/control")
+	for _, imp := range pkgs["scv/control/mcp"] {
+		assert.False(t, imp == "scv/ledger" || strings.HasPrefix(imp, "scv/ledger/"), "control/mcp imports %s", imp)
+	}
+	for _, imp := range pkgs["scv/cmd/scv"] {
+		assert.False(t, strings.HasPrefix(imp, "github.com/modelcontextprotocol/"), "cmd/scv imports %s", imp)
+	}
 
 	files, err := filepath.Glob("../../control/*.go")
 	require.NoError(t, err)
