@@ -2,7 +2,7 @@ package reducer
 
 // The limits of what users send, in characters (Unicode code points) or
 // entries. The MCP server's tools advertise them in their input schemas
-// (control/mcp).
+// and leave them to the daemon to check (control/mcp).
 const (
 	// MaxNameLen is the longest project name, task title or agent name.
 	MaxNameLen = 200
