@@ -515,7 +515,7 @@ func (s *Service) events(ctx context.Context, c api.CmdProjectEvents) (*api.Daem
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.Ledger.EventsPage(ctx, p.ID, deref(c.After), ledger.MaxPage)
+	page, err := s.Ledger.EventsPage(ctx, p.ID, deref(c.After), api.EventsPage)
 	if err != nil {
 		return nil, err
 	}

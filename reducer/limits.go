@@ -13,6 +13,8 @@ import (
 // (checkShape, first of all), so that a command past one is refused
 // ErrInvalidArgument whichever door it came in by; Evolve never checks
 // them again, so a history written under older limits still replays.
+// The MCP server's tools advertise them in their input schemas and leave
+// them to the daemon to check (control/mcp).
 //
 // The limits of the machine's own state live with it: a chat account's
 // name in control/api (MaxAccount, ParseChat), a delegation's handle in

@@ -86,6 +86,9 @@ func inDaemonStop(t *testing.T, cfg daemon.Config) (*daemon.Daemon, func()) {
 	return d, stop
 }
 
+// ptr is a pointer to v.
+func ptr[T any](v T) *T { return &v }
+
 type cliResult struct {
 	code           int
 	stdout, stderr string

@@ -88,7 +88,6 @@ func newDaemonCmd(c *client) *cobra.Command {
 	o := &DaemonOptions{c: c}
 	cfg := &o.cfg
 	cfg.HeartbeatEvery = -1
-	cfg.MCP = mcpHandler
 	cmd := &cobra.Command{
 		Use:   "daemon",
 		Short: "Run the daemon in the foreground",

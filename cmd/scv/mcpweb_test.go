@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,11 +28,13 @@ func TestMCPSeenLiveInTheWebUI(t *testing.T) {
 		t.Skip("builds the binary, starts a browser")
 	}
 	b := webtest.New(t)
-	e := newMCPEnv(t, "--http", "127.0.0.1:0", "--heartbeat-every", "0")
-	st := e.d.must(t, api.CmdProjectCreate{Name: "acme", Workspace: e.ws})
+	dir := shortDir(t)
+	bin := buildScv(t, dir, "mcp-test")
+	d := startTestDaemon(t, bin, filepath.Join(dir, "l.db"), filepath.Join(dir, "d.sock"), "", "--http", "127.0.0.1:0", "--heartbeat-every", "0")
+	st := d.must(t, api.CmdProjectCreate{Name: "acme", Workspace: dir})
 	pid := st.Project.Project.ID
-	e.d.must(t, api.CmdProjectTaskAdd{Project: "acme", Title: "build", DependsOn: []string{}})
-	base, token := webAddress(t, e.d.sock)
+	d.must(t, api.CmdProjectTaskAdd{Project: "acme", Title: "build", DependsOn: []string{}})
+	base, token := webAddress(t, d.sock)
 
 	ctx, cancel := context.WithTimeout(b.Ctx, 60*time.Second)
 	defer cancel()
@@ -51,16 +54,16 @@ func TestMCPSeenLiveInTheWebUI(t *testing.T) {
 		return fmt.Sprintf(`document.querySelectorAll('#runs tr.run .badge.run-%s').length === 1`, status)
 	}
 
-	s := e.session(nil, "--project", "acme")
+	s := startMCP(t, bin, d.sock, "--project", "acme")
 	var claim struct {
 		RunID string `json:"run_id"`
 	}
-	mustCall(t, s, "task_claim", map[string]any{"task": "build"}, &claim)
+	s.call("task_claim", map[string]any{"task": "build"}, &claim)
 	require.NotEmpty(t, claim.RunID)
 	shows(badges("running"), "the claimed run, running")
-	mustCall(t, s, "run_progress", map[string]any{"run": claim.RunID, "progress": "compiled 3 of 5 packages"}, nil)
+	s.call("run_progress", map[string]any{"run": claim.RunID, "progress": "compiled 3 of 5 packages"}, nil)
 	shows(`document.body.innerText.includes('compiled 3 of 5 packages')`, "the run's progress")
-	mustCall(t, s, "run_finish", map[string]any{"run": claim.RunID, "status": "succeeded"}, nil)
+	s.call("run_finish", map[string]any{"run": claim.RunID, "status": "succeeded"}, nil)
 	shows(badges("succeeded"), "the run succeeded")
 
 	again, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.scvMarker`))

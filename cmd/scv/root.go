@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,12 +35,6 @@ type client struct {
 	// startDaemon, when set, is called with the configuration instead of
 	// running `scv daemon` (parseDaemonFlags).
 	startDaemon func(daemon.Config) error
-	// keep makes do send every command on one connection, made when first
-	// needed and made again after one is lost (scv mcp, whose tool calls
-	// come one after the other for as long as the agent runs).
-	keep bool
-	mu   sync.Mutex
-	rem  *control.Remote
 }
 
 // printer is how the human output of this invocation looks.
@@ -306,9 +299,9 @@ func (c *client) raw(cmd api.Command) (json.RawMessage, error) {
 	return raw, nil
 }
 
-// do sends one command and returns the reply, printing nothing: on a
+// do sends one command and returns the reply, printing nothing, on a
 // connection of its own (a delegation outlives connections, and the
-// daemon may restart while its command runs), or on the kept one.
+// daemon may restart while its command runs).
 func (c *client) do(cmd api.Command) (*api.DaemonStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
@@ -319,14 +312,10 @@ func (c *client) do(cmd api.Command) (*api.DaemonStatus, error) {
 	return st, nil
 }
 
-// remote is the daemon as this invocation reaches it.
+// remote is the daemon as this invocation reaches it: a connection for
+// each call.
 func (c *client) remote() *control.Remote {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.rem == nil {
-		c.rem = &control.Remote{Socket: c.socket, Keep: c.keep}
-	}
-	return c.rem
+	return &control.Remote{Socket: c.socket}
 }
 
 // printJSON writes v as one line of JSON.

@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,10 +126,6 @@ type Config struct {
 	// (127.0.0.1:PORT, [::1]:PORT or localhost:PORT; port 0 picks one);
 	// empty: none (http.go).
 	HTTP string
-	// MCP makes the handler of the Model Context Protocol that the web
-	// listener serves at /mcp, its tools reaching the daemon on socket
-	// (cmd/scv's; nil: no /mcp).
-	MCP func(socket string) http.Handler
 }
 
 // Check refuses settings that cannot work together, saying which.

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 
+	"scv/control/mcp"
 	"scv/control/metrics"
 	"scv/control/startstop"
 	"scv/control/view"
@@ -12,7 +13,7 @@ import (
 	"scv/reducer"
 )
 
-// The web UI and /metrics (Config.HTTP, `scv daemon --http ADDR`).
+// The web UI, /metrics and /mcp (Config.HTTP, `scv daemon --http ADDR`).
 
 // checkHTTP refuses a web UI address that is not loopback, before the
 // daemon touches anything.
@@ -23,8 +24,9 @@ func (c *Config) checkHTTP() error {
 	return web.CheckAddr(c.HTTP)
 }
 
-// httpServices is the web UI, with the daemon's metrics at /metrics and
-// its live agents at /agents, when Config.HTTP asks for it; nothing
+// httpServices is the web UI, with the daemon's metrics at /metrics, its
+// live agents at /agents and the ledger as MCP tools at /mcp
+// (control/mcp), when Config.HTTP asks for it; nothing
 // otherwise. It reads the ledger the daemon has open at each request (a
 // restart that fails reopens it), which is safe because the daemon stops
 // its services before it closes the ledger and starts them again after.
@@ -44,9 +46,9 @@ func (d *Daemon) httpServices() []startstop.Service {
 	if d.agents != nil { // never a typed nil: the UI tells nil apart
 		d.web.Agents = d.agents
 	}
-	if d.cfg.MCP != nil {
-		d.web.MCP = d.cfg.MCP(d.cfg.Socket)
-	}
+	// MCP at /mcp: the tools through the daemon's own Service, in
+	// process, every request named mcp.HTTPCaller.
+	d.web.MCP = mcp.HTTPHandler(d.server.Service, mcp.Options{Version: d.cfg.Version})
 	return []startstop.Service{d.web}
 }
 

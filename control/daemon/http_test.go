@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/prometheus/common/expfmt"
@@ -267,4 +268,90 @@ func TestWebRetryGoesThroughTheService(t *testing.T) {
 		}
 	}
 	assert.True(t, found, "the UI's retry is counted as a request")
+}
+
+// TestMCPThroughTheService: /mcp of the web listener is behind the UI's
+// guard (no token or a wrong one: 401; another site's page: 403; another
+// Host: 421), and an MCP client with the token reaches the daemon's own
+// Service in process: its task_add is written and counted with the
+// socket's requests, and no connection is opened on the socket.
+func TestMCPThroughTheService(t *testing.T) {
+	dir := shortDir(t)
+	d := New(Config{DB: filepath.Join(dir, "l.db"), Socket: filepath.Join(dir, "d.sock"), HTTP: "127.0.0.1:0", Version: version})
+	require.NoError(t, d.Open(context.Background()))
+	served := make(chan error, 1)
+	go func() { served <- d.Serve() }()
+	defer func() { require.NoError(t, d.Close()); require.NoError(t, <-served) }()
+	inCall(t, d, api.CmdProjectCreate{Name: "acme", Workspace: dir})
+
+	tokenFile, _ := web.Files(d.cfg.Socket)
+	b, err := os.ReadFile(tokenFile)
+	require.NoError(t, err)
+	token := strings.TrimSpace(string(b))
+	endpoint := strings.TrimSuffix(d.Web().URL(), "/") + "/mcp"
+	post := func(host string, headers map[string]string) int {
+		req, err := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
+		require.NoError(t, err)
+		if host != "" {
+			req.Host = host
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusUnauthorized, post("", nil), "no token")
+	assert.Equal(t, http.StatusUnauthorized, post("", map[string]string{"Authorization": "Bearer wrong"}), "a wrong token")
+	assert.Equal(t, http.StatusForbidden, post("", map[string]string{"Authorization": "Bearer " + token, "Origin": "http://evil.example"}), "a page of another site")
+	assert.Equal(t, http.StatusMisdirectedRequest, post("evil.example", map[string]string{"Authorization": "Bearer " + token}), "another Host (DNS rebinding)")
+
+	// counter is the value of a counter of the daemon's metrics, of the
+	// series whose label is value (label "": its only series).
+	counter := func(name, label, value string) float64 {
+		for _, m := range scrape(t, d)[name].GetMetric() {
+			if label == "" {
+				return m.GetCounter().GetValue()
+			}
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+		return 0
+	}
+	conns := counter("scv_control_connections_opened_total", "", "")
+	require.Equal(t, 1.0, conns, "the test's own connection")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hc := &http.Client{Transport: bearer{token: token}}
+	s, err := sdk.NewClient(&sdk.Implementation{Name: "http-agent", Version: "1"}, nil).
+		Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+	require.NoError(t, err)
+	defer s.Close()
+	assert.Equal(t, version, s.InitializeResult().ServerInfo.Version, "the daemon's")
+	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: "task_add", Arguments: map[string]any{"project": "acme", "title": "build"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+
+	tasks := inCall(t, d, api.CmdProjectTasks{Project: "acme"}).Project.Tasks
+	require.Len(t, tasks, 1)
+	assert.Equal(t, "build", tasks[0].Title)
+	assert.Equal(t, 1.0, counter("scv_control_requests_total", "action", "project_task_add"), "counted by the Service")
+	assert.Equal(t, conns+1, counter("scv_control_connections_opened_total", "", ""), "only inCall's connection since: none of /mcp's")
+}
+
+// bearer adds the UI's token to every request.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
 }

@@ -127,9 +127,10 @@ var handlerTests = []string{"scv/control/follow", "scv/control/agents"}
 // scv/control, in their code or (but for handlerTests) in their tests;
 // the client side's code
 // imports scv/control/api alone; the owner's side of a delegation,
-// control/supervise, which runs in the command line, imports no ledger
-// package either; and the root package control holds at most 3,000 lines
-// of code besides its tests.
+// control/supervise, and the MCP server, control/mcp, import no ledger
+// package either, and the command line no package of the MCP SDK; and
+// the root package control holds at most 3,000 lines of code besides its
+// tests.
 func TestSubsystemsDoNotImportTheWire(t *testing.T) {
 	t.Parallel()
 	var offences []string
@@ -160,10 +161,18 @@ func TestSubsystemsDoNotImportTheWire(t *testing.T) {
 		}
 	}
 
-	supervise, ok := pkgs["scv/control/supervise"]
-	require.True(t, ok, "go list lists scv/control/supervise")
-	for _, imp := range supervise.all {
-		assert.False(t, imp == "scv/ledger" || strings.HasPrefix(imp, "scv/ledger/"), "scv/control/supervise imports %s", imp)
+	// The front-ends that reach the daemon through an api.Handler alone
+	// know nothing of its storage.
+	for _, pkg := range []string{"scv/control/supervise", "scv/control/mcp"} {
+		require.Contains(t, pkgs, pkg)
+		for _, imp := range pkgs[pkg].all {
+			assert.False(t, imp == "scv/ledger" || strings.HasPrefix(imp, "scv/ledger/"), "%s imports %s", pkg, imp)
+		}
+	}
+	// The MCP server is control/mcp's: the command line imports no package
+	// of the MCP SDK.
+	for _, imp := range pkgs["scv/cmd/scv"].all {
+		assert.False(t, strings.HasPrefix(imp, "github.com/modelcontextprotocol/"), "cmd/scv imports %s", imp)
 	}
 
 	files, err := filepath.Glob(filepath.Join(moduleRoot(t), "control", "*.go"))

@@ -1,4 +1,4 @@
-package main
+package mcp
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"scv/control/api"
 	"scv/control/render"
@@ -18,25 +18,25 @@ import (
 // graph, as `scv project graph` draws it in text, under
 // scv://project/NAME/report and scv://project/NAME/graph. A subscription
 // to one is notified when the project changes: the server looks at the
-// subscribed projects' events every mcpPoll.
+// subscribed projects' events every pollEvery (watch).
 
 const (
 	reportURI = "scv://project/%s/report"
 	graphURI  = "scv://project/%s/graph"
-	// mcpPoll is how often a session with subscriptions looks for
+	// pollEvery is how often a session with subscriptions looks for
 	// changes.
-	mcpPoll = 250 * time.Millisecond
+	pollEvery = 250 * time.Millisecond
 )
 
-func (m *mcpServer) addResources() {
-	m.srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: fmt.Sprintf(reportURI, "{name}"), Name: "report",
+func (m *server) addResources(ctx context.Context) {
+	m.srv.AddResourceTemplate(&sdk.ResourceTemplate{URITemplate: fmt.Sprintf(reportURI, "{name}"), Name: "report",
 		Title: "Project report", MIMEType: "text/markdown",
 		Description: "The project's report: its summary, tasks, runs and evidence notes, in Markdown."}, m.read)
-	m.srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: fmt.Sprintf(graphURI, "{name}"), Name: "graph",
+	m.srv.AddResourceTemplate(&sdk.ResourceTemplate{URITemplate: fmt.Sprintf(graphURI, "{name}"), Name: "graph",
 		Title: "Task graph", MIMEType: "text/plain",
 		Description: "The project's task graph: the tasks in layers below the tasks they depend on, as text."}, m.read)
 	// The projects there are now, listed; a daemon not running lists none.
-	if st, err := m.c.do(api.CmdProjectList{}); err == nil {
+	if st, err := m.do(ctx, api.CmdProjectList{}); err == nil {
 		for _, p := range *st.Projects {
 			if m.inScope(p.ID, p.Name) {
 				m.addProject(p.Name)
@@ -46,10 +46,10 @@ func (m *mcpServer) addResources() {
 }
 
 // addProject lists the resources of project name.
-func (m *mcpServer) addProject(name string) {
-	m.srv.AddResource(&mcp.Resource{URI: fmt.Sprintf(reportURI, name), Name: name + " report", MIMEType: "text/markdown",
+func (m *server) addProject(name string) {
+	m.srv.AddResource(&sdk.Resource{URI: fmt.Sprintf(reportURI, name), Name: name + " report", MIMEType: "text/markdown",
 		Title: "Report of " + name}, m.read)
-	m.srv.AddResource(&mcp.Resource{URI: fmt.Sprintf(graphURI, name), Name: name + " graph", MIMEType: "text/plain",
+	m.srv.AddResource(&sdk.Resource{URI: fmt.Sprintf(graphURI, name), Name: name + " graph", MIMEType: "text/plain",
 		Title: "Task graph of " + name}, m.read)
 }
 
@@ -68,27 +68,27 @@ func parseURI(uri string) (project, what string, ok bool) {
 }
 
 // read reads a project's report or graph.
-func (m *mcpServer) read(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+func (m *server) read(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 	uri := req.Params.URI
 	name, what, ok := parseURI(uri)
 	if !ok {
-		return nil, mcp.ResourceNotFoundError(uri)
+		return nil, sdk.ResourceNotFoundError(uri)
 	}
-	p, err := m.project(name)
+	p, err := m.project(ctx, name)
 	if err != nil {
 		return nil, toolError(err)
 	}
 	// Where the history stands, before the state is read: a change after
 	// it is news to a subscription of this session.
-	if err := m.catchUp(name); err != nil {
+	if err := m.catchUp(ctx, name); err != nil {
 		return nil, toolError(err)
 	}
-	st, err := m.c.do(api.CmdProjectReport{Project: p})
+	st, err := m.do(ctx, api.CmdProjectReport{Project: p})
 	if err != nil {
 		return nil, toolError(err)
 	}
 	r := st.Project.Report
-	content := &mcp.ResourceContents{URI: uri}
+	content := &sdk.ResourceContents{URI: uri}
 	switch what {
 	case "report":
 		content.MIMEType, content.Text = "text/markdown", reportMarkdown(r)
@@ -99,7 +99,7 @@ func (m *mcpServer) read(ctx context.Context, req *mcp.ReadResourceRequest) (*mc
 		}
 		content.MIMEType, content.Text = "text/plain", b.String()
 	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{content}}, nil
+	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{content}}, nil
 }
 
 // reportMarkdown is a project's report in Markdown.
@@ -182,13 +182,13 @@ func deref(s *string) string {
 
 // subscribe notes a subscription, and starts the poll that notifies it,
 // for as long as the session lasts.
-func (m *mcpServer) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+func (m *server) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error {
 	uri := req.Params.URI
 	name, _, ok := parseURI(uri)
 	if !ok {
-		return mcp.ResourceNotFoundError(uri)
+		return sdk.ResourceNotFoundError(uri)
 	}
-	if _, err := m.project(name); err != nil {
+	if _, err := m.project(ctx, name); err != nil {
 		return toolError(err)
 	}
 	// What comes after the session last read the project (or after now,
@@ -197,7 +197,7 @@ func (m *mcpServer) subscribe(ctx context.Context, req *mcp.SubscribeRequest) er
 	_, known := m.seen[name]
 	m.mu.Unlock()
 	if !known {
-		if err := m.catchUp(name); err != nil {
+		if err := m.catchUp(ctx, name); err != nil {
 			return toolError(err)
 		}
 	}
@@ -212,12 +212,12 @@ func (m *mcpServer) subscribe(ctx context.Context, req *mcp.SubscribeRequest) er
 			req.Session.Wait()
 			cancel()
 		}()
-		go m.poll(pctx)
+		go m.watch(pctx)
 	}
 	return nil
 }
 
-func (m *mcpServer) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
+func (m *server) unsubscribe(_ context.Context, req *sdk.UnsubscribeRequest) error {
 	m.mu.Lock()
 	delete(m.subs, req.Params.URI)
 	m.mu.Unlock()
@@ -225,11 +225,11 @@ func (m *mcpServer) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) 
 }
 
 // catchUp notes the sequence of project's newest event.
-func (m *mcpServer) catchUp(project string) error {
+func (m *server) catchUp(ctx context.Context, project string) error {
 	m.mu.Lock()
 	after := m.seen[project]
 	m.mu.Unlock()
-	head, err := m.head(project, after)
+	head, err := m.head(ctx, project, after)
 	if err != nil {
 		return err
 	}
@@ -241,24 +241,27 @@ func (m *mcpServer) catchUp(project string) error {
 
 // head is the sequence of project's newest event, paging from after to
 // the end.
-func (m *mcpServer) head(project string, after uint64) (uint64, error) {
+func (m *server) head(ctx context.Context, project string, after uint64) (uint64, error) {
 	for {
-		st, err := m.c.do(api.CmdProjectEvents{Project: project, After: &after})
+		st, err := m.do(ctx, api.CmdProjectEvents{Project: project, After: &after})
 		if err != nil {
 			return 0, err
 		}
 		evs := st.Project.Events
-		if len(evs) == 0 {
+		if len(evs) > 0 {
+			after = evs[len(evs)-1].Sequence
+		}
+		if len(evs) < api.EventsPage { // the end of the history
 			return after, nil
 		}
-		after = evs[len(evs)-1].Sequence
 	}
 }
 
-// poll notifies the subscriptions of the projects whose history grew,
-// until ctx ends.
-func (m *mcpServer) poll(ctx context.Context) {
-	t := time.NewTicker(mcpPoll)
+// watch notifies the subscriptions of the projects whose history grew,
+// until ctx ends: it looks every pollEvery. It is the one place that
+// waits for changes.
+func (m *server) watch(ctx context.Context) {
+	t := time.NewTicker(pollEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -266,27 +269,33 @@ func (m *mcpServer) poll(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		m.notify(ctx)
+	}
+}
+
+// notify notifies the subscriptions of the projects whose history grew
+// since the session last looked.
+func (m *server) notify(ctx context.Context) {
+	m.mu.Lock()
+	projects := map[string][]string{}
+	for uri := range m.subs {
+		name, _, _ := parseURI(uri)
+		projects[name] = append(projects[name], uri)
+	}
+	m.mu.Unlock()
+	for name, uris := range projects {
 		m.mu.Lock()
-		projects := map[string][]string{}
-		for uri := range m.subs {
-			name, _, _ := parseURI(uri)
-			projects[name] = append(projects[name], uri)
-		}
+		after := m.seen[name]
 		m.mu.Unlock()
-		for name, uris := range projects {
-			m.mu.Lock()
-			after := m.seen[name]
-			m.mu.Unlock()
-			head, err := m.head(name, after)
-			if err != nil || head <= after {
-				continue
-			}
-			m.mu.Lock()
-			m.seen[name] = max(m.seen[name], head)
-			m.mu.Unlock()
-			for _, uri := range uris {
-				m.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
-			}
+		head, err := m.head(ctx, name, after)
+		if err != nil || head <= after {
+			continue
+		}
+		m.mu.Lock()
+		m.seen[name] = max(m.seen[name], head)
+		m.mu.Unlock()
+		for _, uri := range uris {
+			m.srv.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: uri})
 		}
 	}
 }
