@@ -19,7 +19,6 @@ import (
 
 	"scv/control"
 	"scv/control/api"
-	"scv/ledger"
 	"scv/reducer"
 )
 
@@ -718,7 +717,7 @@ func TestProtocolEventsAfterAnyU64(t *testing.T) {
 	}
 }
 
-// TestProtocolEventsPaging: one reply holds at most ledger.MaxPage events;
+// TestProtocolEventsPaging: one reply holds at most reducer.MaxEventsPage events;
 // a client pages with after and sees every event once, in order.
 func TestProtocolEventsPaging(t *testing.T) {
 	d := startDaemon(t, nil)
@@ -742,14 +741,14 @@ func TestProtocolEventsPaging(t *testing.T) {
 		require.NoError(t, <-errs)
 	}
 	total := 1 + clients*each
-	require.Greater(t, total, ledger.MaxPage)
+	require.Greater(t, total, reducer.MaxEventsPage)
 
 	var all []api.ProjectEvent
 	var after *uint64
 	for pages := 0; ; pages++ {
 		require.Less(t, pages, 10, "paging ends")
 		ev := call(t, c, api.CmdProjectEvents{Project: "acme", After: after})
-		assert.LessOrEqual(t, len(ev.Events), ledger.MaxPage)
+		assert.LessOrEqual(t, len(ev.Events), reducer.MaxEventsPage)
 		if len(ev.Events) == 0 {
 			break
 		}

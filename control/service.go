@@ -515,7 +515,7 @@ func (s *Service) events(ctx context.Context, c api.CmdProjectEvents) (*api.Daem
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.Ledger.EventsPage(ctx, p.ID, deref(c.After), api.EventsPage)
+	page, err := s.Ledger.EventsPage(ctx, p.ID, deref(c.After), reducer.MaxEventsPage)
 	if err != nil {
 		return nil, err
 	}

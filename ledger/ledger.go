@@ -786,9 +786,6 @@ type Row struct {
 	Archived bool
 }
 
-// MaxPage is the most events one EventsPage call returns.
-const MaxPage = 1000
-
 // Page is one reply's worth of a project's events.
 type Page struct {
 	Rows []Row
@@ -798,14 +795,14 @@ type Page struct {
 	CompactedBefore uint64
 }
 
-// EventsPage returns up to limit (at most MaxPage) live events of a
+// EventsPage returns up to limit (at most reducer.MaxEventsPage) live events of a
 // project with a sequence above after, in order, and says whether the
 // request reached back into what compaction took out of the live tail. It
 // reads one committed state of the database and never waits for the
 // writer.
 func (l *Ledger) EventsPage(ctx context.Context, projectID string, after uint64, limit int) (Page, error) {
-	if limit <= 0 || limit > MaxPage {
-		limit = MaxPage
+	if limit <= 0 || limit > reducer.MaxEventsPage {
+		limit = reducer.MaxEventsPage
 	}
 	if l.isClosed() {
 		return Page{}, ErrClosed
@@ -831,7 +828,7 @@ func (l *Ledger) EventsPage(ctx context.Context, projectID string, after uint64,
 	return page, nil
 }
 
-// Events returns up to limit (at most MaxPage) live events of a project
+// Events returns up to limit (at most reducer.MaxEventsPage) live events of a project
 // with a sequence above after, in order (EventsPage without the
 // compaction mark).
 func (l *Ledger) Events(ctx context.Context, projectID string, after uint64, limit int) ([]Row, error) {

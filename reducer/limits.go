@@ -38,6 +38,9 @@ const (
 	MaxReasonLen = MaxProgressLen
 	// MaxDependsOn is the most entries of a task's depends_on.
 	MaxDependsOn = 100
+	// MaxEventsPage is the most events one read of a project's history
+	// returns: a project_events reply, a page of the ledger's.
+	MaxEventsPage = 1000
 )
 
 // checkShape checks what of c needs no project state: its references,

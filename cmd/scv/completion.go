@@ -11,6 +11,7 @@ import (
 
 	"scv/control"
 	"scv/control/api"
+	"scv/control/daemon"
 	"scv/ledger/driver"
 )
 
@@ -87,7 +88,7 @@ func (c *client) projectNames() []cobra.Completion {
 			out = append(out, cobra.CompletionWithDesc(p.Name, p.Status))
 		}
 	case r.Error != nil && r.Error.Code == api.CodeInvalidParams:
-		drv, err := openReadOnly(ctx, defaultDBPath())
+		drv, err := daemon.OpenLedger(ctx, daemon.DefaultDB(), false)
 		if err != nil {
 			return nil
 		}

@@ -7,37 +7,14 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"scv/control"
 	"scv/control/channels"
 	"scv/control/daemon"
-	"scv/ledger"
-	"scv/ledger/driver"
-	"scv/ledger/postgres"
-	"scv/ledger/sqlite"
 )
-
-// defaultDBPath is $SCV_DB, else $XDG_STATE_HOME/scv/ledger.db.
-func defaultDBPath() string {
-	if p := os.Getenv("SCV_DB"); p != "" {
-		return p
-	}
-	return filepath.Join(control.StateDir(), "ledger.db")
-}
-
-// defaultLocalDBPath is $SCV_LOCAL_DB, else $XDG_STATE_HOME/scv/local.db.
-func defaultLocalDBPath() string {
-	if p := os.Getenv("SCV_LOCAL_DB"); p != "" {
-		return p
-	}
-	return filepath.Join(control.StateDir(), "local.db")
-}
 
 // heartbeatFlag is --heartbeat-every: a duration, or unset for a tenth
 // of --stale-after (the daemon's negative HeartbeatEvery).
@@ -121,8 +98,8 @@ start names the command, open=).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.DB, "db", defaultDBPath(), "ledger database: a SQLite `PATH`, or a postgres:// URL a fleet shares (env SCV_DB)")
-	f.StringVar(&cfg.LocalDB, "local-db", defaultLocalDBPath(), "with a postgres:// --db, this machine's own state (delegations, channels, questions): a SQLite `PATH` (env SCV_LOCAL_DB)")
+	f.StringVar(&cfg.DB, "db", daemon.DefaultDB(), "ledger database: a SQLite `PATH`, or a postgres:// URL a fleet shares (env SCV_DB)")
+	f.StringVar(&cfg.LocalDB, "local-db", daemon.DefaultLocalDB(), "with a postgres:// --db, this machine's own state (delegations, channels, questions): a SQLite `PATH` (env SCV_LOCAL_DB)")
 	f.DurationVar(&cfg.LeaseTTL, "lease", 0, "with a shared --db, the sweeper lease's `length`: a dead sweeper is replaced within it (default 10s)")
 	f.DurationVar(&cfg.StaleAfter, "stale-after", daemon.DefaultStaleAfter, "mark a running run stale after this long without a heartbeat or progress")
 	f.Var(heartbeatFlag{&cfg.HeartbeatEvery}, "heartbeat-every", "journal at most one heartbeat per run per `interval` (0: every one; default: a tenth of --stale-after)")
@@ -155,133 +132,14 @@ func (o *DaemonOptions) check() error {
 // run is `scv daemon`: it runs in the foreground until SIGINT or
 // SIGTERM, or until restart_when_idle handed over to a new process.
 func (o *DaemonOptions) run() error {
-	// Everything the daemon creates (database, socket, lock files) is
-	// for its owner alone.
-	syscall.Umask(0o077)
-	cfg := o.cfg
-	var err error
-	if cfg.Failpoints, err = ledger.ParseFailpoints(os.Getenv(ledger.FailpointsEnv)); err != nil {
-		return err
-	}
-	if cfg.Clock, err = skewedClock(os.Getenv(ClockSkewEnv)); err != nil {
-		return err
-	}
 	var handler slog.Handler = slog.NewTextHandler(o.c.stderr, nil)
 	if o.c.json {
 		handler = slog.NewJSONHandler(o.c.stderr, nil)
 	}
-	log := slog.New(handler)
+	cfg := o.cfg
 	// The release a restart starts gets the daemon's own command line.
-	cfg.Logger, cfg.Version, cfg.Args = log, version, os.Args[1:]
-	// A write past the process's file size limit (RLIMIT_FSIZE) gets
-	// SIGXFSZ, whose default action kills the process (the Go runtime
-	// drops it when no one asked for it; this says so, and logs it).
-	// Caught, the write only fails (EFBIG), and its batch is refused
-	// with storage_full. Caught, not ignored: an ignored signal stays
-	// ignored across exec, in every process a delegation starts.
-	xfsz := make(chan os.Signal, 1)
-	signal.Notify(xfsz, syscall.SIGXFSZ)
-	defer func() {
-		signal.Stop(xfsz)
-		close(xfsz)
-	}()
-	go logFileSizeLimit(log, xfsz)
-	// Resolved now: a release installed later replaces the file, not
-	// this path (Go drops the " (deleted)" Linux then shows).
-	if exe, err := os.Executable(); err == nil {
-		cfg.Executable = exe
-	} else {
-		log.Warn("own executable unknown: restart_when_idle is refused", "err", err)
-	}
+	cfg.Logger, cfg.Version, cfg.Args = slog.New(handler), version, os.Args[1:]
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	d := daemon.New(cfg)
-	if err := d.Open(ctx); err != nil {
-		return err
-	}
-	cfg = d.Config()
-	db := cfg.DB
-	if d.Shared() {
-		db = postgres.Redact(db) + " (local " + cfg.LocalDB + ")"
-	}
-	log.Info("daemon started", "version", version, "db", db, "socket", cfg.Socket,
-		"stale_after", cfg.StaleAfter, "heartbeat_every", cfg.HeartbeatEvery, "cache_projects", cfg.CacheSize,
-		"pid", os.Getpid(), "inherited_socket", d.Inherited())
-	served := make(chan error, 1)
-	go func() { served <- d.Serve() }()
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down")
-	case err := <-served:
-		if err == nil && d.HandedOff() {
-			log.Info("daemon stopped: a new process serves the socket")
-			return nil
-		}
-		d.Close()
-		return err
-	}
-	if err := d.Close(); err != nil {
-		return err
-	}
-	if d.HandedOff() {
-		// The signal came while a restart handed over: the stop was
-		// meant for the daemon, whichever process it is now.
-		log.Info("daemon stopped: passing the stop on to the new process", "pid", d.Successor())
-		syscall.Kill(d.Successor(), syscall.SIGTERM)
-		return nil
-	}
-	log.Info("daemon stopped")
-	return nil
-}
-
-// logFileSizeLimit logs the SIGXFSZ signals received on c, at most one a
-// minute, until c is closed.
-func logFileSizeLimit(log *slog.Logger, c <-chan os.Signal) {
-	var last time.Time
-	for range c {
-		if time.Since(last) >= time.Minute {
-			log.Warn("a write reached the file size limit (RLIMIT_FSIZE): writes are refused with storage_full until it is raised")
-			last = time.Now()
-		}
-	}
-}
-
-// openReadOnly opens the ledger database db (a SQLite file or a
-// PostgreSQL URL) for the auditor's tools, as it is, creating and
-// migrating nothing.
-func openReadOnly(ctx context.Context, db string) (driver.Driver, error) {
-	if postgres.IsURL(db) {
-		return postgres.Open(ctx, db, postgres.Options{ReadOnly: true})
-	}
-	return sqlite.OpenReadOnly(ctx, db)
-}
-
-// openWritable opens (creating and migrating it) the ledger database db,
-// a SQLite file or a PostgreSQL URL, for `ledger copy`.
-func openWritable(ctx context.Context, db string) (driver.Driver, error) {
-	if postgres.IsURL(db) {
-		return postgres.Open(ctx, db, postgres.Options{})
-	}
-	return sqlite.Open(ctx, db, sqlite.Options{})
-}
-
-// ClockSkewEnv names the environment variable that skews the daemon's own
-// clock by a duration (`+1h`, `-90s`), for the fault checks of a fleet
-// (scvrel linear): it moves what the daemon times itself (reports,
-// questions' deadlines, the pace of the sweeper's lease renewals), and,
-// on a SQLite ledger, the events' stamps; on a shared ledger the server's
-// clock stamps events and times the lease whatever it says.
-const ClockSkewEnv = "SCV_CLOCK_SKEW"
-
-// skewedClock is the system clock moved by the duration spec, nil (the
-// system's) when spec is empty.
-func skewedClock(spec string) (func() time.Time, error) {
-	if spec == "" {
-		return nil, nil
-	}
-	skew, err := time.ParseDuration(strings.TrimPrefix(spec, "+"))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %q is not a duration such as +1h or -90s", ClockSkewEnv, spec)
-	}
-	return func() time.Time { return time.Now().Add(skew) }, nil
+	return daemon.Run(ctx, cfg)
 }

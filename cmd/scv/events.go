@@ -10,7 +10,7 @@ import (
 
 	"scv/control/api"
 	"scv/control/follow"
-	"scv/ledger"
+	"scv/reducer"
 )
 
 // eventsEvery is how often --follow asks for new events.
@@ -80,7 +80,7 @@ func (o *ProjectEventsOptions) run() error {
 			return nil
 		}
 		(&eventLines{p: p}).write(r.Events)
-		if len(r.Events) >= ledger.MaxPage {
+		if len(r.Events) >= reducer.MaxEventsPage {
 			o.c.note("more events may follow: scv project events %s --after %d", o.Project, r.Events[len(r.Events)-1].Sequence)
 		}
 		return nil
@@ -135,7 +135,7 @@ func (o *ProjectEventsOptions) follow() error {
 			if n := len(r.Events); n > 0 {
 				after = r.Events[n-1].Sequence
 			}
-			if len(r.Events) >= ledger.MaxPage {
+			if len(r.Events) >= reducer.MaxEventsPage {
 				return follow.Now, nil // a full page: there is more right away
 			}
 			return follow.Wait, nil

@@ -16,6 +16,7 @@ import (
 	"scv/control/daemon"
 	"scv/ledger"
 	"scv/ledger/driver"
+	"scv/reducer"
 )
 
 // newLedgerCmd is `scv ledger`: the ledger's own tools. verify, export
@@ -98,7 +99,7 @@ progress on stderr.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.DB, "db", defaultDBPath(), "the ledger database `PATH` or URL (env SCV_DB)")
+	f.StringVar(&o.DB, "db", daemon.DefaultDB(), "the ledger database `PATH` or URL (env SCV_DB)")
 	f.StringVar(&o.Project, "project", "", "verify only this project, `P` (ID or name)")
 	f.StringVar(&o.Bundle, "bundle", "", "verify the bundle `FILE` that scv ledger export wrote instead of a database (-: stdin)")
 	f.Var(o.Heads, "head", "a chain head saved earlier, `PROJECT_ID=HEX` (repeatable): also proves no event was cut off the end")
@@ -122,7 +123,7 @@ func (c *client) progress(what string) func(done, total int) {
 func (o *VerifyOptions) run() error {
 	opts := ledger.VerifyOptions{Project: o.Project, Heads: o.Heads, Progress: o.c.progress("verifying")}
 	ctx := context.Background()
-	drv, err := openReadOnly(ctx, o.DB)
+	drv, err := daemon.OpenLedger(ctx, o.DB, false)
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
@@ -254,7 +255,7 @@ without it, the bundle itself is the output).`,
 			return o.run()
 		},
 	}
-	cmd.Flags().StringVar(&o.DB, "db", defaultDBPath(), "the ledger database `PATH` or URL (env SCV_DB)")
+	cmd.Flags().StringVar(&o.DB, "db", daemon.DefaultDB(), "the ledger database `PATH` or URL (env SCV_DB)")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "write the bundle to `FILE` instead of stdout")
 	return cmd
 }
@@ -276,7 +277,7 @@ func (cw *countingWriter) Write(p []byte) (int, error) {
 
 func (o *ExportOptions) run() error {
 	ctx := context.Background()
-	drv, err := openReadOnly(ctx, o.DB)
+	drv, err := daemon.OpenLedger(ctx, o.DB, false)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
@@ -386,8 +387,8 @@ func (o *CompactOptions) run() error {
 		return err
 	}
 	live := fmt.Sprint(len(ev.Project.Events))
-	if len(ev.Project.Events) >= ledger.MaxPage {
-		live = fmt.Sprintf("%d or more", ledger.MaxPage)
+	if len(ev.Project.Events) >= reducer.MaxEventsPage {
+		live = fmt.Sprintf("%d or more", reducer.MaxEventsPage)
 	}
 	name := o.Project
 	if st.Project != nil && st.Project.Project != nil {
@@ -441,12 +442,12 @@ type copyJSON struct {
 
 func (o *CopyOptions) run() error {
 	ctx := context.Background()
-	src, err := openReadOnly(ctx, o.From)
+	src, err := daemon.OpenLedger(ctx, o.From, false)
 	if err != nil {
 		return fmt.Errorf("ledger copy: %w", err)
 	}
 	defer src.Close()
-	dst, err := openWritable(ctx, o.To)
+	dst, err := daemon.OpenLedger(ctx, o.To, true)
 	if err != nil {
 		return fmt.Errorf("ledger copy: %w", err)
 	}
@@ -483,7 +484,7 @@ is taken over by another daemon once it has expired.`,
 		Args:    exactArgs(),
 		RunE:    func(cmd *cobra.Command, args []string) error { return o.run() },
 	}
-	cmd.Flags().StringVar(&o.DB, "db", defaultDBPath(), "the ledger database `PATH` or URL (env SCV_DB)")
+	cmd.Flags().StringVar(&o.DB, "db", daemon.DefaultDB(), "the ledger database `PATH` or URL (env SCV_DB)")
 	return cmd
 }
 
@@ -497,7 +498,7 @@ type leaseJSON struct {
 
 func (o *LeaseOptions) run() error {
 	ctx := context.Background()
-	drv, err := openReadOnly(ctx, o.DB)
+	drv, err := daemon.OpenLedger(ctx, o.DB, false)
 	if err != nil {
 		return fmt.Errorf("ledger lease: %w", err)
 	}

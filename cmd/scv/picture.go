@@ -106,7 +106,7 @@ func newPictureCmd(c *client, kind, short, long, example string) *cobra.Command 
 	f := cmd.Flags()
 	f.StringVar(&o.Format, "format", formats[0], "the drawing's `FORMAT`: "+strings.Join(formats, "|"))
 	f.Uint64Var(&o.At, "at", 0, "draw the project as the ledger stood after sequence `SEQ` (default: now)")
-	f.StringVar(&o.DB, "db", defaultDBPath(), "the ledger database `PATH` or URL (env SCV_DB)")
+	f.StringVar(&o.DB, "db", daemon.DefaultDB(), "the ledger database `PATH` or URL (env SCV_DB)")
 	f.StringVarP(&o.Output, "output", "o", "", "write the drawing to `FILE` instead of stdout (-: stdout)")
 	f.BoolVar(&o.ASCII, "ascii", false, "with --format text: draw with ASCII characters only")
 	if kind == "timeline" {
@@ -126,7 +126,7 @@ func newPictureCmd(c *client, kind, short, long, example string) *cobra.Command 
 func (c *client) readPicture(db, project string, at uint64, atSet bool) (*ledger.Picture, string, time.Time, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	drv, err := openReadOnly(ctx, db)
+	drv, err := daemon.OpenLedger(ctx, db, false)
 	if err != nil {
 		return nil, "", time.Time{}, err
 	}

@@ -147,7 +147,7 @@ refused, naming the newest.`,
 		},
 	}
 	cmd.Flags().Uint64Var(&o.At, "at", 0, "answer as the ledger stood after sequence `SEQ`, from the database file (no daemon needed)")
-	cmd.Flags().StringVar(&o.DB, "db", defaultDBPath(), "with --at: the ledger database `PATH` or URL (env SCV_DB)")
+	cmd.Flags().StringVar(&o.DB, "db", daemon.DefaultDB(), "with --at: the ledger database `PATH` or URL (env SCV_DB)")
 	return cmd, o
 }
 
@@ -208,7 +208,7 @@ func (o *ProjectViewOptions) run() error {
 	// state's last update, so that it is reproducible.
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	drv, err := openReadOnly(ctx, o.DB)
+	drv, err := daemon.OpenLedger(ctx, o.DB, false)
 	if err != nil {
 		return err
 	}

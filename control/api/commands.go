@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"scv/ledger"
 	"scv/reducer"
 )
 
@@ -88,15 +87,11 @@ type CmdProjectStatus struct {
 }
 
 // CmdProjectEvents reads a project's events after a sequence: at most
-// EventsPage of them.
+// reducer.MaxEventsPage of them.
 type CmdProjectEvents struct {
 	Project string  `json:"project"`
 	After   *uint64 `json:"after"`
 }
-
-// EventsPage is the most events one project_events reply carries: a reply
-// with fewer was the end of the history at that moment.
-const EventsPage = ledger.MaxPage
 
 // CmdProjectTasks reads a project's tasks.
 type CmdProjectTasks struct {

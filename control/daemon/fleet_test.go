@@ -144,7 +144,7 @@ func TestFleetThreeDaemons(t *testing.T) {
 			case <-followStop:
 				// Every client has had its last answer: read on to the
 				// end, however far behind the follower fell (a page
-				// holds at most ledger.MaxPage events).
+				// holds at most reducer.MaxEventsPage events).
 				for page() > 0 && followErr == nil {
 				}
 				return
@@ -321,7 +321,7 @@ func TestFleetReadYourWrites(t *testing.T) {
 func leases(t *testing.T, url string) []driver.Lease {
 	t.Helper()
 	ctx := context.Background()
-	drv, err := openReadOnly(ctx, url)
+	drv, err := OpenLedger(ctx, url, false)
 	require.NoError(t, err)
 	defer drv.Close()
 	var ls []driver.Lease

@@ -17,9 +17,6 @@ import (
 	"scv/control/api"
 	"scv/control/daemon/daemonproc"
 	"scv/ledger"
-	"scv/ledger/driver"
-	"scv/ledger/postgres"
-	"scv/ledger/sqlite"
 )
 
 // The tests that need the daemon as a process of its own (killed with
@@ -206,20 +203,11 @@ func install(t *testing.T, src, dst string) {
 	require.NoError(t, os.Rename(dst+".new", dst))
 }
 
-// openReadOnly opens the ledger at db (a SQLite file or a PostgreSQL
-// URL) for reading only, as it is, as `scv ledger verify` does.
-func openReadOnly(ctx context.Context, db string) (driver.Driver, error) {
-	if postgres.IsURL(db) {
-		return postgres.Open(ctx, db, postgres.Options{ReadOnly: true})
-	}
-	return sqlite.OpenReadOnly(ctx, db)
-}
-
 // verifyLedger runs ledger.Verify on db, with no daemon needed, and
 // returns its report, or the error that stopped it.
 func verifyLedger(db string) (*ledger.VerifyReport, error) {
 	ctx := context.Background()
-	drv, err := openReadOnly(ctx, db)
+	drv, err := OpenLedger(ctx, db, false)
 	if err != nil {
 		return nil, err
 	}

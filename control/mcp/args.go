@@ -16,7 +16,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"scv/control/api"
 	"scv/reducer"
 )
 
@@ -24,7 +23,7 @@ import (
 const (
 	// maxEvents is the most project_events returns, one page of the
 	// daemon's; defaultEvents, what it returns when not told.
-	maxEvents, defaultEvents = api.EventsPage, 100
+	maxEvents, defaultEvents = reducer.MaxEventsPage, 100
 	// maxWait bounds owner_ask's wait_seconds.
 	maxWait = 600
 )

@@ -68,7 +68,7 @@ func TestMCPArguments(t *testing.T) {
 	} {
 		assert.EqualValues(t, c.max, prop(c.tool, c.arg)["maxLength"], "%s %s", c.tool, c.arg)
 	}
-	assert.EqualValues(t, api.EventsPage, prop("project_events", "limit")["maximum"])
+	assert.EqualValues(t, reducer.MaxEventsPage, prop("project_events", "limit")["maximum"])
 	assert.EqualValues(t, 600, prop("owner_ask", "wait_seconds")["maximum"])
 	assert.Equal(t, []any{"succeeded", "failed", "cancelled"}, prop("run_finish", "status")["enum"])
 

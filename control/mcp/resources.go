@@ -12,6 +12,7 @@ import (
 	"scv/control/api"
 	"scv/control/render"
 	"scv/control/view"
+	"scv/reducer"
 )
 
 // The MCP resources: each project's report, as Markdown, and its task
@@ -251,7 +252,7 @@ func (m *server) head(ctx context.Context, project string, after uint64) (uint64
 		if len(evs) > 0 {
 			after = evs[len(evs)-1].Sequence
 		}
-		if len(evs) < api.EventsPage { // the end of the history
+		if len(evs) < reducer.MaxEventsPage { // the end of the history
 			return after, nil
 		}
 	}

@@ -142,7 +142,7 @@ func (m *server) addReading() {
 				out.Events = append(out.Events, event{Sequence: e.Sequence, Kind: e.Kind, TimestampUnixSeconds: e.TimestampUnixSeconds, Data: data})
 				out.Next = e.Sequence
 			}
-			if len(r.Events) >= api.EventsPage { // a full page of the daemon's: there may be more
+			if len(r.Events) >= reducer.MaxEventsPage { // a full page of the daemon's: there may be more
 				out.More = true
 			}
 			return out, nil

@@ -140,7 +140,7 @@ type Pager interface {
 // stopped at max, so there may be more.
 func ReadEvents(ctx context.Context, src Pager, projectID string, after uint64, max int) (rows []ledger.Row, more bool, err error) {
 	for {
-		limit := ledger.MaxPage
+		limit := reducer.MaxEventsPage
 		if max > 0 && max-len(rows) < limit {
 			limit = max - len(rows)
 		}

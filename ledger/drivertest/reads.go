@@ -26,15 +26,15 @@ func testReads(t *testing.T, h Harness) {
 		l := e.open(ledger.Options{})
 		f := newFixture(t, l, "alpha")
 		other := newFixture(t, l, "beta")
-		f.progress(t, l, ledger.MaxPage+50, "step")
+		f.progress(t, l, reducer.MaxEventsPage+50, "step")
 		exec(t, l, reducer.ProgressRun{Project: other.project, RunID: other.run, Progress: "elsewhere"})
 		live := e.live(f.project)
-		require.Len(t, live, ledger.MaxPage+53)
+		require.Len(t, live, reducer.MaxEventsPage+53)
 
-		for _, limit := range []int{0, -1, ledger.MaxPage + 1, 1 << 30} {
+		for _, limit := range []int{0, -1, reducer.MaxEventsPage + 1, 1 << 30} {
 			page, err := l.EventsPage(ctx, f.project, 0, limit)
 			require.NoError(t, err)
-			assert.Equal(t, live[:ledger.MaxPage], page.Rows, "limit %d: at most MaxPage", limit)
+			assert.Equal(t, live[:reducer.MaxEventsPage], page.Rows, "limit %d: at most MaxPage", limit)
 			assert.Zero(t, page.CompactedBefore, "nothing compacted")
 		}
 		var walked []ledger.Row
