@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -78,39 +77,15 @@ func (g *diamond) run(t *testing.T, args ...string) string {
 	return cliOK(t, g.sock, append(args, "--db", g.db)...)
 }
 
-// TestProjectGraph: the task graph as text (every title, the layers, cut
-// to $COLUMNS), as SVG (an XML document with one node per task and one
-// edge per dependency) and as DOT; --at draws the earlier state; the
-// database is read with no daemon.
-func TestProjectGraph(t *testing.T) {
+// TestProjectGraphSVG: the graph's SVG is an XML document with one node
+// per task, in the tasks' order, classed by status, and one edge per
+// dependency; --at draws the earlier state; the timeline's SVG is XML.
+// (pictures.txtar shows the pictures and their command lines.)
+func TestProjectGraphSVG(t *testing.T) {
+	t.Parallel()
 	g := newDiamond(t)
-
-	t.Setenv("COLUMNS", "60")
-	text := g.run(t, "project", "graph", "acme")
-	assert.True(t, strings.HasPrefix(text, "acme ("), text)
-	assert.Regexp(t, `4 tasks in 3 layers, 4\s+dependencies`, text)
-	for _, l := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
-		assert.LessOrEqual(t, utf8.RuneCountInString(l), 60, "%q", l)
-	}
-	for _, title := range []string{"fetch & unpack", `build "fast"`, "package"} {
-		assert.Contains(t, text, title)
-	}
-	assert.Contains(t, text, "[✓] build \"fast\"")
-	assert.Contains(t, text, "2 att, 1/1 retries")
-	assert.Contains(t, text, "[○] package", "package is ready")
-	assert.NotContains(t, g.run(t, "project", "graph", "acme", "--ascii"), "✓")
-	t.Setenv("COLUMNS", "")
-
-	type node struct {
-		Class  string `xml:"class,attr"`
-		TaskID string `xml:"data-task-id,attr"`
-	}
-	type path struct {
-		Class string `xml:"class,attr"`
-		From  string `xml:"data-from,attr"`
-		To    string `xml:"data-to,attr"`
-	}
-	svgNodes := func(doc string) (nodes []node, edges []path) {
+	type node struct{ Class, TaskID string }
+	svgNodes := func(doc string) (nodes []node, edges int) {
 		t.Helper()
 		dec := xml.NewDecoder(strings.NewReader(doc))
 		for {
@@ -119,135 +94,47 @@ func TestProjectGraph(t *testing.T) {
 				return nodes, edges
 			}
 			require.NoError(t, err, "the SVG is XML")
-			if el, ok := tok.(xml.StartElement); ok {
-				switch el.Name.Local {
-				case "g":
-					var n node
-					for _, a := range el.Attr {
-						switch a.Name.Local {
-						case "class":
-							n.Class = a.Value
-						case "data-task-id":
-							n.TaskID = a.Value
-						}
-					}
-					if n.TaskID != "" {
-						nodes = append(nodes, n)
-					}
-				case "path":
-					var p path
-					for _, a := range el.Attr {
-						switch a.Name.Local {
-						case "class":
-							p.Class = a.Value
-						case "data-from":
-							p.From = a.Value
-						case "data-to":
-							p.To = a.Value
-						}
-					}
-					if p.Class == "edge" {
-						edges = append(edges, p)
-					}
-				}
+			el, ok := tok.(xml.StartElement)
+			if !ok {
+				continue
+			}
+			attr := map[string]string{}
+			for _, a := range el.Attr {
+				attr[a.Name.Local] = a.Value
+			}
+			switch {
+			case el.Name.Local == "g" && attr["data-task-id"] != "":
+				nodes = append(nodes, node{attr["class"], attr["data-task-id"]})
+			case el.Name.Local == "path" && attr["class"] == "edge":
+				edges++
 			}
 		}
 	}
-	svg := g.run(t, "project", "graph", "acme", "--format", "svg")
-	assert.True(t, strings.HasPrefix(svg, "<svg "), svg)
-	nodes, edges := svgNodes(svg)
+	nodes, edges := svgNodes(g.run(t, "project", "graph", "acme", "--format", "svg"))
 	require.Len(t, nodes, 4)
 	for i, n := range nodes {
 		assert.Equal(t, g.ids[i], n.TaskID)
 	}
 	assert.Equal(t, "node status-ready", nodes[3].Class)
-	assert.Len(t, edges, 4)
-	assert.Contains(t, svg, "&lt;img src=x onerror=alert(1)&gt;")
-	assert.NotContains(t, svg, "<img")
+	assert.Equal(t, 4, edges)
 
-	dot := g.run(t, "project", "graph", "acme", "--format", "dot")
-	assert.True(t, strings.HasPrefix(dot, "digraph "), dot)
-	assert.Equal(t, 4, strings.Count(dot, " -> "))
-	assert.Contains(t, dot, `build \"fast\"`)
-
-	// --at: fetch alone was done; then the state moved on.
 	before := strconv.FormatUint(g.before, 10)
-	then := g.run(t, "project", "graph", "acme", "--at", before)
-	assert.Contains(t, then, "[✓] fetch & unpack")
-	assert.Contains(t, then, "[○] build \"fast\"")
-	assert.Contains(t, then, "[◌] package")
 	nodes, _ = svgNodes(g.run(t, "project", "graph", "acme", "--format", "svg", "--at", before))
 	require.Len(t, nodes, 4)
 	assert.Equal(t, "node status-pending", nodes[3].Class)
-	r := cliRun(t, g.sock, "project", "graph", "acme", "--at", "99999", "--db", g.db)
-	assert.Equal(t, 1, r.code)
-	assert.Contains(t, r.stderr, "--at 99999: sequence 99999 is past the ledger's head")
-	r = cliRun(t, g.sock, "project", "graph", "nope", "--db", g.db)
-	assert.Equal(t, 1, r.code)
-	assert.Contains(t, r.stderr, `not found: project "nope"`)
-	r = cliRun(t, g.sock, "project", "graph", "acme", "--format", "png", "--db", g.db)
-	assert.Equal(t, 2, r.code)
-	assert.Contains(t, r.stderr, `--format "png": want one of text, svg, dot`)
 
-	// -o FILE, and --json; no daemon needed.
-	nowhere := filepath.Join(cliShortDir(t), "none.sock")
-	file := filepath.Join(t.TempDir(), "acme.dot")
-	out := cliOK(t, nowhere, "project", "graph", "acme", "--format", "dot", "--db", g.db, "-o", file)
-	assert.Regexp(t, `^acme: graph \(dot\) as of sequence \d+ written to `+file+`\n$`, out)
-	written, err := os.ReadFile(file)
-	require.NoError(t, err)
-	assert.Equal(t, dot, string(written))
-	var j pictureJSON
-	require.NoError(t, json.Unmarshal([]byte(cliOK(t, nowhere, "--json", "project", "graph", "acme", "--format", "dot", "--db", g.db)), &j))
-	require.NotNil(t, j.Content)
-	assert.Equal(t, dot, *j.Content)
-	assert.Equal(t, "acme", j.Name)
-	assert.Equal(t, "dot", j.Format)
-	assert.Equal(t, g.head(t), j.Sequence)
-	assert.Equal(t, len(dot), j.Bytes)
-}
-
-// TestProjectTimeline: the runs over time as text (a row per task, the
-// critical path by title) and as SVG (one bar per run); --at draws the
-// earlier state.
-func TestProjectTimeline(t *testing.T) {
-	g := newDiamond(t)
-	text := g.run(t, "project", "timeline", "acme")
-	assert.Contains(t, text, "4 runs of 4 tasks")
-	assert.Contains(t, text, "critical path")
-	assert.Contains(t, text, "critical path (0s): fetch & unpack → ", "by title")
-	assert.Regexp(t, `(?m)^ ✓ build "fast" +│ *✗+ *↻.*│$`, text, "a failed attempt, then the retry")
-	svg := g.run(t, "project", "timeline", "acme", "--format", "svg")
-	require.NoError(t, xmlValid(svg))
-	assert.Equal(t, 4, strings.Count(svg, `class="bar run-`))
-	then := g.run(t, "project", "timeline", "acme", "--format", "svg", "--at", strconv.FormatUint(g.before, 10))
-	assert.Equal(t, 1, strings.Count(then, `class="bar run-`))
-	r := cliRun(t, g.sock, "project", "timeline", "acme", "--format", "dot", "--db", g.db)
-	assert.Equal(t, 2, r.code, r.stderr)
-}
-
-func xmlValid(doc string) error {
-	dec := xml.NewDecoder(strings.NewReader(doc))
-	for {
-		if _, err := dec.Token(); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-	}
+	svgNodes(g.run(t, "project", "timeline", "acme", "--format", "svg"))
 }
 
 // TestProjectReportHTML: report --html -o FILE writes one self-contained
-// HTML file (nothing it loads from outside: no script, no src, no href
-// but the page's own fragments) with every task title, escaped; -o -
-// writes it to stdout; --html without -o, and -o without --html, are
-// usage errors; report without --html still asks the daemon.
+// HTML page (nothing it loads from outside: no script, no src, no href
+// but the page's own fragments) with every task title as text of the
+// page. (pictures.txtar shows the command lines.)
 func TestProjectReportHTML(t *testing.T) {
+	t.Parallel()
 	g := newDiamond(t)
 	file := filepath.Join(t.TempDir(), "acme.html")
-	out := g.run(t, "project", "report", "acme", "--html", "-o", file)
-	assert.Regexp(t, `^acme: report \(html\) as of sequence \d+ written to `+file+`\n$`, out)
+	g.run(t, "project", "report", "acme", "--html", "-o", file)
 	raw, err := os.ReadFile(file)
 	require.NoError(t, err)
 	doc, err := html.Parse(bytes.NewReader(raw))
@@ -275,32 +162,4 @@ func TestProjectReportHTML(t *testing.T) {
 	for _, title := range g.titles {
 		assert.Contains(t, texts.String(), title, "the title is text of the page")
 	}
-	assert.NotContains(t, string(raw), "<img")
-	assert.Contains(t, string(raw), "&lt;img src=x onerror=alert(1)&gt;")
-	assert.Contains(t, string(raw), "fetch &amp; unpack")
-	for _, s := range []string{`src="http`, `href="http`, `src="//`, `href="//`, "@import"} {
-		assert.NotContains(t, string(raw), s)
-	}
-	assert.Contains(t, string(raw), "scv ledger verify --db "+g.db+" --head ")
-
-	// To stdout, as of a sequence, with no daemon; reproducible.
-	nowhere := filepath.Join(cliShortDir(t), "none.sock")
-	before := strconv.FormatUint(g.before, 10)
-	page := cliOK(t, nowhere, "project", "report", "acme", "--html", "-o", "-", "--at", before, "--db", g.db)
-	assert.True(t, strings.HasPrefix(strings.ToLower(page), "<!doctype html>"), page[:40])
-	assert.Equal(t, page, cliOK(t, nowhere, "project", "report", "acme", "--html", "-o", "-", "--at", before, "--db", g.db))
-	var j pictureJSON
-	require.NoError(t, json.Unmarshal([]byte(cliOK(t, nowhere, "--json", "project", "report", "acme", "--html", "-o", file, "--db", g.db)), &j))
-	assert.Equal(t, pictureJSON{ProjectID: j.ProjectID, Name: "acme", Sequence: g.head(t), Format: "html", Bytes: j.Bytes, File: file}, j)
-
-	for _, args := range [][]string{
-		{"project", "report", "acme", "--html"},
-		{"project", "report", "acme", "-o", file},
-		{"project", "report", "acme", "--stale-after", "1m"},
-		{"project", "report", "acme", "--db", g.db},
-	} {
-		r := cliRun(t, g.sock, args...)
-		assert.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
-	}
-	assert.Contains(t, cliOK(t, g.sock, "project", "report", "acme"), "\nRuns:\n", "without --html: the daemon's report")
 }

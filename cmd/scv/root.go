@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"scv/control"
 	"scv/control/api"
@@ -120,7 +123,7 @@ Exit codes:
 	add(groupLedger, newLedgerCmd(c))
 	add(groupDaemon, newDaemonCmd(c), newStatusCmd(c), newUICmd(c), newReloadCmd(c), newRestartWhenIdleCmd(c), newVersionCmd(c))
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return usageError{err.Error()}
+		return usageError{flagMessage(err)}
 	})
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
@@ -162,6 +165,38 @@ func groupRun(cmd *cobra.Command, args []string) error {
 		msg += "; one of: " + strings.Join(names, ", ")
 	}
 	return usageError{msg}
+}
+
+// flagMessage says what was wrong with a flag's value, in scv's words:
+// `--after "x": want a whole number, 0 or more`. Other flag errors
+// (unknown flags, a missing value) are pflag's.
+func flagMessage(err error) string {
+	var bad *pflag.InvalidValueError
+	if !errors.As(err, &bad) {
+		return err.Error()
+	}
+	name, v, cause := "--"+bad.GetFlag().Name, bad.GetValue(), bad.Unwrap()
+	typ := bad.GetFlag().Value.Type()
+	bits := map[string]int{"int": strconv.IntSize, "int8": 8, "int16": 16, "int32": 32, "int64": 64,
+		"uint": strconv.IntSize, "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}[typ]
+	unsigned := strings.HasPrefix(typ, "uint")
+	tooLarge := errors.Is(cause, strconv.ErrRange)
+	why := cause.Error()
+	switch _, durErr := time.ParseDuration(v); {
+	case bits > 0 && unsigned && tooLarge:
+		why = fmt.Sprintf("want a whole number from 0 to %d", uint64(math.MaxUint64)>>(64-bits))
+	case bits > 0 && unsigned:
+		why = "want a whole number, 0 or more"
+	case bits > 0 && tooLarge:
+		why = fmt.Sprintf("want a whole number from %d to %d", int64(-1)<<(bits-1), int64(math.MaxInt64)>>(64-bits))
+	case bits > 0:
+		why = "want a whole number"
+	case typ == "duration" && durErr != nil:
+		why = "want a duration such as 90s, 10m or 1h30m"
+	case typ == "bool":
+		why = "want true or false"
+	}
+	return fmt.Sprintf("%s %q: %s", name, v, why)
 }
 
 // withExample sets cmd's examples.
@@ -209,6 +244,11 @@ func (c *client) execute(args []string) int {
 		if _, ok := err.(usageError); !ok {
 			err = usageError{err.Error()}
 		}
+	}
+	if u, ok := err.(usageError); ok {
+		// `scv project create: missing NAME` would be printed after
+		// `scv: `: the path names its command without scv.
+		err = usageError{strings.TrimPrefix(u.msg, root.Name()+" ")}
 	}
 	asJSON := c.json || slices.Contains(args, "--json")
 	hint := ""

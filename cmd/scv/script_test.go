@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -18,7 +19,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"scv/control"
+	"scv/control/api"
 	"scv/control/daemon"
+	"scv/ledger/drivertest"
+	"scv/ledger/sqlite/sqlitetest"
 )
 
 // TestMain lets the test binary be `scv` itself for the transcripts
@@ -35,7 +40,9 @@ var update = flag.Bool("update", false, "rewrite the transcripts of testdata/scr
 // TestScripts runs the transcripts of testdata/script: each starts with a
 // daemon of its own, in-process, on the default paths of a home folder
 // of its own ($HOME/.local/state/scv/ledger.db), its socket in
-// $SCV_SOCKET, in time zone UTC. `scv` is this binary.
+// $SCV_SOCKET, in time zone UTC; $SOCKDIR is a folder with a path short
+// enough for the sockets of other daemons a script starts. `scv` is this
+// binary.
 func TestScripts(t *testing.T) {
 	t.Parallel()
 	testscript.Run(t, testscript.Params{
@@ -43,8 +50,11 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		Setup:               scriptSetup,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"cmpnorm": cmpNorm,
-			"capture": capture,
+			"cmpnorm":    cmpNorm,
+			"capture":    capture,
+			"exits":      exits,
+			"waitdaemon": waitDaemon,
+			"tamper":     tamper,
 		},
 	})
 }
@@ -66,7 +76,7 @@ func scriptSetup(env *testscript.Env) error {
 		// scv, for the live agents of the transcripts.
 		"PATH": agentDir + string(os.PathListSeparator) + env.Getenv("PATH"), "ACPAGENT_STATE": filepath.Join(env.WorkDir, "agent-state"),
 		"HOME": home, "XDG_STATE_HOME": "", "XDG_RUNTIME_DIR": "", "XDG_CONFIG_HOME": filepath.Join(home, ".config"),
-		"SCV_DB": "", "SCV_SOCKET": sock, "TZ": "UTC", "NO_COLOR": "", "COLUMNS": "", "SCV_PARENT": "",
+		"SCV_DB": "", "SCV_SOCKET": sock, "SOCKDIR": sockDir, "TZ": "UTC", "NO_COLOR": "", "COLUMNS": "", "SCV_PARENT": "",
 	} {
 		env.Setenv(k, v)
 	}
@@ -113,21 +123,89 @@ func scriptAgent() (string, error) {
 	return scriptAgentDir, scriptAgentErr
 }
 
-// capture VAR sets $VAR to the last command's stdout, trimmed.
+// capture VAR [PATTERN] sets $VAR to the last command's stdout, trimmed,
+// or with PATTERN to what its first group matched there:
+// capture T 'task (\S+) added'.
 func capture(ts *testscript.TestScript, neg bool, args []string) {
-	if neg || len(args) != 1 {
-		ts.Fatalf("usage: capture VAR")
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: capture VAR [PATTERN]")
 	}
 	v := strings.TrimSpace(ts.ReadFile("stdout"))
+	if len(args) == 2 {
+		m := regexp.MustCompile(args[1]).FindStringSubmatch(v)
+		if len(m) < 2 {
+			ts.Fatalf("capture %s: no %q in the output", args[0], args[1])
+		}
+		v = m[1]
+	}
 	if v == "" {
 		ts.Fatalf("capture %s: the command printed nothing", args[0])
 	}
 	ts.Setenv(args[0], v)
 }
 
+// exits CODE PROGRAM [ARGS...] runs PROGRAM as exec does, and fails
+// unless it exits with CODE.
+func exits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits CODE PROGRAM [ARGS...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			ts.Fatalf("%s: %v", args[1], err)
+		}
+		got = exit.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited %d, not %d", args[1], got, want)
+	}
+}
+
+// waitdaemon SOCKET waits until a daemon answers on SOCKET (one started
+// in the background by the script).
+func waitDaemon(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: waitdaemon SOCKET")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c, err := control.Dial(ctx, args[0])
+		if err == nil {
+			_, err = c.Call(ctx, api.CmdStatus{})
+			c.Close()
+		}
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("no daemon answers on %s: %v", args[0], err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// tamper DB SEQ DATA changes the data of event SEQ in the SQLite ledger
+// file DB behind the ledger's back, dropping its append-only triggers
+// first (sqlitetest.TamperFile).
+func tamper(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: tamper DB SEQ DATA")
+	}
+	seq, err := strconv.ParseUint(args[1], 10, 64)
+	ts.Check(err)
+	ts.Check(sqlitetest.TamperFile(context.Background(), ts.MkAbs(args[0]), drivertest.EditEvent{Sequence: seq, Data: args[2]}))
+}
+
 // cmpnorm stdout|stderr FILE compares the output with FILE as people
 // read them: IDs, times, ages, hashes, session IDs, process IDs (every
-// number of three digits or more) and paths differ from run to run, so
+// number of three digits or more) and paths (also in a JSON string)
+// differ from run to run, so
 // each is replaced by a placeholder (IDs numbered in the order they
 // appear, so that the same ID is the same placeholder) and runs of
 // spaces between columns count as one gap.
@@ -147,7 +225,7 @@ var (
 	normTime = regexp.MustCompile(`\b\d{4}-\d\d-\d\d \d\d:\d\d:\d\d [A-Z]{3,4}\b`)
 	normAge  = regexp.MustCompile(`\b(just now|\d+[smhd](\d+m)? ago|in \d+[smhd](\d+m)?)`)
 	normHash = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
-	normPath = regexp.MustCompile(`(^|\s)/\S*`)
+	normPath = regexp.MustCompile(`(^|[\s"])/[^\s"]*`)
 	normGap  = regexp.MustCompile(` {2,}`)
 	// An ACP session's ID (acpagent's), the tail of an ID a narrow
 	// column shows, and a process ID or another number of three digits or

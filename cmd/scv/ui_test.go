@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,40 +15,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control/daemon"
 	"scv/control/web"
 )
-
-// TestUI: scv ui prints the web UI's address with its token, as the
-// daemon serves it; a daemon without --http says how to start one (exit
-// 1); no daemon is exit 3.
-func TestUI(t *testing.T) {
-	t.Parallel()
-	d := inDaemon(t, daemon.Config{HTTP: "127.0.0.1:0"})
-	sock := d.Config().Socket
-	url := d.Web().TokenURL()
-	require.NotEmpty(t, url)
-	assert.Equal(t, url+"\n", cliOK(t, sock, "ui"))
-	var j uiJSON
-	require.NoError(t, json.Unmarshal([]byte(cliOK(t, sock, "--json", "ui")), &j))
-	_, file := web.Files(sock)
-	assert.Equal(t, uiJSON{URL: url, File: file}, j)
-
-	plain := cliDaemon(t)
-	r := cliRun(t, plain, "ui")
-	assert.Equal(t, 1, r.code)
-	assert.Empty(t, r.stdout)
-	assert.Contains(t, r.stderr, "runs without a web UI: start it with `scv daemon --http 127.0.0.1:0`")
-
-	r = cliRun(t, filepath.Join(cliShortDir(t), "none.sock"), "ui")
-	assert.Equal(t, 3, r.code, r.stderr)
-}
 
 // TestDaemonHTTP runs the binary with --http 127.0.0.1:0: its log says
 // "web UI listening" with the address and the command that prints it with
 // the token (scv ui), and never has the token; scv ui's address opens the
-// UI; an address that is not loopback is refused before anything is
-// opened (exit 2, the daemon's reason).
+// UI. (ui.txtar shows scv ui, and an address that is not loopback
+// refused before anything is opened.)
 func TestDaemonHTTP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -58,14 +31,6 @@ func TestDaemonHTTP(t *testing.T) {
 	bin := buildScv(t, dir, "1.2.3-test")
 	sock := filepath.Join(dir, "d.sock")
 	base := []string{"--db", filepath.Join(dir, "ledger.db"), "--socket", sock, "--config", filepath.Join(dir, "channels.json")}
-
-	out, err := exec.Command(bin, append([]string{"daemon", "--http", "0.0.0.0:8080"}, base...)...).CombinedOutput()
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit, "%s", out)
-	assert.Equal(t, 2, exit.ExitCode())
-	assert.Contains(t, string(out), "the web UI listens on a loopback address only")
-	_, err = os.Stat(filepath.Join(dir, "ledger.db"))
-	assert.True(t, os.IsNotExist(err), "nothing opened")
 
 	cmd := exec.Command(bin, append([]string{"daemon", "--http", "127.0.0.1:0"}, base...)...)
 	stderr, err := cmd.StderrPipe()

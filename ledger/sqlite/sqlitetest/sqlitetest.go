@@ -4,7 +4,7 @@
 //
 //   - Harness, the SQLite side of the conformance suite
 //     (scv/ledger/drivertest), including the tampering it checks verify
-//     against;
+//     against (TamperFile too, for callers without a *testing.T);
 //   - Raw, a writer that appends events to a ledger file directly, with
 //     the driver's connection settings and INSERT but none of the
 //     ledger's logic: the benchmark's ceiling, and a fast way to lay down
@@ -78,18 +78,22 @@ func (Harness) OpenReadOnly(t *testing.T, path string) driver.Driver {
 // (for good: the file is evidence of tampering from then on).
 func (Harness) Tamper(t *testing.T, path string, x drivertest.Tampering) error {
 	t.Helper()
-	db, err := rawConn(path)
-	if err != nil {
-		t.Fatalf("tamper %s: %v", path, err)
-	}
-	defer db.Close()
-	if err := tamper(context.Background(), db, x); err != nil {
-		if errors.Is(err, errors.ErrUnsupported) {
-			return err
-		}
+	err := TamperFile(context.Background(), path, x)
+	if err != nil && !errors.Is(err, errors.ErrUnsupported) {
 		t.Fatalf("tamper %s with %#v: %v", path, x, err)
 	}
-	return nil
+	return err
+}
+
+// TamperFile is Tamper for a caller with no *testing.T (the CLI's
+// transcripts): it returns what went wrong.
+func TamperFile(ctx context.Context, path string, x drivertest.Tampering) error {
+	db, err := rawConn(path)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return tamper(ctx, db, x)
 }
 
 // rawConn is one connection to the file at path with the driver's writer
