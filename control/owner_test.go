@@ -118,6 +118,16 @@ func TestOwnerDecisionsReachEveryStatusAndPhase(t *testing.T) {
 	assert.Equal(t, "life", (*all.Projects)[0].Name, "in creation order")
 	assert.Equal(t, reducer.ProjectArchived, (*all.Projects)[0].Status)
 	assert.Equal(t, uint64(2), (*all.Projects)[0].CompletedTasks)
+	// By status: the daemon filters, an archived status needing no all.
+	archived, active := reducer.ProjectArchived, reducer.ProjectActive
+	only := call(api.CmdProjectList{Status: &archived})
+	require.Len(t, *only.Projects, 1)
+	assert.Equal(t, "life", (*only.Projects)[0].Name)
+	only = call(api.CmdProjectList{Status: &active, All: true})
+	require.Len(t, *only.Projects, 1)
+	assert.Equal(t, "other", (*only.Projects)[0].Name)
+	failed := reducer.ProjectFailed
+	assert.Empty(t, *call(api.CmdProjectList{Status: &failed}).Projects, "none failed: [], not null")
 
 	for _, st := range []reducer.ProjectStatus{reducer.ProjectActive, reducer.ProjectBlocked, reducer.ProjectWaitingApproval,
 		reducer.ProjectCompleted, reducer.ProjectFailed, reducer.ProjectArchived} {

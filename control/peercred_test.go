@@ -47,7 +47,7 @@ func TestPeerCredentialHelper(t *testing.T) {
 	c.SetDeadline(time.Now().Add(ioTimeout))
 	// The daemon may refuse before reading anything; the write may fail.
 	c.Write([]byte(request("1", `{"action":"project_create","name":"intruder","workspace":"/"}`) + "\n"))
-	line, err := bufio.NewReader(c).ReadBytes('\n')
+	line, _ := bufio.NewReader(c).ReadBytes('\n')
 	fmt.Printf("REPLY %s", line)
 	if len(line) == 0 || line[len(line)-1] != '\n' {
 		fmt.Println()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -216,27 +217,13 @@ func (s *Service) handle(ctx context.Context, cmd api.Command) (*api.DaemonStatu
 		}
 		return s.confirm(ctx, c)
 	case api.CmdProjectStatus:
-		p, err := s.project(ctx, c.Project)
-		if err != nil {
-			return nil, err
-		}
-		return s.status(&api.ProjectResponse{Kind: api.KindStatus, Project: api.ProjectSummaryOf(p)}), nil
+		return s.read(ctx, c, c.Project)
+	case api.CmdProjectTasks:
+		return s.read(ctx, c, c.Project)
+	case api.CmdProjectReport:
+		return s.read(ctx, c, c.Project)
 	case api.CmdProjectEvents:
 		return s.events(ctx, c)
-	case api.CmdProjectTasks:
-		p, err := s.project(ctx, c.Project)
-		if err != nil {
-			return nil, err
-		}
-		return s.status(&api.ProjectResponse{Kind: api.KindTasks, ProjectID: p.ID, Tasks: api.ProjectTasksOf(p)}), nil
-	case api.CmdProjectReport:
-		p, err := s.project(ctx, c.Project)
-		if err != nil {
-			return nil, err
-		}
-		// A report is never older than the state it reports.
-		now := max(s.now().UnixMilli(), p.Updated)
-		return s.status(&api.ProjectResponse{Kind: api.KindReport, Report: api.ProjectReportOf(p, now)}), nil
 	case api.CmdDelegations, api.CmdDelegationKill, api.CmdDelegationRegister, api.CmdDelegationDone, api.CmdDelegationUpdate:
 		if s.Delegations == nil {
 			break
@@ -269,9 +256,13 @@ func (s *Service) handle(ctx context.Context, cmd api.Command) (*api.DaemonStatu
 		}
 		return s.status(&api.ProjectResponse{Kind: api.KindUpdated, Project: api.ProjectSummaryOf(p)}), nil
 	case api.CmdProjectList:
-		rows, err := s.Ledger.Projects(ctx, c.All)
+		status := deref(c.Status)
+		rows, err := s.Ledger.Projects(ctx, c.All || status == reducer.ProjectArchived)
 		if err != nil {
 			return nil, err
+		}
+		if status != "" {
+			rows = slices.DeleteFunc(rows, func(r ledger.Summary) bool { return r.Status != status })
 		}
 		st := s.status(nil)
 		st.Projects = projectList(rows)
@@ -504,6 +495,15 @@ func (w write) answer(s *Service, res ledger.Result, err error) (*api.DaemonStat
 		r.RunID = w.id
 	}
 	return s.status(r), nil
+}
+
+// read answers cmd, a read of project ref's state.
+func (s *Service) read(ctx context.Context, cmd api.Command, ref string) (*api.DaemonStatus, error) {
+	p, err := s.project(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return s.status(api.ProjectReplyOf(cmd, p, s.now().UnixMilli())), nil
 }
 
 func (s *Service) project(ctx context.Context, ref string) (*reducer.Project, error) {

@@ -906,12 +906,28 @@ func (l *Ledger) sweep(ctx context.Context, filter driver.ProjectFilter, fence *
 
 // Lease is a lease held: a ledger-wide job (the sweeper) is done by the
 // one holder of its lease, whose term fences every write it makes for it.
+// Its JSON is what `scv ledger lease --json` prints.
 type Lease struct {
-	Name, Holder string
-	Term         uint64
+	Name   string `json:"lease"`
+	Holder string `json:"holder"`
+	Term   uint64 `json:"term"`
 	// Expires is when it ends unless renewed, in Unix milliseconds of the
 	// ledger's clock.
-	Expires int64
+	Expires int64 `json:"expires_unix_ms"`
+}
+
+// Leases are the leases of the ledger in drv as they stand, read without
+// a daemon (`scv ledger lease`).
+func Leases(ctx context.Context, drv driver.Driver) ([]Lease, error) {
+	var out []Lease
+	err := drv.Read(ctx, func(r driver.Reader) error {
+		leases, err := r.Leases(ctx)
+		for _, l := range leases {
+			out = append(out, Lease{Name: l.Name, Holder: l.Holder, Term: l.Term, Expires: l.ExpiresMs})
+		}
+		return err
+	})
+	return out, err
 }
 
 // AcquireLease takes the lease name for holder for ttl, or renews it if

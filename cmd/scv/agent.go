@@ -20,6 +20,7 @@ import (
 	"scv/control/api"
 	"scv/control/follow"
 	"scv/control/proc"
+	"scv/control/render"
 )
 
 // Live agents: agent programs speaking the Agent Client Protocol that the
@@ -181,7 +182,7 @@ func (o *AgentStartOptions) run() error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(p.w, "agent %s started (conversation %s)\n", clean(a.Name, 0), clean(orDash(a.Conversation), 0))
+		fmt.Fprintf(p.w, "agent %s started (conversation %s)\n", render.Clean(a.Name), render.Clean(orDash(a.Conversation)))
 		return printAgent(p, a)
 	})
 	return err
@@ -197,24 +198,24 @@ func agentOf(st *api.DaemonStatus) (api.AgentInfo, error) {
 
 // printAgent writes a live agent's block.
 func printAgent(p *printer, a api.AgentInfo) error {
-	t := block()
-	t.add("name", a.Name)
-	t.add("handle", a.Handle)
-	t.add("state", string(a.State))
-	t.add("conversation", orDash(a.Conversation))
-	t.add("turn", fmt.Sprint(a.Turn))
-	t.add("idle since", p.stampPtr(a.IdleSinceUnixSeconds))
-	t.add("background jobs", fmt.Sprint(jobsOf(a.BackgroundJobs)))
-	t.add("workspace", a.Workspace)
+	t := render.Block()
+	t.Add("name", a.Name)
+	t.Add("handle", a.Handle)
+	t.Add("state", string(a.State))
+	t.Add("conversation", orDash(a.Conversation))
+	t.Add("turn", fmt.Sprint(a.Turn))
+	t.Add("idle since", p.stampPtr(a.IdleSinceUnixSeconds))
+	t.Add("background jobs", fmt.Sprint(jobsOf(a.BackgroundJobs)))
+	t.Add("workspace", a.Workspace)
 	task := orDash(a.Task)
 	if a.Task != nil && a.Project != nil {
 		task += " (project " + *a.Project + ")"
 	}
-	t.add("task", task)
-	t.add("run", orDash(a.Run))
-	t.add("last stop reason", orDash(a.StopReason))
-	t.add("pid", fmt.Sprint(a.PID))
-	t.add("started", p.stamp(a.StartedUnixSeconds))
+	t.Add("task", task)
+	t.Add("run", orDash(a.Run))
+	t.Add("last stop reason", orDash(a.StopReason))
+	t.Add("pid", fmt.Sprint(a.PID))
+	t.Add("started", p.stamp(a.StartedUnixSeconds))
 	return p.table(t)
 }
 
@@ -265,13 +266,13 @@ func printAgents(p *printer, st *api.DaemonStatus) error {
 		_, err := fmt.Fprintln(p.w, "no live agents")
 		return err
 	}
-	t := newTable("NAME", "!STATE", "TURN", "IDLE", "JOBS", "~CONVERSATION", "TASK", "PID")
+	t := render.NewTable("NAME", "!STATE", "TURN", "IDLE", "JOBS", "~CONVERSATION", "TASK", "PID")
 	for _, a := range *st.Agents {
 		idle := "-"
 		if a.State != api.AgentWorking {
 			idle = p.agoPtr(a.IdleSinceUnixSeconds)
 		}
-		t.add(a.Name, string(a.State), fmt.Sprint(a.Turn), idle, fmt.Sprint(jobsOf(a.BackgroundJobs)),
+		t.Add(a.Name, string(a.State), fmt.Sprint(a.Turn), idle, fmt.Sprint(jobsOf(a.BackgroundJobs)),
 			orDash(a.Conversation), shortID(a.Task), fmt.Sprint(a.PID))
 	}
 	return p.table(t)
@@ -295,7 +296,7 @@ Its conversation is not kept.`,
 				if a, err := agentOf(st); err == nil {
 					name = a.Name
 				}
-				_, err := fmt.Fprintf(p.w, "agent %s stopped\n", clean(name, 0))
+				_, err := fmt.Fprintf(p.w, "agent %s stopped\n", render.Clean(name))
 				return err
 			})
 			return err
@@ -320,7 +321,7 @@ turn, then exits 1). An agent with no turn running is refused.`,
 				if err != nil {
 					return err
 				}
-				_, err = fmt.Fprintf(p.w, "agent %s: turn %d cancelling\n", clean(a.Name, 0), a.Turn)
+				_, err = fmt.Fprintf(p.w, "agent %s: turn %d cancelling\n", render.Clean(a.Name), a.Turn)
 				return err
 			})
 			return err
@@ -655,7 +656,7 @@ func (t *turnPrinter) line(format string, a ...any) error {
 
 // update writes u.
 func (t *turnPrinter) update(u api.AgentUpdate) error {
-	one := func(s string) string { return clean(s, 0) }
+	one := func(s string) string { return render.Clean(s) }
 	switch u.Kind {
 	case "agent_message_chunk":
 		if t.thinking {
@@ -732,44 +733,4 @@ func (t *turnPrinter) update(u api.AgentUpdate) error {
 		return t.line("[%s]", one(u.Kind))
 	}
 	return t.line("[%s] %s", one(u.Kind), one(u.Text))
-}
-
-// DelegationsUpdateOptions is `scv delegations update`.
-type DelegationsUpdateOptions struct {
-	c              *client
-	Handle         string
-	BackgroundJobs uint32
-}
-
-func newDelegationsUpdateCmd(c *client) *cobra.Command {
-	o := &DelegationsUpdateOptions{c: c}
-	cmd := &cobra.Command{
-		Use:   "update --background-jobs N [--handle H]",
-		Short: "Report how many background jobs of a delegation still run",
-		Long: `Report to the daemon how many background jobs of its own the delegation H
-(default: $SCV_DELEGATION, the delegation this runs in) still runs: a
-restart-when-idle waits for them, and a live agent with any is not counted
-idle. Only the delegation's owner or a process started in it may report;
-N = 0 says they are all done. It prints the delegation's entry.`,
-		Example: `  scv delegations update --background-jobs 2
-  scv delegations update --background-jobs 0 --handle 01M8KP3V7Q2Z4N6X8B0C1D2E3F`,
-		Args:              exactArgs(),
-		ValidArgsFunction: cobra.NoFileCompletions,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			handle := o.Handle
-			if !cmd.Flags().Changed("handle") {
-				handle = os.Getenv(proc.TagEnv)
-			}
-			if handle == "" {
-				return usagef("give --handle H: %s is not set (this does not run in a delegation)", proc.TagEnv)
-			}
-			_, err := c.call(api.CmdDelegationUpdate{Handle: handle, BackgroundJobs: o.BackgroundJobs}, printDelegations)
-			return err
-		},
-	}
-	cmd.Flags().Uint32Var(&o.BackgroundJobs, "background-jobs", 0, "how many background jobs still run, `N`")
-	cmd.Flags().StringVar(&o.Handle, "handle", "", "the delegation's `HANDLE` (default: $"+proc.TagEnv+")")
-	cmd.MarkFlagRequired("background-jobs")
-	cmd.RegisterFlagCompletionFunc("handle", c.completeHandles)
-	return cmd
 }

@@ -12,13 +12,14 @@ import (
 
 	"scv/control/api"
 	"scv/control/follow"
+	"scv/control/render"
 )
 
 // DefaultChat is the owner's chat on this machine, which `scv chat` opens.
 const DefaultChat = "local:owner"
 
 // chatWait is how long one confirm_list of `scv chat` waits for news.
-const chatWait = 25 // seconds, under callTimeout and api.MaxListWait
+const chatWait = 25
 
 // ChatOptions is `scv chat`.
 type ChatOptions struct {
@@ -176,7 +177,7 @@ func (v *chatView) show(n chatNews) {
 				news = true
 				v.latest = q.ID
 				if !v.c.json {
-					fmt.Fprintf(out, "? %s  %s\n  (yes/no until %s)\n", q.ID, clean(q.Question, 0), v.p.time(q.DeadlineUnixSeconds))
+					fmt.Fprintf(out, "? %s  %s\n  (yes/no until %s)\n", q.ID, render.Clean(q.Question), v.p.time(q.DeadlineUnixSeconds))
 				}
 			}
 		case n.first || (seen && before == q.State):
@@ -185,9 +186,9 @@ func (v *chatView) show(n chatNews) {
 			if !v.c.json {
 				by := ""
 				if q.DecidedBy != nil {
-					by = " (" + clean(*q.DecidedBy, 0) + ")"
+					by = " (" + render.Clean(*q.DecidedBy) + ")"
 				}
-				fmt.Fprintf(out, "= %s  %s%s\n", q.ID, paint(string(q.State), v.p.color), by)
+				fmt.Fprintf(out, "= %s  %s%s\n", q.ID, render.Paint(string(q.State), v.p.color), by)
 			}
 		}
 		if news && v.c.json {

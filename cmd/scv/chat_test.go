@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"io"
 	"os/exec"
-	"scv/control/api"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"scv/control/api"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

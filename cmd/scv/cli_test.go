@@ -154,12 +154,10 @@ func TestAge(t *testing.T) {
 	}
 }
 
-func TestClean(t *testing.T) {
+func TestDash(t *testing.T) {
 	t.Parallel()
-	assert.Equal(t, "a b c", clean("a\tb\nc", 0))
-	assert.Equal(t, "abcd…", clean("abcdefgh", 5))
-	assert.Equal(t, "héllo", clean("héllo", 5))
 	assert.Equal(t, "-", orDash(nil))
+	assert.Equal(t, "-", dash(""))
 }
 
 // TestPrintReport renders a fixed reply (the seed's report example) at a

@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"scv/control"
 	"scv/control/api"
-	"scv/control/daemon"
-	"scv/ledger/driver"
+	"scv/control/render"
 )
 
 // Shell completion (scv completion bash|zsh|fish) completes commands and
@@ -39,12 +36,7 @@ func words(ws ...string) completion {
 func (c *client) ask(cmd api.Command) *api.DaemonStatus {
 	ctx, cancel := context.WithTimeout(context.Background(), completeTimeout)
 	defer cancel()
-	cl, err := control.Dial(ctx, c.socket)
-	if err != nil {
-		return nil
-	}
-	defer cl.Close()
-	st, err := cl.Call(ctx, cmd)
+	st, err := c.remote().Handle(ctx, cmd)
 	if err != nil {
 		return nil
 	}
@@ -52,54 +44,14 @@ func (c *client) ask(cmd api.Command) *api.DaemonStatus {
 }
 
 // projectNames are the projects' names, from the daemon's project_list.
-// A daemon that answers but predates project_list (it refuses the
-// action as invalid params) is asked nothing more: the names are then
-// read from the ledger file, read-only, as --at reads it.
 func (c *client) projectNames() []cobra.Completion {
-	ctx, cancel := context.WithTimeout(context.Background(), completeTimeout)
-	defer cancel()
-	cl, err := control.Dial(ctx, c.socket)
-	if err != nil {
-		return nil
-	}
-	defer cl.Close()
-	line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":1,"method":%q,"params":{"action":"project_list"}}`+"\n", control.Method)
-	resp, err := cl.Send(ctx, line)
-	if err != nil {
-		return nil
-	}
-	var r struct {
-		Result *struct {
-			Projects []struct {
-				ID     string `json:"id"`
-				Name   string `json:"name"`
-				Status string `json:"status"`
-			} `json:"projects"`
-		} `json:"result"`
-		Error *api.Error `json:"error"`
-	}
-	if json.Unmarshal(resp, &r) != nil {
+	st := c.ask(api.CmdProjectList{})
+	if st == nil || st.Projects == nil {
 		return nil
 	}
 	var out []cobra.Completion
-	switch {
-	case r.Result != nil:
-		for _, p := range r.Result.Projects {
-			out = append(out, cobra.CompletionWithDesc(p.Name, p.Status))
-		}
-	case r.Error != nil && r.Error.Code == api.CodeInvalidParams:
-		drv, err := daemon.OpenLedger(ctx, daemon.DefaultDB(), false)
-		if err != nil {
-			return nil
-		}
-		defer drv.Close()
-		drv.Read(ctx, func(rd driver.Reader) error {
-			rows, err := rd.Projects(ctx, driver.ProjectFilter{})
-			for _, p := range rows {
-				out = append(out, cobra.CompletionWithDesc(p.Name, p.Status))
-			}
-			return err
-		})
+	for _, p := range *st.Projects {
+		out = append(out, cobra.CompletionWithDesc(p.Name, string(p.Status)))
 	}
 	return out
 }
@@ -120,7 +72,7 @@ func (c *client) taskIDs(project string) []cobra.Completion {
 	}
 	var out []cobra.Completion
 	for _, t := range st.Project.Tasks {
-		out = append(out, cobra.CompletionWithDesc(t.ID, fmt.Sprintf("%s (%s)", clean(t.Title, 60), t.Status)))
+		out = append(out, cobra.CompletionWithDesc(t.ID, fmt.Sprintf("%s (%s)", render.Cut(render.Clean(t.Title), 60), t.Status)))
 	}
 	return out
 }
@@ -137,7 +89,7 @@ func (c *client) runIDs(project string) []cobra.Completion {
 	}
 	var running, rest []cobra.Completion
 	for _, r := range st.Project.Report.Runs {
-		c := cobra.CompletionWithDesc(r.ID, fmt.Sprintf("%s, %s (%s)", clean(titles[r.TaskID], 60), r.Agent, r.Status))
+		c := cobra.CompletionWithDesc(r.ID, fmt.Sprintf("%s, %s (%s)", render.Cut(render.Clean(titles[r.TaskID]), 60), r.Agent, r.Status))
 		if r.Status == "running" {
 			running = append(running, c)
 		} else {
@@ -228,7 +180,7 @@ func (c *client) questionIDs() []cobra.Completion {
 	}
 	var out []cobra.Completion
 	for _, q := range pendingOf(st.Questions) {
-		out = append(out, cobra.CompletionWithDesc(q.ID, clean(q.Question, 60)))
+		out = append(out, cobra.CompletionWithDesc(q.ID, render.Cut(render.Clean(q.Question), 60)))
 	}
 	return out
 }
@@ -261,7 +213,7 @@ func (c *client) completeHandles(cmd *cobra.Command, args []string, toComplete s
 	}
 	var out []cobra.Completion
 	for _, e := range st.Delegations.Entries {
-		out = append(out, cobra.CompletionWithDesc(e.Handle, fmt.Sprintf("%s, pid %d", clean(e.Agent, 40), e.PID)))
+		out = append(out, cobra.CompletionWithDesc(e.Handle, fmt.Sprintf("%s, pid %d", render.Cut(render.Clean(e.Agent), 40), e.PID)))
 	}
 	return out, noFiles
 }

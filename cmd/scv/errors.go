@@ -8,6 +8,7 @@ import (
 
 	"scv/control"
 	"scv/control/api"
+	"scv/control/follow"
 	"scv/control/supervise"
 )
 
@@ -47,17 +48,12 @@ func (e usageError) Error() string { return e.msg }
 
 func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
 
-// unreachableError: the daemon could not be reached, or hung up before it
-// answered (a request it did not answer was not executed).
-type unreachableError struct{ msg string }
-
-func (e unreachableError) Error() string { return e.msg }
-
 // daemonError is an error the daemon answered with, shown as
 // `message [reason]`.
 type daemonError struct{ e *api.Error }
 
 func (d daemonError) Error() string { return fmt.Sprintf("%s [%s]", d.e.Message, d.e.Data.Reason) }
+
 func (d daemonError) Unwrap() error { return d.e }
 
 // verifyError: ledger verify found problems (printed already).
@@ -87,6 +83,7 @@ type saidError struct {
 }
 
 func (e saidError) Error() string { return e.msg }
+
 func (e saidError) Unwrap() error { return e.err }
 
 // failure is an error as scv reports it: the exit code, and the JSON
@@ -104,12 +101,12 @@ type failure struct {
 func classify(err error) failure {
 	var (
 		u  usageError
-		un unreachableError
+		un *control.UnreachableError
+		aw *follow.AwayError
 		d  daemonError
 		v  verifyError
 		x  exitError
 		ce *api.Error
-		cu *control.UnreachableError
 	)
 	switch {
 	case errors.As(err, &x) && !errors.As(x.err, &d):
@@ -123,8 +120,10 @@ func classify(err error) failure {
 		return f
 	case errors.As(err, &u):
 		return failure{Exit: exitUsage, Reason: reasonUsage, Message: u.msg}
+	case errors.As(err, &aw): // a follow whose daemon did not come back
+		return failure{Exit: exitUnavailable, Code: api.CodeUnavailable, Reason: reasonUnreachable, Message: aw.Error()}
 	case errors.As(err, &un):
-		return failure{Exit: exitUnavailable, Code: api.CodeUnavailable, Reason: reasonUnreachable, Message: un.msg}
+		return failure{Exit: exitUnavailable, Code: api.CodeUnavailable, Reason: reasonUnreachable, Message: un.Msg}
 	case errors.As(err, &v):
 		return failure{Exit: exitVerify, Reason: reasonVerify, Message: err.Error()}
 	case errors.As(err, &d):
@@ -138,8 +137,6 @@ func classify(err error) failure {
 		return f
 	case errors.As(err, &ce):
 		return classify(daemonError{ce})
-	case errors.As(err, &cu): // a supervisor's call, wrapped
-		return classify(unreachableError{cu.Msg})
 	}
 	// An error of the ledger file or of this machine: the daemon's
 	// mapping names its kind (not_found, invalid_argument, …).
@@ -178,15 +175,9 @@ func report(stderr io.Writer, err error, asJSON bool, hint string) int {
 // before the reply (the request was then not executed, as the protocol
 // promises).
 func callError(err error) error {
-	var (
-		e *api.Error
-		u *control.UnreachableError
-	)
+	var e *api.Error
 	if errors.As(err, &e) {
 		return daemonError{e}
-	}
-	if errors.As(err, &u) {
-		return unreachableError{u.Msg}
 	}
 	return err
 }

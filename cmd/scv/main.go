@@ -24,6 +24,6 @@ func main() {
 
 // run executes one scv invocation and returns its exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	c := &client{stdout: stdout, stderr: stderr, stdin: os.Stdin, now: time.Now}
+	c := &client{streams: streams{stdin: os.Stdin, stdout: stdout, stderr: stderr}, now: time.Now}
 	return c.execute(args)
 }

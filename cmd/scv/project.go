@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -15,9 +13,13 @@ import (
 
 	"scv/control/api"
 	"scv/control/daemon"
+	"scv/control/render"
 	"scv/ledger"
 	"scv/reducer"
 )
+
+// The owner's decisions (SPEC section 5): list the projects, retry a
+// failed task, release a finished project, archive one.
 
 // newProjectCmd is `scv project`: projects, their tasks and their runs.
 func newProjectCmd(c *client) *cobra.Command {
@@ -99,6 +101,89 @@ func (o *ProjectCreateOptions) run() error {
 		return printProjectBlock(p, st, fmt.Sprintf("project %s created", st.Project.Project.ID))
 	})
 	return err
+}
+
+// projectStatuses are the words --status of `project list` takes.
+var projectStatuses = []string{
+	string(reducer.ProjectActive), string(reducer.ProjectBlocked), string(reducer.ProjectWaitingApproval),
+	string(reducer.ProjectCompleted), string(reducer.ProjectFailed), string(reducer.ProjectArchived),
+}
+
+// ProjectListOptions is `scv project list`.
+type ProjectListOptions struct {
+	c      *client
+	All    bool
+	Status string
+	status reducer.ProjectStatus
+}
+
+func newProjectListCmd(c *client) *cobra.Command {
+	o := &ProjectListOptions{c: c}
+	cmd := &cobra.Command{
+		Use:   "list [--all] [--status S]",
+		Short: "List the projects: status, phase, tasks done, running runs, last activity",
+		Long: `List the projects, oldest first: name, status, phase, tasks done of all,
+running runs, and how long ago the project last changed or beat. Archived
+projects are left out unless --all (or --status archived).
+
+--status keeps only the projects of that status, one of: ` + strings.Join(projectStatuses, ", ") + `;
+the daemon filters them (project_list's "status").`,
+		Example: `  scv project list
+  scv project list --all
+  scv project list --status failed
+  scv project list --status waiting_approval --json | jq -r '.projects[].name'`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("status") {
+				if err := o.status.UnmarshalText([]byte(o.Status)); err != nil {
+					return usagef("--status: %v", err)
+				}
+			}
+			return o.run()
+		},
+	}
+	cmd.Flags().BoolVar(&o.All, "all", false, "list the archived projects too")
+	cmd.Flags().StringVar(&o.Status, "status", "", "only the projects of this status, `S` ("+strings.Join(projectStatuses, "|")+")")
+	cmd.RegisterFlagCompletionFunc("status", words(projectStatuses...))
+	return cmd
+}
+
+func (o *ProjectListOptions) run() error {
+	req := api.CmdProjectList{All: o.All}
+	if o.status != "" {
+		req.Status = &o.status
+	}
+	_, err := o.c.call(req, func(p *printer, st *api.DaemonStatus) error {
+		if st.Projects == nil {
+			return fmt.Errorf("the daemon's reply carries no projects")
+		}
+		return printProjects(p, *st.Projects, o.status, req.All)
+	})
+	return err
+}
+
+// printProjects is `scv project list`.
+func printProjects(p *printer, ps []api.ProjectListItem, status reducer.ProjectStatus, all bool) error {
+	if len(ps) == 0 {
+		msg := "no projects"
+		if status != "" {
+			msg += " with status " + string(status)
+		} else if !all {
+			msg += " (scv project list --all adds the archived ones)"
+		}
+		_, err := fmt.Fprintln(p.w, msg)
+		return err
+	}
+	t := render.NewTable("~NAME", "!STATUS", "PHASE", "TASKS", "RUNNING", "LAST ACTIVITY")
+	for _, x := range ps {
+		last := x.UpdatedUnixSeconds
+		if hb := x.LastHeartbeatUnixSeconds; hb != nil && *hb > last {
+			last = *hb
+		}
+		t.Add(x.Name, string(x.Status), string(x.Phase), fmt.Sprintf("%d/%d", x.CompletedTasks, x.TaskCount),
+			fmt.Sprint(x.RunningRuns), p.ago(last))
+	}
+	return p.table(t)
 }
 
 // ProjectViewOptions is `scv project status|tasks|report`: from the
@@ -217,20 +302,125 @@ func (o *ProjectViewOptions) run() error {
 	if err != nil {
 		return atError(o.At, err)
 	}
-	r := &api.ProjectResponse{}
-	switch o.cmd(o.Project).(type) {
-	case api.CmdProjectStatus:
-		r.Kind, r.Project = api.KindStatus, api.ProjectSummaryOf(p)
-	case api.CmdProjectTasks:
-		r.Kind, r.ProjectID, r.Tasks = api.KindTasks, p.ID, api.ProjectTasksOf(p)
-	case api.CmdProjectReport:
-		r.Kind, r.Report = api.KindReport, api.ProjectReportOf(p, p.Updated)
-	}
-	st := &api.DaemonStatus{Version: version, Components: []api.ComponentHealth{}, Project: r}
+	st := &api.DaemonStatus{Version: version, Components: []api.ComponentHealth{}, Project: api.ProjectReplyOf(o.cmd(o.Project), p, p.Updated)}
 	if o.c.json {
 		return o.c.printJSON(st) // one line, like the daemon's reply
 	}
 	return o.print(o.c.printer(), st)
+}
+
+// printTasksReply is `scv project tasks`.
+func printTasksReply(p *printer, st *api.DaemonStatus) error {
+	r, err := projectOf(st, api.KindTasks)
+	if err != nil {
+		return err
+	}
+	if err := printTasks(p, r.Tasks); err != nil {
+		return err
+	}
+	var done uint64
+	for _, t := range r.Tasks {
+		if t.Status == reducer.TaskDone {
+			done++
+		}
+	}
+	_, err = fmt.Fprintln(p.w, doneLine(done, uint64(len(r.Tasks))))
+	return err
+}
+
+// printTasks writes the tasks table.
+func printTasks(p *printer, tasks []api.ProjectTask) error {
+	if len(tasks) == 0 {
+		_, err := fmt.Fprintln(p.w, "no tasks")
+		return err
+	}
+	names := taskNames(tasks)
+	t := render.NewTable("ID", "~TITLE", "!STATUS", "RETRIES", "~DEPENDS ON", "~RUN", "~PROGRESS", "HEARTBEAT")
+	for _, x := range tasks {
+		deps := "-"
+		if len(x.DependsOn) > 0 {
+			named := make([]string, len(x.DependsOn))
+			for i, d := range x.DependsOn {
+				named[i] = names.of(d)
+			}
+			deps = strings.Join(named, ", ")
+		}
+		t.Add(x.ID, x.Title, string(x.Status), fmt.Sprintf("%d/%d", x.Retries, x.MaxRetries),
+			deps, orDash(x.RunID), orDash(x.Progress), p.agoPtr(x.LastHeartbeatUnixSeconds))
+	}
+	return p.table(t)
+}
+
+// taskName is how the tables name a project's tasks: by title, where
+// the title names the task on a command line too (no other task has it,
+// and it is no task's ID), else by ID.
+type taskName map[string]string
+
+func taskNames(tasks []api.ProjectTask) taskName {
+	uses := map[string]int{}
+	for _, t := range tasks {
+		uses[t.Title]++
+		uses[t.ID] += 2 // an ID is never a usable title
+	}
+	names := taskName{}
+	for _, t := range tasks {
+		if uses[t.Title] == 1 && strings.TrimSpace(t.Title) != "" {
+			names[t.ID] = t.Title
+		}
+	}
+	return names
+}
+
+// of is the task id's name: its title, or the ID itself.
+func (n taskName) of(id string) string {
+	if title, ok := n[id]; ok {
+		return title
+	}
+	return id
+}
+
+// printRuns writes the runs table; tasks name the runs' tasks.
+func printRuns(p *printer, runs []api.ProjectRun, tasks []api.ProjectTask) error {
+	if len(runs) == 0 {
+		_, err := fmt.Fprintln(p.w, "no runs")
+		return err
+	}
+	names := taskNames(tasks)
+	t := render.NewTable("ID", "~TASK", "~AGENT", "!STATUS", "ATTEMPT", "STARTED", "UPDATED", "~PROGRESS")
+	for _, r := range runs {
+		t.Add(r.ID, names.of(r.TaskID), r.Agent, string(r.Status), fmt.Sprint(r.Attempt),
+			p.ago(r.StartedUnixSeconds), p.ago(r.UpdatedUnixSeconds), orDash(r.Progress))
+	}
+	return p.table(t)
+}
+
+// printReportReply is `scv project report`.
+func printReportReply(p *printer, st *api.DaemonStatus) error {
+	r, err := projectOf(st, api.KindReport)
+	if err != nil {
+		return err
+	}
+	rep := r.Report
+	if rep == nil {
+		return fmt.Errorf("the daemon's report reply carries no report")
+	}
+	if err := printSummary(p, &rep.Project); err != nil {
+		return err
+	}
+	fmt.Fprintln(p.w, "\nTasks:")
+	if err := printTasks(p, rep.Tasks); err != nil {
+		return err
+	}
+	fmt.Fprintln(p.w, "\nRuns:")
+	if err := printRuns(p, rep.Runs, rep.Tasks); err != nil {
+		return err
+	}
+	fmt.Fprintln(p.w, "\nEvidence:")
+	for _, e := range rep.Evidence {
+		fmt.Fprintf(p.w, "  %s\n", render.Clean(e))
+	}
+	_, err = fmt.Fprintf(p.w, "\nreport generated %s\n", p.time(rep.GeneratedUnixSeconds))
+	return err
 }
 
 // ProjectHeartbeatOptions is `scv project heartbeat`.
@@ -279,279 +469,47 @@ func (o *ProjectHeartbeatOptions) run() error {
 	return err
 }
 
-// newTaskCmd is `scv project task`.
-func newTaskCmd(c *client) *cobra.Command {
-	return withExample(`  scv project task add acme build --max-retries 1
-  scv project task update acme $T blocked --progress "waiting on CI"`, group("task", "Add tasks and record what was observed of them",
-		newTaskAddCmd(c),
-		newTaskUpdateCmd(c),
-		newTaskRetryCmd(c),
-	))
-}
-
-// TaskAddOptions is `scv project task add`.
-type TaskAddOptions struct {
-	c          *client
-	Project    string
-	Title      string
-	DependsOn  listFlag
-	MaxRetries uint64
-}
-
-func newTaskAddCmd(c *client) *cobra.Command {
-	o := &TaskAddOptions{c: c}
-	cmd := &cobra.Command{
-		Use:   "add PROJECT TITLE",
-		Short: "Add a task",
-		Long: `Add a task titled TITLE to PROJECT. It is ready at once, or pending until every
-task it depends on (--depends-on: IDs, or unique titles, of tasks of the
-same project) is done.
---max-retries is how many failed runs are retried: 0 means the first
-failure is final, 2 allows three attempts in all.
-
-The first line printed is "task ID added": its second word is the ID.`,
-		Example: `  scv project task add acme build --max-retries 1
-  B=$(scv project task add acme build | awk 'NR==1{print $2}')
-  scv project task add acme test --depends-on $B --max-retries 2
-  scv project task add acme package --depends-on build,test   # by unique title
-  scv project task add acme -- -odd-title    # a title that starts with a dash`,
-		Args:              exactArgs("PROJECT", "TITLE"),
+// newProjectDecisionCmd is `scv project release` or `scv project archive`:
+// one project, one action, the project's block after it.
+func newProjectDecisionCmd(c *client, use, short, long, example, done string, cmdOf func(string) api.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:               use + " PROJECT",
+		Short:             short,
+		Long:              long,
+		Example:           example,
+		Args:              exactArgs("PROJECT"),
 		ValidArgsFunction: c.completeProjects,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Project, o.Title = args[0], args[1]
-			return o.run()
-		},
-	}
-	cmd.Flags().Var(&o.DependsOn, "depends-on", "a task this task waits for, its `ID` or unique title; repeat it, or separate them with commas")
-	cmd.Flags().Uint64Var(&o.MaxRetries, "max-retries", 0, "how many failed runs are retried, `N` (default 0: the first failure is final)")
-	cmd.RegisterFlagCompletionFunc("depends-on", c.completeTaskFlag)
-	return cmd
-}
-
-func (o *TaskAddOptions) run() error {
-	if o.MaxRetries > math.MaxUint32 {
-		return usagef("--max-retries %d is too large (at most %d)", o.MaxRetries, uint64(math.MaxUint32))
-	}
-	_, err := o.c.call(api.CmdProjectTaskAdd{
-		Project: o.Project, Title: o.Title, DependsOn: o.DependsOn.list(), MaxRetries: uint32(o.MaxRetries),
-	}, func(p *printer, st *api.DaemonStatus) error {
-		r, err := projectOf(st, api.KindTaskAdded)
-		if err != nil {
-			return err
-		}
-		return printNewID(p, "task", r.TaskID, "added", r.Project)
-	})
-	return err
-}
-
-// taskStatuses are the words STATUS of `task update` takes.
-var taskStatuses = []string{"blocked", "ready", "done", "failed"}
-
-// TaskUpdateOptions is `scv project task update`.
-type TaskUpdateOptions struct {
-	c        *client
-	Project  string
-	Task     string
-	Status   reducer.TaskStatus
-	Progress string
-	set      func(string) bool
-}
-
-func newTaskUpdateCmd(c *client) *cobra.Command {
-	o := &TaskUpdateOptions{c: c}
-	cmd := &cobra.Command{
-		Use:   "update PROJECT TASK STATUS",
-		Short: "Record a task's status as observed outside a run",
-		Long: `Record what an orchestrator or the owner observed of a task. STATUS is one of:
-
-  blocked  waiting on an external condition (from pending, ready or stale)
-  ready    no longer blocked (pending instead while a dependency is not done)
-  done     finished outside a run; unblocks the tasks that depend on it
-  failed   the owner gives up; final
-
-The task's current status again changes only its --progress. running and
-stale come from runs only: a running task changes only through its run.`,
-		Example: `  scv project task update acme $T blocked --progress "waiting on CI"
-  scv project task update acme $T ready`,
-		Args:              exactArgs("PROJECT", "TASK", "STATUS"),
-		ValidArgsFunction: c.completeProjectTask(taskStatuses...),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Project, o.Task, o.set = args[0], args[1], cmd.Flags().Changed
-			if err := o.Status.UnmarshalText([]byte(args[2])); err != nil {
-				return usagef("STATUS: %v", err)
-			}
-			return o.run()
-		},
-	}
-	cmd.Flags().StringVar(&o.Progress, "progress", "", "what was observed, `TEXT` (default: the progress stays as it was)")
-	return cmd
-}
-
-func (o *TaskUpdateOptions) run() error {
-	c := api.CmdProjectTaskUpdate{Project: o.Project, Task: o.Task, Status: o.Status}
-	if o.set("progress") {
-		c.Progress = &o.Progress
-	}
-	_, err := o.c.call(c, func(p *printer, st *api.DaemonStatus) error {
-		return printProjectBlock(p, st, fmt.Sprintf("task %s updated (%s)", o.Task, o.Status))
-	})
-	return err
-}
-
-// newRunCmd is `scv project run`.
-func newRunCmd(c *client) *cobra.Command {
-	return withExample(`  R=$(scv project run start acme $T --agent codex | awk 'NR==1{print $2}')
-  scv project run finish acme $R succeeded
-  scv project run exec acme $T -- make test`, group("run", "Record runs of tasks, or run a command as one (exec)",
-		newRunStartCmd(c),
-		newRunProgressCmd(c),
-		newRunFinishCmd(c),
-		newRunExecCmd(c),
-	))
-}
-
-// RunStartOptions is `scv project run start`.
-type RunStartOptions struct {
-	c       *client
-	Project string
-	Task    string
-	Agent   string
-}
-
-func newRunStartCmd(c *client) *cobra.Command {
-	o := &RunStartOptions{c: c}
-	cmd := &cobra.Command{
-		Use:   "start PROJECT TASK --agent NAME",
-		Short: "Start a run of a ready (or stale) task",
-		Long: `Start a run of TASK by the agent NAME. The first line printed is
-"run ID started": its second word is the run's ID.`,
-		Example:           `  R=$(scv project run start acme $B --agent codex | awk 'NR==1{print $2}')`,
-		Args:              exactArgs("PROJECT", "TASK"),
-		ValidArgsFunction: c.completeProjectTask(),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Project, o.Task = args[0], args[1]
-			if o.Agent == "" {
-				return usagef("--agent NAME is required")
-			}
-			return o.run()
-		},
-	}
-	cmd.Flags().StringVar(&o.Agent, "agent", "", "the agent doing the run, `NAME` (required)")
-	return cmd
-}
-
-func (o *RunStartOptions) run() error {
-	_, err := o.c.call(api.CmdProjectRunStart{Project: o.Project, Task: o.Task, Agent: o.Agent}, func(p *printer, st *api.DaemonStatus) error {
-		r, err := projectOf(st, api.KindRunStarted)
-		if err != nil {
-			return err
-		}
-		return printNewID(p, "run", r.RunID, "started", r.Project)
-	})
-	return err
-}
-
-// RunProgressOptions is `scv project run progress`.
-type RunProgressOptions struct {
-	c                  *client
-	Project, Run, Text string
-}
-
-func newRunProgressCmd(c *client) *cobra.Command {
-	o := &RunProgressOptions{c: c}
-	return &cobra.Command{
-		Use:   "progress PROJECT RUN TEXT",
-		Short: "Record a running run's progress (it counts as a heartbeat)",
-		Long: `Record TEXT as the progress of RUN, which must be running: a finished or
-stale run is fenced, and what it says is refused.`,
-		Example:           `  scv project run progress acme $R "compiling"`,
-		Args:              exactArgs("PROJECT", "RUN", "TEXT"),
-		ValidArgsFunction: c.completeProjectRun(),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Project, o.Run, o.Text = args[0], args[1], args[2]
-			_, err := o.c.call(api.CmdProjectRunProgress{Project: o.Project, Run: o.Run, Progress: o.Text},
-				func(p *printer, st *api.DaemonStatus) error {
-					return printProjectBlock(p, st, fmt.Sprintf("run %s progress recorded", o.Run))
-				})
+			_, err := c.call(cmdOf(args[0]), func(p *printer, st *api.DaemonStatus) error {
+				name := args[0]
+				if st.Project != nil && st.Project.Project != nil {
+					name = st.Project.Project.Name
+				}
+				return printProjectBlock(p, st, fmt.Sprintf("project %s %s", name, done))
+			})
 			return err
 		},
 	}
 }
 
-// runFinals are the statuses a run finishes with.
-var runFinals = []string{string(reducer.RunSucceeded), string(reducer.RunFailed), string(reducer.RunCancelled)}
-
-// RunFinishOptions is `scv project run finish`.
-type RunFinishOptions struct {
-	c            *client
-	Project, Run string
-	Status       reducer.RunStatus
+func newProjectReleaseCmd(c *client) *cobra.Command {
+	return newProjectDecisionCmd(c, "release", "Release a project whose tasks are all done (phase production)",
+		`Release PROJECT: every one of its tasks must be done. Its phase becomes
+production (its status stays completed), and the project records who
+released it. A task added afterwards is new work: the phase is derived
+again, and the project can be released again once that is done too.`,
+		`  scv project release acme`, "released",
+		func(p string) api.Command { return api.CmdProjectRelease{Project: p} })
 }
 
-func newRunFinishCmd(c *client) *cobra.Command {
-	o := &RunFinishOptions{c: c}
-	return &cobra.Command{
-		Use:   "finish PROJECT RUN STATUS",
-		Short: "Finish a running run: succeeded, failed or cancelled",
-		Long: `Finish RUN with STATUS, one of:
-
-  succeeded  the task is done
-  failed     a retry is spent: the task is ready again, or failed once its
-             --max-retries are spent
-  cancelled  the task is ready again; no retry is spent`,
-		Example:           `  scv project run finish acme $R succeeded`,
-		Args:              exactArgs("PROJECT", "RUN", "STATUS"),
-		ValidArgsFunction: c.completeProjectRun(runFinals...),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Project, o.Run = args[0], args[1]
-			status, err := finishStatus(args[2])
-			if err != nil {
-				return usageError{err.Error()}
-			}
-			o.Status = status
-			_, err = o.c.call(api.CmdProjectRunFinish{Project: o.Project, Run: o.Run, Status: o.Status},
-				func(p *printer, st *api.DaemonStatus) error {
-					return printProjectBlock(p, st, fmt.Sprintf("run %s finished (%s)", o.Run, o.Status))
-				})
-			return err
-		},
-	}
-}
-
-// finishStatus reads the STATUS of `project run finish`: a RunStatus, and
-// one a run can finish with (`running` and `stale` are the daemon's own
-// observations, which it refuses from clients).
-func finishStatus(s string) (reducer.RunStatus, error) {
-	var status reducer.RunStatus
-	if err := status.UnmarshalText([]byte(s)); err != nil {
-		return "", fmt.Errorf("STATUS: unknown variant `%s`, expected one of `%s`", s, strings.Join(runFinals, "`, `"))
-	}
-	if !slices.Contains(runFinals, string(status)) {
-		return "", fmt.Errorf("STATUS: a run finishes `%s`, `%s` or `%s`, not `%s`", runFinals[0], runFinals[1], runFinals[2], status)
-	}
-	return status, nil
-}
-
-// listFlag is a repeatable flag whose values may also be comma-separated:
-// `--depends-on A --depends-on B` and `--depends-on A,B` are the same.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-func (l *listFlag) Type() string   { return "IDs" }
-
-func (l *listFlag) Set(v string) error {
-	for s := range strings.SplitSeq(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			*l = append(*l, s)
-		}
-	}
-	return nil
-}
-
-// list is the values, never nil, so that an empty list is sent as [].
-func (l listFlag) list() []string {
-	if l == nil {
-		return []string{}
-	}
-	return l
+func newProjectArchiveCmd(c *client) *cobra.Command {
+	return newProjectDecisionCmd(c, "archive", "Archive a project: it takes no more writes",
+		`Archive PROJECT, finished or not: its status becomes archived and its phase
+reporting, and the project records who archived it. It is refused while a
+run of it is running or an approval of it is pending. From then on every
+write to it is refused; reads, --at, ledger verify and export work as
+before, and scv project list shows it only with --all.`,
+		`  scv project archive acme
+  scv project list --all`, "archived",
+		func(p string) api.Command { return api.CmdProjectArchive{Project: p} })
 }

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -16,42 +13,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"scv/control"
-	"scv/control/api"
 	"scv/control/daemon"
-	"scv/control/follow"
 )
-
-// callTimeout bounds one client command: dialling, sending and reading the
-// reply. The daemon answers in milliseconds; a daemon that does not answer
-// within this is stuck, and saying so beats hanging a script forever.
-const callTimeout = 30 * time.Second
-
-// client is one scv invocation: the global flags, and where output goes.
-// Every command's Options struct points at it.
-type client struct {
-	socket string
-	json   bool
-	stdout io.Writer
-	stderr io.Writer
-	stdin  io.Reader
-	now    func() time.Time
-	// startDaemon, when set, is called with the configuration instead of
-	// running `scv daemon` (parseDaemonFlags).
-	startDaemon func(daemon.Config) error
-}
-
-// printer is how the human output of this invocation looks.
-func (c *client) printer() *printer {
-	return &printer{w: c.stdout, width: widthOf(c.stdout), color: colorFor(c.stdout, c.json), now: c.now()}
-}
-
-// note writes a line for people on stderr (never under --json, whose
-// stderr carries only the error object).
-func (c *client) note(format string, a ...any) {
-	if !c.json {
-		fmt.Fprintf(c.stderr, "scv: "+format+"\n", a...)
-	}
-}
 
 // Command groups of `scv --help`.
 const (
@@ -62,10 +25,12 @@ const (
 	groupDaemon   = "daemon"
 )
 
-// newRootCmd builds the command tree. Each command is built by a
-// newXxxCmd function next to its Options struct and its run function,
-// the way gh lays out its commands.
-func newRootCmd(c *client) *cobra.Command {
+// newRootCmd builds the command tree, with runDaemon as what `scv daemon`
+// runs once its flags are read. Each command is built by a newXxxCmd
+// function next to its Options struct and its run function, one file per
+// noun of the tree (project, task, run, agent, delegations, confirm,
+// channel, ledger, daemon, mcp), the way gh lays out its commands.
+func newRootCmd(c *client, runDaemon func(daemon.Config) error) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "scv",
 		Short: "scv: the event-sourced project ledger daemon and its client",
@@ -121,7 +86,7 @@ Exit codes:
 	add(groupAgents, newDelegateCmd(c), newDelegationsCmd(c), newAgentCmd(c), newMCPCmd(c))
 	add(groupOwner, newChatCmd(c), newConfirmCmd(c), newChannelsCmd(c), newChannelCmd(c))
 	add(groupLedger, newLedgerCmd(c))
-	add(groupDaemon, newDaemonCmd(c), newStatusCmd(c), newUICmd(c), newReloadCmd(c), newRestartWhenIdleCmd(c), newVersionCmd(c))
+	add(groupDaemon, newDaemonCmd(c, runDaemon), newStatusCmd(c), newUICmd(c), newReloadCmd(c), newRestartWhenIdleCmd(c), newVersionCmd(c))
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageError{flagMessage(err)}
 	})
@@ -220,7 +185,7 @@ func group(use, short string, subs ...*cobra.Command) *cobra.Command {
 // stdout and 0; a usage error on stderr and 2; any other error on stderr
 // (one JSON object under --json) and its code.
 func (c *client) execute(args []string) int {
-	root := newRootCmd(c)
+	root := newRootCmd(c, c.runDaemon)
 	root.SetArgs(args)
 	root.SetOut(c.stdout)
 	root.SetErr(c.stderr)
@@ -282,87 +247,6 @@ func rangeArgs(min int, names ...string) cobra.PositionalArgs {
 		}
 		return nil
 	}
-}
-
-// follow runs f against the daemon on a connection kept for it, and
-// returns its end as scv reports it. When the daemon goes away, note says
-// so (once until it answers again).
-func (c *client) follow(ctx context.Context, f *follow.Follower, note func(format string, a ...any)) error {
-	rem := &control.Remote{Socket: c.socket, Keep: true}
-	defer rem.Close()
-	f.Handler = rem
-	away := f.Away
-	f.Away = func(err error) {
-		note("the daemon went away; waiting up to %v for it to come back", follow.GiveUp)
-		if away != nil {
-			away(err)
-		}
-	}
-	err := f.Run(ctx)
-	var gone *follow.AwayError
-	if errors.As(err, &gone) {
-		return unreachableError{err.Error()}
-	}
-	return callError(err)
-}
-
-// call sends cmd on a connection of its own and prints the reply: the
-// daemon's bytes under --json, else print's form. It returns the reply.
-func (c *client) call(cmd api.Command, print func(*printer, *api.DaemonStatus) error) (*api.DaemonStatus, error) {
-	raw, err := c.raw(cmd)
-	if err != nil {
-		return nil, err
-	}
-	var st api.DaemonStatus
-	if err := json.Unmarshal(raw, &st); err != nil {
-		return nil, fmt.Errorf("decode reply: %w", err)
-	}
-	if c.json {
-		_, err = fmt.Fprintf(c.stdout, "%s\n", raw)
-		return &st, err
-	}
-	if print == nil {
-		return &st, nil
-	}
-	return &st, print(c.printer(), &st)
-}
-
-// raw sends cmd and returns the daemon's reply as it came, printing
-// nothing.
-func (c *client) raw(cmd api.Command) (json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	raw, err := c.remote().Raw(ctx, cmd)
-	if err != nil {
-		return nil, callError(err)
-	}
-	return raw, nil
-}
-
-// do sends one command and returns the reply, printing nothing, on a
-// connection of its own (a delegation outlives connections, and the
-// daemon may restart while its command runs).
-func (c *client) do(cmd api.Command) (*api.DaemonStatus, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
-	defer cancel()
-	st, err := c.remote().Handle(ctx, cmd)
-	if err != nil {
-		return nil, callError(err)
-	}
-	return st, nil
-}
-
-// remote is the daemon as this invocation reaches it: a connection for
-// each call.
-func (c *client) remote() *control.Remote {
-	return &control.Remote{Socket: c.socket}
-}
-
-// printJSON writes v as one line of JSON.
-func (c *client) printJSON(v any) error {
-	enc := json.NewEncoder(c.stdout)
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }
 
 // usageTemplate is cobra's, except that a command that only groups others

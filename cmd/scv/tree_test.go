@@ -19,7 +19,7 @@ import (
 // (the root is the empty path), without cobra's hidden ones.
 func commandPaths(t *testing.T) (groups, leaves [][]string) {
 	t.Helper()
-	root := newRootCmd(&client{now: time.Now})
+	root := newRootCmd(&client{now: time.Now}, nil)
 	walk(root, func(cmd *cobra.Command) {
 		if cmd.Hidden {
 			return
@@ -221,7 +221,7 @@ func TestCommandTreeJSON(t *testing.T) {
 		}
 		if r.code == 0 || len(lines) > 0 || r.stderr != "" {
 			// The leaf the words name.
-			root := newRootCmd(&client{now: time.Now})
+			root := newRootCmd(&client{now: time.Now}, nil)
 			cmd, _, err := root.Find(inv.args)
 			require.NoError(t, err)
 			covered[strings.TrimPrefix(cmd.CommandPath(), "scv ")] = true

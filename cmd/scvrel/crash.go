@@ -748,15 +748,12 @@ func replies(folded map[string]*reducer.Project, project string, last uint64, p 
 		return nil, last, nil
 	}
 	out := map[string]json.RawMessage{}
-	for action, r := range map[string]api.ProjectResponse{
-		"project_tasks":  {Kind: api.KindTasks, ProjectID: pr.ID, Tasks: api.ProjectTasksOf(pr)},
-		"project_status": {Kind: api.KindStatus, Project: api.ProjectSummaryOf(pr)},
-	} {
-		b, err := json.Marshal(api.DaemonStatus{Project: &r})
+	for _, cmd := range []api.Command{api.CmdProjectTasks{Project: project}, api.CmdProjectStatus{Project: project}} {
+		b, err := json.Marshal(api.DaemonStatus{Project: api.ProjectReplyOf(cmd, pr, 0)})
 		if err != nil {
 			return nil, last, err
 		}
-		out[action] = b
+		out[cmd.Action()] = b
 	}
 	return out, last, nil
 }

@@ -139,12 +139,10 @@ func (r *linRun) one(ctx context.Context, rng *rand.Rand, k string) error {
 	}
 	// The network's: on one daemon's link (all of them for latency), for
 	// a while.
-	links := []int{i}
 	var err error
 	switch k {
 	case "latency":
-		links = []int{0, 1, 2}
-		for _, l := range links {
+		for _, l := range []int{0, 1, 2} {
 			if err = r.net.both(l, "latency", `{"latency": 20, "jitter": 20}`); err != nil {
 				break
 			}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -614,10 +613,4 @@ func describeOp(in linInput, out linOutput, taskNames map[string]string) string 
 		res = "ok"
 	}
 	return call + " → " + res
-}
-
-// jsonOf is v as JSON, for the log of a failed check.
-func jsonOf(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
 }

@@ -202,10 +202,12 @@ type CmdConfirmAnswer struct {
 }
 
 // CmdProjectList is an extension (action `project_list`): one summary per
-// project in creation order, archived ones only with All. The reply's
+// project in creation order, archived ones only with All (or a Status of
+// archived), only those of Status when it is set. The reply's
 // DaemonStatus carries them in its extension field `projects`.
 type CmdProjectList struct {
-	All bool `json:"all,omitempty" serde:"default"`
+	All    bool                   `json:"all,omitempty" serde:"default"`
+	Status *reducer.ProjectStatus `json:"status,omitempty"`
 }
 
 // CmdProjectTaskRetry is an extension (action `project_task_retry`): the

@@ -6,6 +6,23 @@ import "scv/reducer"
 // them from its committed state, `scv project ... --at SEQ` from the state
 // derived from the database file.
 
+// ProjectReplyOf is the reply to a read of project p's state, cmd one of
+// project_status, project_tasks and project_report, at now (Unix
+// milliseconds): the daemon's of its committed state, `scv project ...
+// --at SEQ`'s of a past one. A report is never older than the state it
+// reports. Any other command has no such reply (nil).
+func ProjectReplyOf(cmd Command, p *reducer.Project, now int64) *ProjectResponse {
+	switch cmd.(type) {
+	case CmdProjectStatus:
+		return &ProjectResponse{Kind: KindStatus, Project: ProjectSummaryOf(p)}
+	case CmdProjectTasks:
+		return &ProjectResponse{Kind: KindTasks, ProjectID: p.ID, Tasks: ProjectTasksOf(p)}
+	case CmdProjectReport:
+		return &ProjectResponse{Kind: KindReport, Report: ProjectReportOf(p, max(now, p.Updated))}
+	}
+	return nil
+}
+
 // ProjectSummaryOf is the wire summary of a project's state.
 func ProjectSummaryOf(p *reducer.Project) *ProjectSummary {
 	return &ProjectSummary{

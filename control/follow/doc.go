@@ -1,6 +1,7 @@
 // Package follow keeps asking a daemon for what is new: `scv project
-// events --follow`, `scv agent prompt` following a turn, and `scv chat`
-// use it. A Follower sends one request after another, each made from what
+// events --follow`, `scv agent prompt` following a turn, `scv chat` and
+// the MCP server's resources use it, and those that wait for the owner's
+// answer to a question. A Follower sends one request after another, each made from what
 // the replies so far said (a cursor: the last sequence seen), hands each
 // reply to its caller, and waits for a daemon that went away.
 //
@@ -42,4 +43,12 @@
 // Run returns nil when Reply says Stop; Reply's error; a refusal that is
 // not unavailable (not_found, invalid_argument, …), as the Handler
 // returned it; an *AwayError; or, when ctx ends, ctx's error.
+//
+// # The owner's answer
+//
+// Answer waits for the owner's answer to a question (`scv confirm ask
+// --wait`, MCP's owner_ask with wait_seconds): it asks where the question
+// stands every AnswerPoll, which keeps a pending question alive, until it
+// is decided, a deadline passes or its context ends. Question sends a
+// question's ask or status and returns where it stands.
 package follow

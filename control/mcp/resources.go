@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"scv/control/api"
+	"scv/control/follow"
 	"scv/control/render"
 	"scv/control/view"
 	"scv/reducer"
@@ -18,8 +19,9 @@ import (
 // The MCP resources: each project's report, as Markdown, and its task
 // graph, as `scv project graph` draws it in text, under
 // scv://project/NAME/report and scv://project/NAME/graph. A subscription
-// to one is notified when the project changes: the server looks at the
-// subscribed projects' events every pollEvery (watch).
+// to one is notified when the project changes: a follower (control/follow)
+// looks at each subscribed project's events every pollEvery, and waits for
+// a daemon that went away (watch).
 
 const (
 	reportURI = "scv://project/%s/report"
@@ -204,8 +206,8 @@ func (m *server) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error
 	}
 	m.mu.Lock()
 	m.subs[uri] = true
-	start := !m.polling
-	m.polling = true
+	start := !m.following[name]
+	m.following[name] = true
 	m.mu.Unlock()
 	if start {
 		pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -213,7 +215,7 @@ func (m *server) subscribe(ctx context.Context, req *sdk.SubscribeRequest) error
 			req.Session.Wait()
 			cancel()
 		}()
-		go m.watch(pctx)
+		go m.watch(pctx, name)
 	}
 	return nil
 }
@@ -258,45 +260,56 @@ func (m *server) head(ctx context.Context, project string, after uint64) (uint64
 	}
 }
 
-// watch notifies the subscriptions of the projects whose history grew,
-// until ctx ends: it looks every pollEvery. It is the one place that
-// waits for changes.
-func (m *server) watch(ctx context.Context) {
-	t := time.NewTicker(pollEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		m.notify(ctx)
-	}
-}
+// watchGiveUp is how long a session's follower waits for a daemon that
+// went away: as long as a session may last.
+const watchGiveUp = 24 * time.Hour
 
-// notify notifies the subscriptions of the projects whose history grew
-// since the session last looked.
-func (m *server) notify(ctx context.Context) {
-	m.mu.Lock()
-	projects := map[string][]string{}
-	for uri := range m.subs {
-		name, _, _ := parseURI(uri)
-		projects[name] = append(projects[name], uri)
-	}
-	m.mu.Unlock()
-	for name, uris := range projects {
+// watch notifies the subscriptions of project when its history grows,
+// until ctx ends or none is left: a follower reads the events after the
+// newest the session has seen, every pollEvery (at once while pages come
+// full), and waits for a daemon that went away.
+func (m *server) watch(ctx context.Context, project string) {
+	defer func() {
 		m.mu.Lock()
-		after := m.seen[name]
+		delete(m.following, project)
 		m.mu.Unlock()
-		head, err := m.head(ctx, name, after)
-		if err != nil || head <= after {
-			continue
-		}
-		m.mu.Lock()
-		m.seen[name] = max(m.seen[name], head)
-		m.mu.Unlock()
-		for _, uri := range uris {
-			m.srv.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: uri})
-		}
+	}()
+	news := false // the history grew since the subscriptions were told
+	f := &follow.Follower{
+		Handler: api.HandlerFunc(m.do), Answered: true, Pause: pollEvery, GiveUp: watchGiveUp,
+		Request: func() api.Command {
+			m.mu.Lock()
+			after := m.seen[project]
+			m.mu.Unlock()
+			return api.CmdProjectEvents{Project: project, After: &after}
+		},
+		Reply: func(st *api.DaemonStatus) (follow.Step, error) {
+			evs := st.Project.Events
+			m.mu.Lock()
+			var uris []string
+			for uri := range m.subs {
+				if name, _, _ := parseURI(uri); name == project {
+					uris = append(uris, uri)
+				}
+			}
+			if len(evs) > 0 && evs[len(evs)-1].Sequence > m.seen[project] {
+				m.seen[project], news = evs[len(evs)-1].Sequence, true
+			}
+			m.mu.Unlock()
+			if len(uris) == 0 {
+				return follow.Stop, nil
+			}
+			if len(evs) == reducer.MaxEventsPage {
+				return follow.Now, nil // more to read before the state is news
+			}
+			if news {
+				news = false
+				for _, uri := range uris {
+					m.srv.ResourceUpdated(ctx, &sdk.ResourceUpdatedNotificationParams{URI: uri})
+				}
+			}
+			return follow.Wait, nil
+		},
 	}
+	f.Run(ctx)
 }

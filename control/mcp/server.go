@@ -48,9 +48,10 @@ type server struct {
 	srv  *sdk.Server
 
 	mu      sync.Mutex
-	subs    map[string]bool   // subscribed resource URIs
-	seen    map[string]uint64 // a subscribed project's newest event seen
-	polling bool
+	subs      map[string]bool   // subscribed resource URIs
+	seen      map[string]uint64 // a subscribed project's newest event seen
+	following map[string]bool   // projects a follower watches
+
 	// scopeID and scopeName are the scope's project's, once known.
 	scopeID, scopeName string
 }
@@ -58,7 +59,7 @@ type server struct {
 // NewServer is the MCP server of one session with opts, its tools
 // reaching the daemon through h.
 func NewServer(h api.Handler, opts Options) *sdk.Server {
-	m := &server{h: h, opts: opts, subs: map[string]bool{}, seen: map[string]uint64{}}
+	m := &server{h: h, opts: opts, subs: map[string]bool{}, seen: map[string]uint64{}, following: map[string]bool{}}
 	ctx := context.Background()
 	// The scope's project is known by its ID and its name from the start,
 	// so that a refusal of scope sends nothing (a daemon not running: from

@@ -3,12 +3,12 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"scv/control/api"
+	"scv/control/follow"
 	"scv/reducer"
 )
 
@@ -337,11 +337,11 @@ func (m *server) addOwner() {
 					c.Task = &in.Task
 				}
 			}
-			q, err := m.question(ctx, c)
+			q, err := follow.Question(ctx, api.HandlerFunc(m.do), c)
 			if err != nil {
 				return askOut{}, err
 			}
-			q, err = m.follow(ctx, q, time.Now().Add(time.Duration(in.WaitSeconds)*time.Second))
+			q, err = follow.Answer(ctx, api.HandlerFunc(m.do), q, time.Now().Add(time.Duration(in.WaitSeconds)*time.Second))
 			if err != nil {
 				return askOut{}, err
 			}
@@ -349,7 +349,7 @@ func (m *server) addOwner() {
 		})
 	tool(m, "owner_answer_status", "Answer of the owner", "Where a question to the owner stands: pending, yes, no, expired, withdrawn or failed. Asking keeps a pending question alive: one nobody asks about for a minute is withdrawn.",
 		readOnly, func(ctx context.Context, _ *sdk.CallToolRequest, in askStatusIn) (askOut, error) {
-			q, err := m.question(ctx, api.CmdConfirmStatus{ID: in.ID})
+			q, err := follow.Question(ctx, api.HandlerFunc(m.do), api.CmdConfirmStatus{ID: in.ID})
 			if err != nil {
 				return askOut{}, err
 			}
@@ -359,38 +359,4 @@ func (m *server) addOwner() {
 
 func askOutOf(q *api.ConfirmInfo) askOut {
 	return askOut{ID: q.ID, State: string(q.State), Chat: q.Chat, Deadline: q.DeadlineUnixSeconds}
-}
-
-// confirmPoll is how often owner_ask asks where its question stands while
-// it waits for the answer (asking keeps the question alive).
-const confirmPoll = time.Second
-
-// question sends cmd, a question's ask or status, and returns where the
-// question stands.
-func (m *server) question(ctx context.Context, cmd api.Command) (*api.ConfirmInfo, error) {
-	st, err := m.do(ctx, cmd)
-	if err != nil {
-		return nil, err
-	}
-	if st.Confirm == nil {
-		return nil, errors.New("the daemon's reply carries no question")
-	}
-	return st.Confirm, nil
-}
-
-// follow asks where question q stands every confirmPoll while it is
-// pending, until deadline or ctx's end, and returns where it stands last.
-func (m *server) follow(ctx context.Context, q *api.ConfirmInfo, deadline time.Time) (*api.ConfirmInfo, error) {
-	for q.State == api.ConfirmPending && time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(min(confirmPoll, time.Until(deadline))):
-		}
-		var err error
-		if q, err = m.question(ctx, api.CmdConfirmStatus{ID: q.ID}); err != nil {
-			return nil, err
-		}
-	}
-	return q, nil
 }

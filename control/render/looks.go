@@ -69,3 +69,30 @@ var markerNames = map[string]string{
 	MarkerRetry:           "retry",
 	"other":               "other marker",
 }
+
+// wordSGR is the ANSI colour of a status word in text: a task's or a
+// run's as the drawings colour it, and the other statuses the command
+// line shows (a project's, a question's, a chat's, a check's) by what
+// they mean: well (green), failed (red), under way (yellow), held back
+// (magenta), ready (cyan), out of play (dim). "" for any other word.
+func wordSGR(word string) string {
+	if word == "unknown" {
+		return ""
+	}
+	if l, ok := taskLooks[word]; ok {
+		return l.sgr
+	}
+	if l, ok := runLooks[word]; ok {
+		return l.sgr
+	}
+	return wordSGRs[word]
+}
+
+var wordSGRs = map[string]string{
+	"completed": "32", "yes": "32", "connected": "32", "ok": "32", "intact": "32", "production": "32",
+	"no": "31", "expired": "31",
+	"waiting_approval": "33", "starting": "33", "reconnecting": "33",
+	"withdrawn": "35",
+	"active":    "36",
+	"disabled":  "2", "archived": "2",
+}

@@ -195,12 +195,6 @@ func readPID(t *testing.T, dir, name string) int {
 	return pid
 }
 
-// touch creates name in dir: the scripts wait for such files.
-func touch(t *testing.T, dir, name string) {
-	t.Helper()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, name), nil, 0o644))
-}
-
 // noChildren checks that the test process has no child left, running or
 // a zombie not yet reaped: Run reaped its command and its orphans.
 func noChildren(t *testing.T) {

@@ -1,15 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"scv/control/api"
 	"scv/control/follow"
+	"scv/control/render"
 	"scv/reducer"
 )
 
@@ -146,4 +152,58 @@ func (o *ProjectEventsOptions) follow() error {
 		return nil // interrupted: the normal end of --follow
 	}
 	return err
+}
+
+// eventLines writes events one line each, the same for `project events`
+// and `project events --follow`: a header, then per event its sequence,
+// its time with the zone, its kind and its data as compact JSON, the
+// data cut at the width.
+type eventLines struct {
+	p       *printer
+	started bool
+	seqW    int
+	kindW   int
+}
+
+// write prints events, the header first if it was not yet printed. The
+// widths of the sequence and kind columns are those of the first events
+// written (at least 3 and 12), so that later lines line up with them.
+func (l *eventLines) write(events []api.ProjectEvent) {
+	if len(events) == 0 {
+		return
+	}
+	if !l.started {
+		l.started = true
+		l.seqW, l.kindW = 3, 12
+		for _, e := range events {
+			l.seqW = max(l.seqW, len(fmt.Sprint(e.Sequence)))
+			l.kindW = max(l.kindW, utf8.RuneCountInString(render.Clean(e.Kind)))
+		}
+		l.line("SEQ", "TIME", "KIND", "DATA")
+	}
+	for _, e := range events {
+		l.line(fmt.Sprint(e.Sequence), l.p.time(e.TimestampUnixSeconds), render.Clean(e.Kind), compactJSON(e.Data))
+	}
+}
+
+func (l *eventLines) line(seq, at, kind, data string) {
+	timeW := max(utf8.RuneCountInString(at), utf8.RuneCountInString(l.p.time(0)))
+	s := fmt.Sprintf("%-*s  %-*s  %-*s  %s", l.seqW, seq, timeW, at, l.kindW, kind, data)
+	if l.p.width > 0 {
+		s = render.Cut(s, l.p.width)
+	}
+	fmt.Fprintln(l.p.w, strings.TrimRight(s, " "))
+}
+
+// compactJSON is data on one line; JSON escapes every control character
+// inside strings, so the result is safe in a table cell.
+func compactJSON(data json.RawMessage) string {
+	if len(data) == 0 {
+		return "-"
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, data); err != nil {
+		return render.Clean(string(data))
+	}
+	return b.String()
 }

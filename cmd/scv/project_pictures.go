@@ -118,6 +118,55 @@ func newPictureCmd(c *client, kind, short, long, example string) *cobra.Command 
 	return cmd
 }
 
+func (o *PictureOptions) run() error {
+	pic, _, now, err := o.c.readPicture(o.DB, o.Project, o.At, o.atSet)
+	if err != nil {
+		return err
+	}
+	m := view.Model(pic.Project, pic.Events, view.Options{Now: now, StaleAfter: o.StaleAfter})
+	toStdout := o.Output == "" || o.Output == "-"
+	opts := render.TextOptions{ASCII: o.ASCII}
+	if toStdout && !o.c.json {
+		opts.Width, opts.Color = widthOf(o.c.stdout), colorFor(o.c.stdout, false)
+	}
+	var b bytes.Buffer
+	switch o.kind + " " + o.Format {
+	case "graph text":
+		err = render.GraphText(&b, m, opts)
+	case "graph svg":
+		err = render.GraphSVG(&b, m)
+	case "graph dot":
+		err = render.GraphDOT(&b, m)
+	case "timeline text":
+		err = render.TimelineText(&b, m, opts)
+	case "timeline svg":
+		err = render.TimelineSVG(&b, m)
+	}
+	if err != nil {
+		return fmt.Errorf("draw the %s: %w", o.kind, err)
+	}
+	if o.Format == "svg" && !bytes.HasSuffix(b.Bytes(), []byte("\n")) {
+		b.WriteByte('\n')
+	}
+	return o.c.writePicture(pic, o.kind, o.Format, o.Output, b.Bytes())
+}
+
+// html is `scv project report PROJECT --html`: the self-contained HTML
+// report, from the database file.
+func (o *ProjectViewOptions) html() error {
+	pic, db, now, err := o.c.readPicture(o.DB, o.Project, o.At, o.atSet)
+	if err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := view.Report(&b, pic.Project, pic.Events, view.ReportOptions{
+		Options: view.Options{Now: now, StaleAfter: o.StaleAfter}, DB: db, Version: version,
+	}); err != nil {
+		return fmt.Errorf("write the report: %w", err)
+	}
+	return o.c.writePicture(pic, "report", "html", o.Output, b.Bytes())
+}
+
 // readPicture reads project from the database db: as of sequence at
 // when atSet, else at the head. It returns the picture, the database's
 // name (for the report's verify command) and the time the drawing is as
@@ -155,39 +204,6 @@ func atError(at uint64, err error) error {
 	return fmt.Errorf("--at %d: %w", at, err)
 }
 
-func (o *PictureOptions) run() error {
-	pic, _, now, err := o.c.readPicture(o.DB, o.Project, o.At, o.atSet)
-	if err != nil {
-		return err
-	}
-	m := view.Model(pic.Project, pic.Events, view.Options{Now: now, StaleAfter: o.StaleAfter})
-	toStdout := o.Output == "" || o.Output == "-"
-	opts := render.TextOptions{ASCII: o.ASCII}
-	if toStdout && !o.c.json {
-		opts.Width, opts.Color = widthOf(o.c.stdout), colorFor(o.c.stdout, false)
-	}
-	var b bytes.Buffer
-	switch o.kind + " " + o.Format {
-	case "graph text":
-		err = render.GraphText(&b, m, opts)
-	case "graph svg":
-		err = render.GraphSVG(&b, m)
-	case "graph dot":
-		err = render.GraphDOT(&b, m)
-	case "timeline text":
-		err = render.TimelineText(&b, m, opts)
-	case "timeline svg":
-		err = render.TimelineSVG(&b, m)
-	}
-	if err != nil {
-		return fmt.Errorf("draw the %s: %w", o.kind, err)
-	}
-	if o.Format == "svg" && !bytes.HasSuffix(b.Bytes(), []byte("\n")) {
-		b.WriteByte('\n')
-	}
-	return o.c.writePicture(pic, o.kind, o.Format, o.Output, b.Bytes())
-}
-
 // pictureJSON is what the picture commands print under --json.
 type pictureJSON struct {
 	ProjectID string  `json:"project_id"`
@@ -222,22 +238,6 @@ func (c *client) writePicture(pic *ledger.Picture, what, format, out string, doc
 		j.File = out
 		return c.printJSON(j)
 	}
-	_, err := fmt.Fprintf(c.stdout, "%s: %s (%s) as of sequence %d written to %s\n", clean(p.Name, 0), what, format, pic.Seq, out)
+	_, err := fmt.Fprintf(c.stdout, "%s: %s (%s) as of sequence %d written to %s\n", render.Clean(p.Name), what, format, pic.Seq, out)
 	return err
-}
-
-// html is `scv project report PROJECT --html`: the self-contained HTML
-// report, from the database file.
-func (o *ProjectViewOptions) html() error {
-	pic, db, now, err := o.c.readPicture(o.DB, o.Project, o.At, o.atSet)
-	if err != nil {
-		return err
-	}
-	var b bytes.Buffer
-	if err := view.Report(&b, pic.Project, pic.Events, view.ReportOptions{
-		Options: view.Options{Now: now, StaleAfter: o.StaleAfter}, DB: db, Version: version,
-	}); err != nil {
-		return fmt.Errorf("write the report: %w", err)
-	}
-	return o.c.writePicture(pic, "report", "html", o.Output, b.Bytes())
 }

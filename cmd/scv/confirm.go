@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -10,139 +9,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"scv/control/api"
+	"scv/control/follow"
 	"scv/control/proc"
+	"scv/control/render"
 )
-
-// newChannelsCmd is `scv channels`.
-func newChannelsCmd(c *client) *cobra.Command {
-	return &cobra.Command{
-		Use:     "channels",
-		Short:   "List the channel accounts and their health",
-		Example: `  scv channels`,
-		Args:    exactArgs(),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(api.CmdStatus{}, printComponentsReply)
-			return err
-		},
-	}
-}
-
-// newReloadCmd is `scv reload`.
-func newReloadCmd(c *client) *cobra.Command {
-	return &cobra.Command{
-		Use:   "reload",
-		Short: "Reread the channel settings file",
-		Long: `Ask the daemon to reread its channel settings file (scv daemon --config) and
-reconcile the accounts with it; an invalid file changes nothing.`,
-		Example: `  scv reload`,
-		Args:    exactArgs(),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := c.call(api.CmdReload{}, printComponentsReply)
-			return err
-		},
-	}
-}
-
-// newChannelCmd is `scv channel`.
-func newChannelCmd(c *client) *cobra.Command {
-	return withExample(`  scv channel set local:owner --enable
-  scv channel logout wechat:main`, group("channel", "Create, change or remove a channel account",
-		newChannelSetCmd(c), newChannelLogoutCmd(c)))
-}
-
-// ChannelSetOptions is `scv channel set`.
-type ChannelSetOptions struct {
-	c                                        *client
-	Channel, Account                         string
-	Enable, Disable                          bool
-	Workspace, RemoteTools, Senders, Purpose string
-	set                                      func(string) bool
-}
-
-func newChannelSetCmd(c *client) *cobra.Command {
-	o := &ChannelSetOptions{c: c}
-	cmd := &cobra.Command{
-		Use:   "set CHANNEL:ACCOUNT --enable|--disable",
-		Short: "Create or change a channel account",
-		Long: `Create or change the account CHANNEL:ACCOUNT (local:owner is the owner's chat
-on this machine). Flags left out keep the saved value; a new account gets
---remote-tools none, --senders owner, --purpose chat.`,
-		Example: `  scv channel set local:owner --enable
-  scv channel set wechat:main --enable --senders anyone`,
-		Args:              exactArgs("CHANNEL:ACCOUNT"),
-		ValidArgsFunction: c.completeChats,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var err error
-			if o.Channel, o.Account, err = api.ParseChat(args[0]); err != nil {
-				return usageError{err.Error()}
-			}
-			if o.Enable == o.Disable {
-				return usagef("give one of --enable and --disable")
-			}
-			o.set = cmd.Flags().Changed
-			return o.run()
-		},
-	}
-	f := cmd.Flags()
-	f.BoolVar(&o.Enable, "enable", false, "run the account")
-	f.BoolVar(&o.Disable, "disable", false, "stop the account, keeping its settings")
-	f.StringVar(&o.Workspace, "workspace", "", "the account's workspace `DIR` (default: keep the saved one)")
-	f.StringVar(&o.RemoteTools, "remote-tools", "", "who may use tools remotely: `none|owner` (default: keep)")
-	f.StringVar(&o.Senders, "senders", "", "whose messages it answers: `owner|anyone` (default: keep)")
-	f.StringVar(&o.Purpose, "purpose", "", "what it carries: `chat|mail` (default: keep)")
-	cmd.RegisterFlagCompletionFunc("remote-tools", words("none", "owner"))
-	cmd.RegisterFlagCompletionFunc("senders", words("owner", "anyone"))
-	cmd.RegisterFlagCompletionFunc("purpose", words("chat", "mail"))
-	return cmd
-}
-
-func (o *ChannelSetOptions) run() error {
-	c := api.CmdChannelSet{Channel: o.Channel, Account: o.Account, Enabled: o.Enable}
-	if o.set("workspace") {
-		c.Workspace = &o.Workspace
-	}
-	if o.set("remote-tools") {
-		var v api.RemoteTools
-		if err := v.UnmarshalText([]byte(o.RemoteTools)); err != nil {
-			return usagef("--remote-tools: %v", err)
-		}
-		c.RemoteTools = &v
-	}
-	if o.set("senders") {
-		var v api.Senders
-		if err := v.UnmarshalText([]byte(o.Senders)); err != nil {
-			return usagef("--senders: %v", err)
-		}
-		c.Senders = &v
-	}
-	if o.set("purpose") {
-		var v api.Purpose
-		if err := v.UnmarshalText([]byte(o.Purpose)); err != nil {
-			return usagef("--purpose: %v", err)
-		}
-		c.Purpose = &v
-	}
-	_, err := o.c.call(c, printComponentsReply)
-	return err
-}
-
-func newChannelLogoutCmd(c *client) *cobra.Command {
-	return &cobra.Command{
-		Use:               "logout CHANNEL:ACCOUNT",
-		Short:             "Stop an account and remove its settings, credentials and state",
-		Example:           `  scv channel logout wechat:main`,
-		Args:              exactArgs("CHANNEL:ACCOUNT"),
-		ValidArgsFunction: c.completeChats,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			channel, account, err := api.ParseChat(args[0])
-			if err != nil {
-				return usageError{err.Error()}
-			}
-			_, err = c.call(api.CmdChannelLogout{Channel: channel, Account: account}, printComponentsReply)
-			return err
-		},
-	}
-}
 
 // newConfirmCmd is `scv confirm`.
 func newConfirmCmd(c *client) *cobra.Command {
@@ -182,7 +52,7 @@ func confirmExit(s api.ConfirmState) int {
 // byState ends with the exit code of the reply's question (none for 0).
 func byState(st *api.DaemonStatus) error {
 	if st == nil || st.Confirm == nil {
-		return errNoQuestion
+		return follow.ErrNoQuestion
 	}
 	if code := confirmExit(st.Confirm.State); code != exitOK {
 		return exitError{code: code}
@@ -200,10 +70,6 @@ type ConfirmAskOptions struct {
 	Task     string
 	set      func(string) bool
 }
-
-// confirmPoll is how often `confirm ask --wait` asks where its question
-// stands (asking keeps it alive).
-const confirmPoll = time.Second
 
 func newConfirmAskCmd(c *client) *cobra.Command {
 	o := &ConfirmAskOptions{c: c}
@@ -282,14 +148,15 @@ func (o *ConfirmAskOptions) run() error {
 		}
 		return nil
 	}
-	q, err := o.c.question(c)
+	ctx := context.Background()
+	q, err := follow.Question(ctx, o.c, c)
 	if err != nil {
 		return err
 	}
 	if !o.c.json {
 		printConfirmReply(o.c.printer(), &api.DaemonStatus{Confirm: q})
 	}
-	if q, err = o.c.followQuestion(context.Background(), q, time.Time{}); err != nil {
+	if q, err = follow.Answer(ctx, o.c, q, time.Time{}); err != nil {
 		return err
 	}
 	st, err := o.c.call(api.CmdConfirmStatus{ID: q.ID}, printConfirmReply)
@@ -307,44 +174,6 @@ func delegationParent() *string {
 		return &parent
 	}
 	return nil
-}
-
-// errNoQuestion is a reply about a question that carries none.
-var errNoQuestion = errors.New("the daemon's reply carries no question")
-
-// question sends cmd, a question's ask or status, and returns where the
-// question stands.
-func (c *client) question(cmd api.Command) (*api.ConfirmInfo, error) {
-	st, err := c.do(cmd)
-	if err != nil {
-		return nil, err
-	}
-	if st.Confirm == nil {
-		return nil, errNoQuestion
-	}
-	return st.Confirm, nil
-}
-
-// followQuestion asks where question q stands every confirmPoll (asking
-// keeps it alive) while it is pending, until deadline (zero: until it is
-// decided) or ctx's end, and returns where it stands last.
-func (c *client) followQuestion(ctx context.Context, q *api.ConfirmInfo, deadline time.Time) (*api.ConfirmInfo, error) {
-	for q.State == api.ConfirmPending && (deadline.IsZero() || time.Now().Before(deadline)) {
-		wait := confirmPoll
-		if !deadline.IsZero() {
-			wait = min(wait, time.Until(deadline))
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(wait):
-		}
-		var err error
-		if q, err = c.question(api.CmdConfirmStatus{ID: q.ID}); err != nil {
-			return nil, err
-		}
-	}
-	return q, nil
 }
 
 func newConfirmStatusCmd(c *client) *cobra.Command {
@@ -431,36 +260,17 @@ func pendingOf(qs []api.Question) []api.Question {
 	return out
 }
 
-// printComponentsReply is the reply to the channel commands: every
-// account's health.
-func printComponentsReply(p *printer, st *api.DaemonStatus) error {
-	if len(st.Components) == 0 {
-		_, err := fmt.Fprintln(p.w, "no channel accounts")
-		return err
-	}
-	t := newTable("ACCOUNT", "ENABLED", "!STATE", "TOOLS", "SENDERS", "RESTARTS", "LAST SUCCESS", "~ERROR")
-	for _, c := range st.Components {
-		senders := "-"
-		if c.Senders != nil {
-			senders = string(*c.Senders)
-		}
-		t.add(c.ID, fmt.Sprint(c.Enabled), string(c.State), string(c.RemoteTools), senders,
-			fmt.Sprint(c.Restarts), p.agoPtr(c.LastSuccessUnixSeconds), orDash(c.Error))
-	}
-	return p.table(t)
-}
-
 // printConfirmReply is the reply to confirm ask, status and answer.
 func printConfirmReply(p *printer, st *api.DaemonStatus) error {
 	q := st.Confirm
 	if q == nil {
-		return errNoQuestion
+		return follow.ErrNoQuestion
 	}
 	chat := q.Chat
 	if chat == "" {
 		chat = "no chat"
 	}
-	_, err := fmt.Fprintf(p.w, "question %s %s in %s, deadline %s\n", q.ID, paint(string(q.State), p.color), clean(chat, 0), p.stamp(q.DeadlineUnixSeconds))
+	_, err := fmt.Fprintf(p.w, "question %s %s in %s, deadline %s\n", q.ID, render.Paint(string(q.State), p.color), render.Clean(chat), p.stamp(q.DeadlineUnixSeconds))
 	return err
 }
 
@@ -470,9 +280,9 @@ func printQuestions(p *printer, qs []api.Question) error {
 		_, err := fmt.Fprintln(p.w, "no questions")
 		return err
 	}
-	t := newTable("ID", "!STATE", "CHAT", "ASKED", "DEADLINE", "~DECIDED BY", "~QUESTION")
+	t := render.NewTable("ID", "!STATE", "CHAT", "ASKED", "DEADLINE", "~DECIDED BY", "~QUESTION")
 	for _, q := range qs {
-		t.add(q.ID, string(q.State), dash(q.Chat), p.ago(q.AskedUnixSeconds), p.ago(q.DeadlineUnixSeconds), orDash(q.DecidedBy), q.Question)
+		t.Add(q.ID, string(q.State), dash(q.Chat), p.ago(q.AskedUnixSeconds), p.ago(q.DeadlineUnixSeconds), orDash(q.DecidedBy), q.Question)
 	}
 	return p.table(t)
 }

@@ -14,8 +14,8 @@ import (
 
 	"scv/control/api"
 	"scv/control/daemon"
+	"scv/control/render"
 	"scv/ledger"
-	"scv/ledger/driver"
 	"scv/reducer"
 )
 
@@ -33,22 +33,6 @@ itself (--db, default $SCV_DB, else ~/.local/state/scv/ledger.db), with or
 without a daemon running, and change nothing in it; compact asks the
 running daemon.`
 	return cmd
-}
-
-// headFlags collects repeated --head PROJECT=HEX.
-type headFlags map[string][]byte
-
-func (h headFlags) String() string { return "" }
-func (h headFlags) Type() string   { return "PROJECT_ID=HEX" }
-
-func (h headFlags) Set(v string) error {
-	id, hx, ok := strings.Cut(v, "=")
-	b, err := hex.DecodeString(hx)
-	if !ok || err != nil || len(b) != ledger.HashSize {
-		return fmt.Errorf("want PROJECT_ID=%d-byte hex hash", ledger.HashSize)
-	}
-	h[id] = b
-	return nil
 }
 
 // VerifyOptions is `scv ledger verify`.
@@ -104,6 +88,23 @@ progress on stderr.`,
 	f.StringVar(&o.Bundle, "bundle", "", "verify the bundle `FILE` that scv ledger export wrote instead of a database (-: stdin)")
 	f.Var(o.Heads, "head", "a chain head saved earlier, `PROJECT_ID=HEX` (repeatable): also proves no event was cut off the end")
 	return cmd
+}
+
+// headFlags collects repeated --head PROJECT=HEX.
+type headFlags map[string][]byte
+
+func (h headFlags) String() string { return "" }
+
+func (h headFlags) Type() string { return "PROJECT_ID=HEX" }
+
+func (h headFlags) Set(v string) error {
+	id, hx, ok := strings.Cut(v, "=")
+	b, err := hex.DecodeString(hx)
+	if !ok || err != nil || len(b) != ledger.HashSize {
+		return fmt.Errorf("want PROJECT_ID=%d-byte hex hash", ledger.HashSize)
+	}
+	h[id] = b
+	return nil
 }
 
 // progress is a progress line on stderr when it is a terminal (nil
@@ -198,13 +199,13 @@ func (o *VerifyOptions) print(rep *ledger.VerifyReport, bundle bool) error {
 		// PostgreSQL: no file check of its own to run from here.
 		fmt.Fprintln(p.w, "integrity_check: none: this database has no file check of its own (SQLite's); the chains, histories and snapshots are checked")
 	default:
-		fmt.Fprintf(p.w, "integrity_check: %s\n", paint(rep.Integrity, p.color))
+		fmt.Fprintf(p.w, "integrity_check: %s\n", render.Paint(rep.Integrity, p.color))
 	}
 	if failed == nil {
 		if bundle {
-			fmt.Fprintf(p.w, "bundle: %d events, %d snapshots: %s\n", rep.Events, rep.Snapshots, paint("intact", p.color))
+			fmt.Fprintf(p.w, "bundle: %d events, %d snapshots: %s\n", rep.Events, rep.Snapshots, render.Paint("intact", p.color))
 		} else {
-			fmt.Fprintf(p.w, "%d events in %d projects: %s\n", rep.Events, len(rep.Chains), paint("intact", p.color))
+			fmt.Fprintf(p.w, "%d events in %d projects: %s\n", rep.Events, len(rep.Chains), render.Paint("intact", p.color))
 		}
 		return nil
 	}
@@ -215,9 +216,9 @@ func (o *VerifyOptions) print(rep *ledger.VerifyReport, bundle bool) error {
 }
 
 func printChains(p *printer, rep *ledger.VerifyReport) {
-	t := newTable("~PROJECT", "ID", "EVENTS", "CHAIN HEAD")
+	t := render.NewTable("~PROJECT", "ID", "EVENTS", "CHAIN HEAD")
 	for _, c := range rep.Chains {
-		t.add(dash(c.Name), c.ProjectID, fmt.Sprint(c.Events), hex.EncodeToString(c.Head))
+		t.Add(dash(c.Name), c.ProjectID, fmt.Sprint(c.Events), hex.EncodeToString(c.Head))
 	}
 	p.table(t)
 	for _, c := range rep.Chains {
@@ -488,14 +489,6 @@ is taken over by another daemon once it has expired.`,
 	return cmd
 }
 
-// leaseJSON is one lease of `scv ledger lease --json`.
-type leaseJSON struct {
-	Lease            string `json:"lease"`
-	Holder           string `json:"holder"`
-	Term             uint64 `json:"term"`
-	ExpiresUnixMilli int64  `json:"expires_unix_ms"`
-}
-
 func (o *LeaseOptions) run() error {
 	ctx := context.Background()
 	drv, err := daemon.OpenLedger(ctx, o.DB, false)
@@ -503,19 +496,12 @@ func (o *LeaseOptions) run() error {
 		return fmt.Errorf("ledger lease: %w", err)
 	}
 	defer drv.Close()
-	var leases []driver.Lease
-	if err := drv.Read(ctx, func(r driver.Reader) (err error) {
-		leases, err = r.Leases(ctx)
-		return err
-	}); err != nil {
+	leases, err := ledger.Leases(ctx, drv)
+	if err != nil {
 		return fmt.Errorf("ledger lease: %w", err)
 	}
 	if o.c.json {
-		out := make([]leaseJSON, len(leases))
-		for i, l := range leases {
-			out[i] = leaseJSON{l.Name, l.Holder, l.Term, l.ExpiresMs}
-		}
-		return o.c.printJSON(out)
+		return o.c.printJSON(append([]ledger.Lease{}, leases...)) // [] when none
 	}
 	if len(leases) == 0 {
 		if drv.Shared() {
@@ -526,9 +512,9 @@ func (o *LeaseOptions) run() error {
 		return nil
 	}
 	p := o.c.printer()
-	t := newTable("LEASE", "~HOLDER", "TERM", "EXPIRES")
+	t := render.NewTable("LEASE", "~HOLDER", "TERM", "EXPIRES")
 	for _, l := range leases {
-		t.add(l.Name, l.Holder, fmt.Sprint(l.Term), p.stamp(uint64(l.ExpiresMs/1000)))
+		t.Add(l.Name, l.Holder, fmt.Sprint(l.Term), p.stamp(uint64(l.Expires/1000)))
 	}
 	return p.table(t)
 }
