@@ -80,15 +80,16 @@ func scriptSetup(env *testscript.Env) error {
 	} {
 		env.Setenv(k, v)
 	}
-	d := daemon.New(daemon.Config{
-		DB: filepath.Join(home, ".local", "state", "scv", "ledger.db"), Socket: sock,
-		ConfigPath: filepath.Join(home, ".config", "scv", "channels.json"), Version: version,
-		// The sweeper wakes every twentieth of the window: an hour keeps
-		// it out of the transcripts (and out of a race between
-		// ledger.MarkStale's read of lastTime and appendBatch's write,
-		// in ledger/, that a sweep during writes shows under -race).
-		StaleAfter: time.Hour,
-	})
+	// The daemon `make run` starts (`scv daemon` with its defaults: a
+	// heartbeat journaled at most every 30 s, runs stale after 5 minutes),
+	// on this home's paths, without the web UI.
+	cfg, err := parseDaemonFlags([]string{"--db", filepath.Join(home, ".local", "state", "scv", "ledger.db"), "--socket", sock,
+		"--config", filepath.Join(home, ".config", "scv", "channels.json")})
+	if err != nil {
+		return err
+	}
+	cfg.Version = version
+	d := daemon.New(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := d.Open(ctx); err != nil {
