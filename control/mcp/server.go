@@ -47,7 +47,7 @@ type server struct {
 	opts Options
 	srv  *sdk.Server
 
-	mu      sync.Mutex
+	mu        sync.Mutex
 	subs      map[string]bool   // subscribed resource URIs
 	seen      map[string]uint64 // a subscribed project's newest event seen
 	following map[string]bool   // projects a follower watches
