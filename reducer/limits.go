@@ -38,6 +38,19 @@ const (
 	MaxReasonLen = MaxProgressLen
 	// MaxDependsOn is the most entries of a task's depends_on.
 	MaxDependsOn = 100
+	// MaxDescriptionLen is the longest description of a task, markdown.
+	MaxDescriptionLen = 20000
+	// MaxAcceptanceLen is the longest acceptance text of a task: how to
+	// tell it is done.
+	MaxAcceptanceLen = 4000
+	// MaxLabelLen is the longest label; MaxLabels the most labels of a
+	// task.
+	MaxLabelLen = 50
+	MaxLabels   = 20
+	// MaxPlanKeyLen is the longest key of a task in a plan file.
+	MaxPlanKeyLen = MaxRefLen
+	// MaxPlanTasks is the most tasks of one plan file.
+	MaxPlanTasks = 1000
 	// MaxEventsPage is the most events one read of a project's history
 	// returns: a project_events reply, a page of the ledger's.
 	MaxEventsPage = 1000
