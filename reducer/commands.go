@@ -26,7 +26,18 @@ type AddTask struct {
 	Title      string
 	DependsOn  []string
 	MaxRetries uint32
-	Now        int64
+	// The plan's fields (docs/plan.md): Priority nil is DefaultPriority;
+	// Parent is the epic's ID or unique title; DiscoveredFrom a run's ID;
+	// Key a plan file's key. By is who added it.
+	Key            string
+	Description    string
+	Acceptance     string
+	Priority       *int
+	Labels         []string
+	Parent         string
+	DiscoveredFrom string
+	By             string
+	Now            int64
 }
 
 // UpdateTask records what an orchestrator or the owner observed of a task.

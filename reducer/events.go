@@ -27,6 +27,7 @@ const (
 	KindProjectCreated = "project_created"
 	KindTaskAdded      = "task_added"
 	KindTaskUpdated    = "task_updated"
+	KindTaskEdited     = "task_edited"
 	KindRunStarted     = "run_started"
 	KindRunProgress    = "run_progress"
 	KindRunFinished    = "run_finished"
@@ -52,6 +53,34 @@ type TaskAdded struct {
 	Title      string   `json:"title"`
 	DependsOn  []string `json:"depends_on"`
 	MaxRetries uint32   `json:"max_retries"`
+	// The plan's fields (docs/plan.md), absent from histories older
+	// than the plan: Key is a plan file's key for the task; Priority nil
+	// is DefaultPriority; Parent is the epic's task ID; DiscoveredFrom
+	// the ID of the run during which the work was found.
+	Key            string   `json:"key,omitempty"`
+	Description    string   `json:"description,omitempty"`
+	Acceptance     string   `json:"acceptance,omitempty"`
+	Priority       *int     `json:"priority,omitempty"`
+	Labels         []string `json:"labels,omitempty"`
+	Parent         string   `json:"parent,omitempty"`
+	DiscoveredFrom string   `json:"discovered_from,omitempty"`
+	By             string   `json:"by,omitempty"`
+}
+
+// TaskEdited changes the plan's fields of a task; a field absent is
+// kept. Parent, DiscoveredFrom and DependsOn hold task and run IDs. By is
+// who edited it.
+type TaskEdited struct {
+	TaskID         string    `json:"task_id"`
+	Title          *string   `json:"title,omitempty"`
+	Description    *string   `json:"description,omitempty"`
+	Acceptance     *string   `json:"acceptance,omitempty"`
+	Priority       *int      `json:"priority,omitempty"`
+	Labels         *[]string `json:"labels,omitempty"`
+	Parent         *string   `json:"parent,omitempty"`
+	DiscoveredFrom *string   `json:"discovered_from,omitempty"`
+	DependsOn      *[]string `json:"depends_on,omitempty"`
+	By             string    `json:"by"`
 }
 
 // TaskUpdated records an observed task status; Status is the status the
@@ -137,6 +166,7 @@ type Archived struct {
 func (ProjectCreated) Kind() string  { return KindProjectCreated }
 func (TaskAdded) Kind() string       { return KindTaskAdded }
 func (TaskUpdated) Kind() string     { return KindTaskUpdated }
+func (TaskEdited) Kind() string      { return KindTaskEdited }
 func (RunStarted) Kind() string      { return KindRunStarted }
 func (RunProgress) Kind() string     { return KindRunProgress }
 func (RunFinished) Kind() string     { return KindRunFinished }
