@@ -44,7 +44,7 @@ var schemaTmpl = template.Must(template.New("schema").Option("missingkey=error")
       "const": {{.Version}}
     },
     "tasks": {
-      "description": "The tasks, in order: the earlier of two of one priority is the older.",
+      "description": "The tasks, in the author's order.",
       "type": "array",
       "maxItems": {{.MaxPlanTasks}},
       "items": { "$ref": "#/$defs/task" }
