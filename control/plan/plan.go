@@ -83,6 +83,7 @@ func Parse(r io.Reader) (*File, error) {
 // parseTree reads data, JSON or YAML, as a tree of the values JSON
 // holds: map[string]any, []any, string, json.Number, bool and nil.
 func parseTree(data []byte) (any, error) {
+	data = bytes.TrimPrefix(data, []byte("\ufeff")) // a byte order mark
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '{' {
 		return jsonTree(data)
 	}

@@ -72,6 +72,7 @@ var awkward = []string{
 	"'single'", `"double"`, `back\slash`, "percent %", " leading", "trailing ", "tab\there", "\ttab first",
 	"line one\nline two", "ends with newline\n", "ends with two\n\n", "\nstarts with newline", "  indented\nnot",
 	"trailing space \nnext", "crlf\r\nline", "émoji 🎉 and 漢字", "\u2028separator", "<b>&amp;</b>",
+	strings.Repeat("a long line ", 50), strings.Repeat("a long line ", 50) + "\n" + strings.Repeat("and another ", 50),
 }
 
 func TestWriteThenParseGivesTheSameFile(t *testing.T) {
@@ -105,36 +106,15 @@ func TestWriteThenParseGivesTheSameFile(t *testing.T) {
 	}
 }
 
-func TestWriteYAML(t *testing.T) {
+// An empty plan is written with its list of tasks (TestTheDocsExample
+// has a plan of three).
+func TestWriteAnEmptyPlan(t *testing.T) {
 	var b bytes.Buffer
-	require.NoError(t, Write(&b, testdataPlan, YAML))
-	assert.Equal(t, `version: 1
-tasks:
-  - key: storage
-    title: Store the ledger
-    description: |
-      Everything the daemon keeps, in SQLite.
-
-      - events
-      - snapshots
-    priority: 1
-    labels: [db]
-  - key: schema
-    title: Write the schema
-    description: The tables of events and snapshots.
-    acceptance: the migration tests pass
-    priority: 0
-    labels: [db, sql]
-    parent: storage
-  - key: queries
-    title: Write the queries
-    parent: storage
-    depends_on: [schema]
-`, b.String())
-
-	b.Reset()
 	require.NoError(t, Write(&b, &File{Version: 1}, YAML))
 	assert.Equal(t, "version: 1\ntasks: []\n", b.String())
+	b.Reset()
+	require.NoError(t, Write(&b, &File{Version: 1}, JSON))
+	assert.Equal(t, "{\n  \"version\": 1,\n  \"tasks\": []\n}\n", b.String())
 }
 
 func TestWriteRefusesAnUnknownFormat(t *testing.T) {
@@ -229,6 +209,17 @@ func TestYAMLTypesThatAreText(t *testing.T) {
 	assert.Equal(t, []Task{{Key: "2026-03-02", Title: "yes", Labels: []string{"on", "off"}}}, f.Tasks)
 }
 
+func TestAByteOrderMark(t *testing.T) {
+	for _, file := range []string{"\ufeff{\"version\": 1, \"tasks\": []}", "\ufeffversion: 1\ntasks: []\n"} {
+		f, err := Parse(strings.NewReader(file))
+		require.NoError(t, err)
+		assert.Equal(t, &File{Version: 1}, f)
+	}
+	// After the mark, JSON is read as JSON: its errors say so.
+	_, err := Parse(strings.NewReader("\ufeff{\"version\": 1,}"))
+	assert.ErrorContains(t, err, "JSON line 1")
+}
+
 func TestJSONTextsAsJSONWritesThem(t *testing.T) {
 	// A surrogate pair, as Python's json.dumps writes an emoji.
 	f, err := Parse(strings.NewReader(`{"version": 1.0, "tasks": [{"key": "a", "title": "party \ud83c\udf89", "priority": 1.0}]}`))
@@ -258,4 +249,22 @@ func FuzzParse(f *testing.F) {
 			require.Equal(t, p, again)
 		}
 	})
+}
+
+// The example of docs/plan.md is testdata's plan, as Write writes it.
+func TestTheDocsExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/plan.md")
+	require.NoError(t, err)
+	_, sec, ok := strings.Cut(string(doc), "\n## Plan files\n")
+	require.True(t, ok, "docs/plan.md has a section Plan files")
+	_, block, ok := strings.Cut(sec, "\n```yaml\n")
+	require.True(t, ok, "the section has a YAML example")
+	example, _, ok := strings.Cut(block, "\n```\n")
+	require.True(t, ok)
+	f, err := Parse(strings.NewReader(example))
+	require.NoError(t, err)
+	assert.Equal(t, testdataPlan, f)
+	var b bytes.Buffer
+	require.NoError(t, Write(&b, f, YAML))
+	assert.Equal(t, example+"\n", b.String())
 }
