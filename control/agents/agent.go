@@ -101,9 +101,11 @@ type agent struct {
 	exitHow      string             // how the process ended, once exited
 	crashed      bool               // it ended without being stopped
 	stopping     bool
-	why          string // why it is being stopped
-	cutWhy       string // why the running turn is being cut short (cut)
-	loading      bool   // session/load replays the conversation: not news
+	why          string      // why it is being stopped
+	cutWhy       string      // why the running turn is being cut short (cut)
+	loading      bool        // session/load replays the conversation: not news
+	cost         sessionCost // the session's cost, as the agent last reported it
+	model        string      // the session's model, when the agent named it
 	done         chan struct{}
 }
 
@@ -230,6 +232,7 @@ func (a *agent) handshake(ctx context.Context) error {
 		if s.SessionId == "" {
 			return fmt.Errorf("agent %s (%s) answered session/new without a session ID", a.name, a.argv0())
 		}
+		a.named(s.Models)
 		a.opened(string(s.SessionId))
 		return nil
 	}
@@ -245,11 +248,24 @@ func (a *agent) handshake(ctx context.Context) error {
 		a.loading = false
 		a.mu.Unlock()
 	}()
-	if _, err := a.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(a.conversation),
-		Cwd: a.spec.Workspace, McpServers: []acp.McpServer{}}); err != nil {
+	l, err := a.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(a.conversation),
+		Cwd: a.spec.Workspace, McpServers: []acp.McpServer{}})
+	if err != nil {
 		return a.startError(ctx, "session/load", timeout, err)
 	}
+	a.named(l.Models)
 	return nil
+}
+
+// named keeps the session's model, when the answer to session/new or
+// session/load names it (`models.currentModelId`).
+func (a *agent) named(m *acp.SessionModelState) {
+	if m == nil {
+		return
+	}
+	a.mu.Lock()
+	a.model = string(m.CurrentModelId)
+	a.mu.Unlock()
 }
 
 // startError says why step failed: the agent broke the protocol, ended,
@@ -288,7 +304,7 @@ func (a *agent) begin(text string, run *turnRun) {
 	a.idleSince = time.Time{}
 	a.run = run
 	if run != nil {
-		a.runID = run.run
+		a.runID, run.base = run.run, a.cost
 	}
 	a.message, a.progress, a.fromMessage, a.cutWhy = a.message[:0], "", false, ""
 	a.turnDone = make(chan struct{})
@@ -313,6 +329,9 @@ func (a *agent) finishTurn(turn uint32, resp acp.PromptResponse, err error) {
 	a.cutWhy = ""
 	a.mu.Unlock()
 
+	if run != nil && err == nil && resp.Usage != nil {
+		a.noteAnswerUsage(run, resp.Usage)
+	}
 	reason := string(resp.StopReason)
 	status, failWhy := reducer.RunSucceeded, ""
 	switch {
@@ -331,7 +350,11 @@ func (a *agent) finishTurn(turn uint32, resp acp.PromptResponse, err error) {
 		if err := run.finish(status, failWhy); err != nil {
 			a.log.Warn("record the end of a turn", "run", run.run, "err", err)
 		}
-		a.log.Info("turn ended", "turn", turn, "stop_reason", reason, "run", run.run, "run_status", status)
+		args := []any{"turn", turn, "stop_reason", reason, "run", run.run, "run_status", status}
+		if u := run.spent(); u != (Usage{}) {
+			args = append(args, "usage", u)
+		}
+		a.log.Info("turn ended", args...)
 	} else {
 		a.log.Info("turn ended", "turn", turn, "stop_reason", reason) // no run, so no run status
 	}

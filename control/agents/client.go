@@ -47,36 +47,45 @@ func (a *agent) take(session string, raw json.RawMessage) error {
 	a.mu.Lock()
 	loading, conv := a.loading, a.conversation
 	a.mu.Unlock()
-	if loading {
-		return nil // session/load replays what was said before: not news
-	}
-	u, progress, err := updateOf(raw)
-	if err != nil {
+	h, err := updateOf(raw)
+	if err != nil && !loading {
 		return err
 	}
-	if conv == "" {
-		a.early = append(a.early, heldUpdate{session, u, progress})
-		return nil
+	h.session = session
+	switch {
+	case loading:
+		// session/load replays what was said before: not news, but for
+		// the session's cost, the base of the next turn's.
+		if err == nil && h.usage != nil && h.usage.Cost != nil && session == conv {
+			a.mu.Lock()
+			a.cost = costOf(h.usage.Cost)
+			a.mu.Unlock()
+		}
+	case conv == "":
+		a.early = append(a.early, h)
+	default:
+		a.keep(h, conv)
 	}
-	a.keep(heldUpdate{session, u, progress}, conv)
 	return nil
 }
 
 // heldUpdate is an update taken and not yet kept: the session it is
-// about, and the progress it makes.
+// about, the progress it makes, and the usage it reports.
 type heldUpdate struct {
 	session  string
 	u        api.AgentUpdate
 	progress string
+	usage    *acp.SessionUsageUpdate
 }
 
-// opened makes conv the agent's session, and keeps the updates about it
-// that came before.
+// opened makes conv the agent's session, new (so its cost so far is
+// zero), and keeps the updates about it that came before.
 func (a *agent) opened(conv string) {
 	a.takeMu.Lock()
 	defer a.takeMu.Unlock()
 	a.mu.Lock()
 	a.conversation = conv
+	a.cost = sessionCost{known: true}
 	a.mu.Unlock()
 	for _, h := range a.early {
 		a.keep(h, conv)
@@ -98,6 +107,8 @@ func (a *agent) keep(h heldUpdate, conv string) {
 		a.mu.Unlock()
 	case h.progress != "":
 		a.noteProgress(h.progress)
+	case h.usage != nil:
+		a.noteUsage(h.usage)
 	}
 	a.add(h.u)
 	a.mu.Lock()
@@ -121,12 +132,13 @@ func (a *agent) ours(session acp.SessionId, method string) error {
 	return refusal("session %q is not this agent's", session)
 }
 
-// updateOf is the update raw as the agent's updates keep it, and the
-// progress it makes the turn's (an agent message's is its text).
-func updateOf(raw json.RawMessage) (u api.AgentUpdate, progress string, _ error) {
+// updateOf is the update raw as the agent's updates keep it, the
+// progress it makes the turn's (an agent message's is its text), and the
+// usage it reports (a usage_update's).
+func updateOf(raw json.RawMessage) (heldUpdate, error) {
 	var up acp.SessionUpdate
 	err := json.Unmarshal(raw, &up)
-	u = api.AgentUpdate{Update: raw}
+	u, progress := api.AgentUpdate{Update: raw}, ""
 	switch {
 	case up.AgentMessageChunk != nil:
 		u.Kind, u.Text = "agent_message_chunk", textOf(up.AgentMessageChunk.Content)
@@ -162,19 +174,21 @@ func updateOf(raw json.RawMessage) (u api.AgentUpdate, progress string, _ error)
 		if progress == "" && len(up.Plan.Entries) > 0 {
 			progress = fmt.Sprintf("plan: %d/%d done", done, len(up.Plan.Entries))
 		}
+	case up.UsageUpdate != nil:
+		u.Kind = "usage_update"
 	default:
 		var tag struct {
 			Kind string `json:"sessionUpdate"`
 		}
 		if json.Unmarshal(raw, &tag) != nil || tag.Kind == "" {
-			return u, "", errors.New("an update with no sessionUpdate")
+			return heldUpdate{u: u}, errors.New("an update with no sessionUpdate")
 		}
 		if err != nil && known[tag.Kind] {
-			return u, "", fmt.Errorf("%s: %v", tag.Kind, err)
+			return heldUpdate{u: u}, fmt.Errorf("%s: %v", tag.Kind, err)
 		}
 		u.Kind = tag.Kind
 	}
-	return u, progress, nil
+	return heldUpdate{u: u, progress: progress, usage: up.UsageUpdate}, nil
 }
 
 // known is the kinds of update the SDK decodes.

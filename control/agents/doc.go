@@ -30,6 +30,11 @@
 // text, so it is cut to the ledger's limit (reducer.ClipProgress), never
 // refused.
 //
+// What the agent says a turn spent (its answer's `usage`, its
+// `usage_update`s' context and cost, the cost made the run's share of the
+// session's) is the run's Usage, handed to turnRun.usage (docs/agents.md,
+// "Usage").
+//
 // # Lifecycle
 //
 // Manager is a daemon service. Each agent has a row in the local store

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"scv/control/api"
@@ -32,8 +33,14 @@ type turnRun struct {
 
 	journaled string // touched by the goroutine, then by finish
 	kick      chan struct{}
-	done      chan struct{}
-	finished  chan struct{}
+
+	// base is the session's cost when the turn began (agent.begin sets
+	// it): a usage_update's cost less base is the run's (noteUsage).
+	base     sessionCost
+	usedMu   sync.Mutex
+	used     Usage // the newest the agent reported (usage)
+	done     chan struct{}
+	finished chan struct{}
 }
 
 func (m *Manager) newTurnRun(ctx context.Context, project, run string, text func() string) *turnRun {
@@ -50,6 +57,26 @@ func (r *turnRun) changed() {
 	case r.kick <- struct{}{}:
 	default:
 	}
+}
+
+// usage is the one hook for what the turn's run has spent: u is the
+// run's usage so far, each field the newest the agent reported
+// (noteUsage, noteAnswerUsage), and it replaces the one before. It is
+// kept with the run, and the log line of the turn's end shows it. It
+// must not wait on the ledger (it is called while the agent's stream
+// waits): the ledger's command for a run's usage, once there is one, is
+// sent by loop and finish, as progress is.
+func (r *turnRun) usage(u Usage) {
+	r.usedMu.Lock()
+	r.used = u
+	r.usedMu.Unlock()
+}
+
+// spent is the run's usage so far, as usage last recorded it.
+func (r *turnRun) spent() Usage {
+	r.usedMu.Lock()
+	defer r.usedMu.Unlock()
+	return r.used
 }
 
 // loop sends the newest progress text when it changed, at most once per

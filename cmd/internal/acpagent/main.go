@@ -15,7 +15,8 @@
 // refused.
 //
 // Flags make it misbehave on purpose: --exit-at-once, --garbage,
-// --no-init, --no-load, --stderr.
+// --no-init, --no-load, --stderr. --model names the session's model in
+// the answers to session/new and session/load.
 package main
 
 import (
@@ -65,11 +66,14 @@ type entry struct {
 type session struct {
 	Cwd     string  `json:"cwd"`
 	History []entry `json:"history"`
+	// Usage is the last usage_update sent, sent again after session/load.
+	Usage *acp.SessionUsageUpdate `json:"usage,omitempty"`
 }
 
 type agent struct {
 	state  string
 	noLoad bool
+	model  string
 	out    *lockedWriter
 	conn   *acp.AgentSideConnection // set once, before ready is closed
 	ready  chan struct{}
@@ -184,7 +188,17 @@ func (a *agent) NewSession(_ context.Context, p acp.NewSessionRequest) (acp.NewS
 	if err := a.save(id, &session{Cwd: p.Cwd, History: []entry{}}); err != nil {
 		return acp.NewSessionResponse{}, err
 	}
-	return acp.NewSessionResponse{SessionId: id}, nil
+	return acp.NewSessionResponse{SessionId: id, Models: a.models()}, nil
+}
+
+// models is the session's models as the answers to session/new and
+// session/load name them: --model, else none.
+func (a *agent) models() *acp.SessionModelState {
+	if a.model == "" {
+		return nil
+	}
+	return &acp.SessionModelState{CurrentModelId: acp.ModelId(a.model),
+		AvailableModels: []acp.ModelInfo{{ModelId: acp.ModelId(a.model), Name: a.model}}}
 }
 
 func (a *agent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.LoadSessionResponse, error) {
@@ -204,7 +218,13 @@ func (a *agent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.
 			return acp.LoadSessionResponse{}, err
 		}
 	}
-	return acp.LoadSessionResponse{}, nil
+	if s.Usage != nil {
+		u := acp.SessionUpdate{UsageUpdate: s.Usage}
+		if err := a.client().SessionUpdate(ctx, acp.SessionNotification{SessionId: p.SessionId, Update: u}); err != nil {
+			return acp.LoadSessionResponse{}, err
+		}
+	}
+	return acp.LoadSessionResponse{Models: a.models()}, nil
 }
 
 func (a *agent) Cancel(_ context.Context, p acp.CancelNotification) error {
@@ -251,7 +271,7 @@ func (a *agent) Prompt(ctx context.Context, p acp.PromptRequest) (acp.PromptResp
 	if err := a.save(p.SessionId, s); err != nil {
 		return acp.PromptResponse{}, err
 	}
-	return acp.PromptResponse{StopReason: reason}, nil
+	return acp.PromptResponse{StopReason: reason, Usage: t.usage}, nil
 }
 
 // turn is one prompt's script being run. Cancelling the prompt (ctx)
@@ -266,6 +286,8 @@ type turn struct {
 	io   context.Context
 	id   acp.SessionId
 	s    *session
+	// usage is the answer's usage, set by the script's `usage` step.
+	usage *acp.Usage
 }
 
 func (t *turn) update(u acp.SessionUpdate) {
@@ -447,6 +469,53 @@ func init() { // not an initializer: the steps run steps (as)
 				strings.Repeat("x", n) + `"}}}}`)
 			return ""
 		}},
+		{"usage_update", "USED SIZE [AMOUNT CURRENCY]", "send a usage_update: USED tokens of a SIZE-token context, the session's cost so far AMOUNT CURRENCY", func(t *turn, args string) acp.StopReason {
+			f := strings.Fields(args)
+			var n [2]int
+			var err error
+			if len(f) != 2 && len(f) != 4 {
+				err = fmt.Errorf("want USED SIZE [AMOUNT CURRENCY], got %q", args)
+			}
+			for i := 0; err == nil && i < 2; i++ {
+				n[i], err = strconv.Atoi(f[i])
+			}
+			up := &acp.SessionUsageUpdate{Used: n[0], Size: n[1]}
+			if err == nil && len(f) == 4 {
+				var amount float64
+				amount, err = strconv.ParseFloat(f[2], 64)
+				up.Cost = &acp.Cost{Amount: amount, Currency: f[3]}
+			}
+			if err != nil {
+				t.say("usage_update: %v", err)
+				return ""
+			}
+			t.s.Usage = up
+			t.update(acp.SessionUpdate{UsageUpdate: up})
+			return ""
+		}},
+		{"usage", "IN OUT [THOUGHT [CACHED_READ [CACHED_WRITE]]]", "answer the prompt with this usage (tokens)", func(t *turn, args string) acp.StopReason {
+			f := strings.Fields(args)
+			if len(f) < 2 || len(f) > 5 {
+				t.say("usage: want IN OUT [THOUGHT [CACHED_READ [CACHED_WRITE]]], got %q", args)
+				return ""
+			}
+			var n [5]int
+			for i, s := range f {
+				var err error
+				if n[i], err = strconv.Atoi(s); err != nil {
+					t.say("usage: %v", err)
+					return ""
+				}
+			}
+			u := &acp.Usage{InputTokens: n[0], OutputTokens: n[1], TotalTokens: n[0] + n[1] + n[2] + n[3] + n[4]}
+			for i, p := range []**int{&u.ThoughtTokens, &u.CachedReadTokens, &u.CachedWriteTokens} {
+				if len(f) > 2+i {
+					*p = acp.Ptr(n[2+i])
+				}
+			}
+			t.usage = u
+			return ""
+		}},
 		{"stop", "[REASON]", "end the turn with REASON (default end_turn)", func(_ *turn, args string) acp.StopReason {
 			if args == "" {
 				return acp.StopReasonEndTurn
@@ -563,6 +632,7 @@ func main() {
 	garbage := flag.Bool("garbage", false, "write a line that is not JSON-RPC, then answer nothing")
 	noInit := flag.Bool("no-init", false, "read stdin until EOF without answering anything")
 	stderrText := flag.String("stderr", "", "write `TEXT` and a newline to stderr at start")
+	model := flag.String("model", "", "name the session's model `ID` in the answers to session/new and session/load")
 	flag.Usage = usage
 	flag.Parse()
 
@@ -587,7 +657,7 @@ func main() {
 	}
 
 	out := &lockedWriter{w: os.Stdout}
-	a := &agent{state: state, noLoad: *noLoad, out: out, ready: make(chan struct{}),
+	a := &agent{state: state, noLoad: *noLoad, model: *model, out: out, ready: make(chan struct{}),
 		cancels: map[acp.SessionId]context.CancelFunc{}}
 	asc := acp.NewAgentSideConnection(a, out, a.countPrompts(os.Stdin))
 	asc.SetLogger(slog.New(slog.NewTextHandler(os.Stderr, nil)))

@@ -57,6 +57,13 @@ func (c *testClient) SessionUpdate(_ context.Context, n acp.SessionNotification)
 			items = append(items, fmt.Sprintf("%s(%s,%s)", e.Content, e.Status, e.Priority))
 		}
 		c.record("plan:" + strings.Join(items, ";"))
+	case u.UsageUpdate != nil:
+		v := u.UsageUpdate
+		rec := fmt.Sprintf("usage:%d/%d", v.Used, v.Size)
+		if v.Cost != nil {
+			rec += fmt.Sprintf(" %v %s", v.Cost.Amount, v.Cost.Currency)
+		}
+		c.record(rec)
 	default:
 		c.record("other")
 	}
@@ -279,6 +286,43 @@ func TestScriptVerbs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, dir, s.Cwd)
 	assert.Equal(t, []entry{{"user", "say before\nsleep 1m\nsay after"}, {"agent", "before"}}, s.History[len(s.History)-2:])
+}
+
+// TestUsage: `usage_update` sends one, `usage` puts usage on the
+// prompt's answer (its total the sum of its counts), --model names the
+// session's model, and session/load sends the last usage_update again.
+func TestUsage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	bin, state, cwd := build(t), t.TempDir(), t.TempDir()
+	p := start(t, bin, "--state", state, "--model", "m-1")
+	p.initialize(ctx, t)
+	sess, err := p.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: cwd, McpServers: []acp.McpServer{}})
+	require.NoError(t, err)
+	require.NotNil(t, sess.Models)
+	assert.Equal(t, acp.ModelId("m-1"), sess.Models.CurrentModelId)
+
+	script := "usage_update 10 100\nusage_update 20 100 0.045 USD\nusage 1 2 3 4\nusage_update x\nusage 1"
+	r, err := p.conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(script)}})
+	require.NoError(t, err)
+	assert.Equal(t, &acp.Usage{InputTokens: 1, OutputTokens: 2, ThoughtTokens: acp.Ptr(3), CachedReadTokens: acp.Ptr(4),
+		TotalTokens: 10}, r.Usage, "the last good usage step")
+	assert.Equal(t, []string{"usage:10/100", "usage:20/100 0.045 USD",
+		`agent:usage_update: want USED SIZE [AMOUNT CURRENCY], got "x"`,
+		`agent:usage: want IN OUT [THOUGHT [CACHED_READ [CACHED_WRITE]]], got "1"`}, p.client.recorded())
+	r, err = p.conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("say no usage")}})
+	require.NoError(t, err)
+	assert.Nil(t, r.Usage, "a turn without a usage step answers none")
+	p.kill()
+
+	q := start(t, bin, "--state", state, "--model", "m-2")
+	q.initialize(ctx, t)
+	l, err := q.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: sess.SessionId, Cwd: cwd, McpServers: []acp.McpServer{}})
+	require.NoError(t, err)
+	require.NotNil(t, l.Models)
+	assert.Equal(t, acp.ModelId("m-2"), l.Models.CurrentModelId)
+	got := q.client.recorded()
+	assert.Equal(t, "usage:20/100 0.045 USD", got[len(got)-1], "the last usage_update, after the history")
 }
 
 func TestNoLoad(t *testing.T) {
