@@ -10,7 +10,7 @@
 //	f, err := plan.Parse(r)           // YAML or JSON; refuses what is not a plan
 //	cmd := reducer.ApplyPlan{Project: p, Items: f.Items(), ...}
 //
-//	f := plan.FromTasks(listed)       // a project's tasks, keys assigned
+//	f := plan.FromTasks(listed)       // a project's tasks, keyed by key or ID
 //	err = plan.Write(w, f, plan.YAML) // Parse reads back f
 //
 //	f, notes, err := plan.FromBeads(r) // beads' issues.jsonl; notes: what was not carried
