@@ -311,19 +311,12 @@ func decideEditTask(p *Project, c EditTask) (Body, error) {
 	}
 	if ev.Parent != nil || ev.DependsOn != nil {
 		g := newGraph(p)
-		g.place(t.ID, deref0(f.parent), deref1(f.dependsOn, t.DependsOn), t.Parent)
+		g.place(t.ID, cmpOr(f.parent, t.Parent), cmpOr(f.dependsOn, t.DependsOn), t.Parent)
 		if err := g.acyclic([]string{t.ID}, p.taskName); err != nil {
 			return nil, err
 		}
 	}
 	return ev, nil
-}
-
-func deref1(v *[]string, or []string) []string {
-	if v == nil {
-		return or
-	}
-	return *v
 }
 
 // taskName names task id in a refusal: its ID and title.
