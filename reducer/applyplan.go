@@ -23,7 +23,7 @@ func decideApplyPlan(p *Project, c ApplyPlan) ([]Event, error) {
 			return nil, fmt.Errorf("%w: plan task %q: the key is also task %d's", ErrInvalidArgument, it.Key, j+1)
 		}
 		item[it.Key] = i
-		t, ok := p.taskByKey(it.Key)
+		t, ok := p.TaskByKey(it.Key)
 		if !ok {
 			t, ok = p.Task(it.Key)
 		}
@@ -43,7 +43,7 @@ func decideApplyPlan(p *Project, c ApplyPlan) ([]Event, error) {
 		if j, ok := item[key]; ok {
 			return ids[j], nil
 		}
-		if t, ok := p.taskByKey(key); ok {
+		if t, ok := p.TaskByKey(key); ok {
 			return t.ID, nil
 		}
 		if t, ok := p.Task(key); ok {

@@ -164,8 +164,8 @@ func deref0(s *string) string {
 	return *s
 }
 
-// taskByKey returns the task of plan key k.
-func (p *Project) taskByKey(k string) (*Task, bool) {
+// TaskByKey returns the task whose plan key is k.
+func (p *Project) TaskByKey(k string) (*Task, bool) {
 	i, ok := p.keys.Get(k)
 	if !ok {
 		return nil, false
@@ -227,7 +227,7 @@ func decideAddTask(p *Project, c AddTask) (Body, error) {
 	if _, taken := p.Task(c.TaskID); taken {
 		return nil, fmt.Errorf("%w: task ID %s exists", ErrConflict, c.TaskID)
 	}
-	if t, taken := p.taskByKey(c.Key); taken && c.Key != "" {
+	if t, taken := p.TaskByKey(c.Key); taken && c.Key != "" {
 		return nil, fmt.Errorf("%w: key %q is task %s's", ErrConflict, c.Key, t.ID)
 	}
 	deps, err := resolveDeps(c.DependsOn, c.TaskID, p.resolveID)
