@@ -461,7 +461,7 @@ func (s *Service) write(ctx context.Context, cmd api.Command) (w write, ok bool,
 		return write{kind: api.KindTaskAdded, id: id, cmd: reducer.AddTask{
 			Project: c.Project, TaskID: id, Title: c.Title, DependsOn: c.DependsOn, MaxRetries: c.MaxRetries,
 			Description: deref(c.Description), Acceptance: deref(c.Acceptance), Priority: api.IntOf(c.Priority), Labels: c.Labels,
-			Parent: deref(c.Parent), DiscoveredFrom: deref(c.DiscoveredFrom), By: api.Who(ctx)}}, true, nil
+			Parent: deref(c.Parent), DiscoveredFrom: deref(c.DiscoveredFrom)}}, true, nil
 	case api.CmdProjectTaskEdit:
 		return write{kind: api.KindUpdated, cmd: reducer.EditTask{
 			Project: c.Project, TaskID: c.Task, Title: c.Title, Description: c.Description, Acceptance: c.Acceptance,
