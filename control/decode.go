@@ -300,18 +300,26 @@ var commandTypes = sync.OnceValue(func() map[string]commandType {
 	actions := api.Commands()
 	m := make(map[string]commandType, len(actions))
 	for _, proto := range actions {
-		t := reflect.TypeOf(proto)
-		ct := commandType{typ: t, fields: make([]commandField, t.NumField())}
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			ct.fields[i] = commandField{name: name,
-				optional: f.Type.Kind() == reflect.Pointer || f.Tag.Get("serde") == "default"}
-		}
-		m[proto.Action()] = ct
+		m[proto.Action()] = structType(reflect.TypeOf(proto))
 	}
 	return m
 })
+
+// structType reads the fields of struct type t from their tags.
+func structType(t reflect.Type) commandType {
+	ct := commandType{typ: t, fields: make([]commandField, t.NumField())}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		ct.fields[i] = commandField{name: name,
+			optional: f.Type.Kind() == reflect.Pointer || f.Tag.Get("serde") == "default"}
+	}
+	return ct
+}
+
+// structTypes caches structType for the structs inside commands (a
+// plan's tasks).
+var structTypes sync.Map // reflect.Type -> commandType
 
 // decodeStruct fills the fields of v, described by fields, from ms.
 func decodeStruct(ms []member, fields []commandField, v reflect.Value) error {
@@ -381,6 +389,19 @@ func decodeValue(raw json.RawMessage, v reflect.Value) error {
 			return err
 		}
 		v.SetUint(n)
+	case reflect.Struct:
+		ct, ok := structTypes.Load(v.Type())
+		if !ok {
+			ct, _ = structTypes.LoadOrStore(v.Type(), structType(v.Type()))
+		}
+		if len(raw) == 0 || raw[0] != '{' {
+			return fmt.Errorf("invalid type: %s, expected struct %s", describe(raw), v.Type().Name())
+		}
+		ms, err := splitMembers(nil, raw)
+		if err != nil {
+			return err
+		}
+		return decodeStruct(ms, ct.(commandType).fields, v)
 	case reflect.Slice:
 		if len(raw) == 0 || raw[0] != '[' {
 			return fmt.Errorf("invalid type: %s, expected a sequence", describe(raw))

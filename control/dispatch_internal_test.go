@@ -67,6 +67,11 @@ var SeedCommandParams = []string{
 	`{"action":"agent_cancel","agent":"gemini"}`,
 	`{"action":"agent_updates","agent":"gemini","after":0,"wait_seconds":0}`,
 	`{"action":"delegation_update","handle":"h1","background_jobs":2}`,
+	`{"action":"project_task_edit","project":"acme","task":"build","priority":1,"labels":["go"],"parent":""}`,
+	`{"action":"project_task_show","project":"acme","task":"build"}`,
+	`{"action":"project_ready","project":"acme","labels":["go"]}`,
+	`{"action":"project_task_next","project":"acme","agent":"codex"}`,
+	`{"action":"project_plan_apply","project":"acme","tasks":[{"key":"a","title":"A","priority":0,"depends_on":["b"]},{"key":"b","title":"B"}]}`,
 }
 
 // SeedMalformedParams are params objects the strict decoder refuses.

@@ -106,6 +106,18 @@ func appendStatus(b []byte, st *api.DaemonStatus) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if st.Task != nil {
+		b = append(b, `,"task":`...)
+		if b, err = appendMarshal(b, st.Task); err != nil {
+			return nil, err
+		}
+	}
+	if st.Plan != nil {
+		b = append(b, `,"plan":`...)
+		if b, err = appendMarshal(b, st.Plan); err != nil {
+			return nil, err
+		}
+	}
 	return append(b, '}'), nil
 }
 

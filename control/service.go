@@ -224,6 +224,17 @@ func (s *Service) handle(ctx context.Context, cmd api.Command) (*api.DaemonStatu
 		return s.read(ctx, c, c.Project)
 	case api.CmdProjectEvents:
 		return s.events(ctx, c)
+	case api.CmdProjectTaskShow:
+		return s.taskShow(ctx, c)
+	case api.CmdProjectReady:
+		if err := reducer.ValidLabels("labels", c.Labels); err != nil {
+			return nil, err
+		}
+		p, err := s.project(ctx, c.Project)
+		if err != nil {
+			return nil, err
+		}
+		return s.status(&api.ProjectResponse{Kind: api.KindTasks, ProjectID: p.ID, Tasks: api.ReadyTasksOf(p, c.Labels)}), nil
 	case api.CmdDelegations, api.CmdDelegationKill, api.CmdDelegationRegister, api.CmdDelegationDone, api.CmdDelegationUpdate:
 		if s.Delegations == nil {
 			break
@@ -447,14 +458,35 @@ func (s *Service) write(ctx context.Context, cmd api.Command) (w write, ok bool,
 		return write{kind: api.KindCreated, cmd: reducer.CreateProject{ProjectID: newID(), Name: c.Name, Workspace: ws}}, true, err
 	case api.CmdProjectTaskAdd:
 		id := newID()
-		return write{api.KindTaskAdded, id, reducer.AddTask{
-			Project: c.Project, TaskID: id, Title: c.Title, DependsOn: c.DependsOn, MaxRetries: c.MaxRetries}}, true, nil
+		return write{kind: api.KindTaskAdded, id: id, cmd: reducer.AddTask{
+			Project: c.Project, TaskID: id, Title: c.Title, DependsOn: c.DependsOn, MaxRetries: c.MaxRetries,
+			Description: deref(c.Description), Acceptance: deref(c.Acceptance), Priority: api.IntOf(c.Priority), Labels: c.Labels,
+			Parent: deref(c.Parent), DiscoveredFrom: deref(c.DiscoveredFrom)}}, true, nil
+	case api.CmdProjectTaskEdit:
+		return write{kind: api.KindUpdated, cmd: reducer.EditTask{
+			Project: c.Project, TaskID: c.Task, Title: c.Title, Description: c.Description, Acceptance: c.Acceptance,
+			Priority: api.IntOf(c.Priority), Labels: c.Labels, Parent: c.Parent, DiscoveredFrom: c.DiscoveredFrom,
+			DependsOn: c.DependsOn, By: api.Who(ctx)}}, true, nil
+	case api.CmdProjectTaskNext:
+		id := newID()
+		return write{kind: api.KindRunStarted, id: id, cmd: reducer.NextTask{
+			Project: c.Project, RunID: id, Agent: c.Agent, Labels: c.Labels}}, true, nil
+	case api.CmdProjectPlanApply:
+		if len(c.Tasks) > reducer.MaxPlanTasks { // before minting an ID for each
+			return write{}, true, api.Errorf(api.ErrInvalidArgument, "the plan has %d tasks, more than %d", len(c.Tasks), reducer.MaxPlanTasks)
+		}
+		ids := make([]string, len(c.Tasks))
+		for i := range ids {
+			ids[i] = newID()
+		}
+		return write{kind: api.KindUpdated, cmd: reducer.ApplyPlan{
+			Project: c.Project, Items: api.PlanItems(c.Tasks), IDs: ids, By: api.Who(ctx)}}, true, nil
 	case api.CmdProjectTaskUpdate:
 		return write{kind: api.KindUpdated, cmd: reducer.UpdateTask{
 			Project: c.Project, TaskID: c.Task, Status: c.Status, Progress: c.Progress}}, true, nil
 	case api.CmdProjectRunStart:
 		id := newID()
-		return write{api.KindRunStarted, id, reducer.StartRun{
+		return write{kind: api.KindRunStarted, id: id, cmd: reducer.StartRun{
 			Project: c.Project, TaskID: c.Task, RunID: id, Agent: c.Agent}}, true, nil
 	case api.CmdProjectRunProgress:
 		every := int64(0)
@@ -494,7 +526,79 @@ func (w write) answer(s *Service, res ledger.Result, err error) (*api.DaemonStat
 	case api.KindRunStarted:
 		r.RunID = w.id
 	}
-	return s.status(r), nil
+	st := s.status(r)
+	switch c := w.cmd.(type) {
+	case reducer.NextTask:
+		run, _ := res.Project.Run(w.id)
+		t, _ := res.Project.Task(run.TaskID)
+		st.Task = api.TaskDetailOf(res.Project, t)
+	case reducer.ApplyPlan:
+		st.Plan = planApplied(c, res)
+	}
+	return st, nil
+}
+
+// planApplied is what plan c did: its events counted, and the task of
+// each of its keys.
+func planApplied(c reducer.ApplyPlan, res ledger.Result) *api.PlanApplied {
+	out := &api.PlanApplied{Tasks: make(map[string]string, len(c.Items))}
+	for _, e := range res.Events {
+		switch e.Body.(type) {
+		case reducer.TaskAdded:
+			out.Added++
+		case reducer.TaskEdited:
+			out.Edited++
+		}
+	}
+	out.Unchanged = len(c.Items) - out.Added - out.Edited
+	for i, it := range c.Items {
+		if t, ok := res.Project.TaskByKey(it.Key); ok {
+			out.Tasks[it.Key] = t.ID
+		} else if t, ok := res.Project.Task(it.Key); ok {
+			out.Tasks[it.Key] = t.ID
+		} else {
+			out.Tasks[it.Key] = c.IDs[i]
+		}
+	}
+	return out
+}
+
+// taskShow answers project_task_show: the project's status, and the task
+// with its runs and the events that shaped it.
+func (s *Service) taskShow(ctx context.Context, c api.CmdProjectTaskShow) (*api.DaemonStatus, error) {
+	p, err := s.project(ctx, c.Project)
+	if err != nil {
+		return nil, err
+	}
+	t, err := p.ResolveTask(c.Task)
+	if err != nil {
+		return nil, err
+	}
+	d := api.TaskDetailOf(p, t)
+	runs := make(map[string]bool, len(d.Runs))
+	for _, r := range d.Runs {
+		runs[r.ID] = true
+	}
+	d.Events = []api.ProjectEvent{}
+	for after := uint64(0); ; {
+		page, err := s.Ledger.EventsPage(ctx, p.ID, after, reducer.MaxEventsPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page.Rows {
+			if api.Concerns([]byte(r.Data), t.ID, runs) {
+				d.Events = append(d.Events, api.ProjectEvent{Sequence: r.Sequence, ProjectID: r.ProjectID, Kind: r.Kind,
+					TimestampUnixSeconds: uint64(r.Timestamp), Data: []byte(r.Data)})
+			}
+			after = r.Sequence
+		}
+		if len(page.Rows) < reducer.MaxEventsPage || after >= p.LastSequence {
+			break
+		}
+	}
+	st := s.status(&api.ProjectResponse{Kind: api.KindStatus, Project: api.ProjectSummaryOf(p)})
+	st.Task = d
+	return st, nil
 }
 
 // read answers cmd, a read of project ref's state.

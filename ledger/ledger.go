@@ -704,7 +704,7 @@ func summaryRow(p *reducer.Project) driver.Project {
 // refusal of one command, which the batch goes on without.
 func isRefusal(err error) bool {
 	for _, s := range []error{reducer.ErrNotFound, reducer.ErrConflict, reducer.ErrInvalidArgument,
-		reducer.ErrInvalidTransition, reducer.ErrRunNotRunning} {
+		reducer.ErrInvalidTransition, reducer.ErrRunNotRunning, reducer.ErrNothingReady} {
 		if errors.Is(err, s) {
 			return true
 		}

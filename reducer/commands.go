@@ -244,6 +244,15 @@ func Stamp(c Command, now int64) Command {
 	case ArchiveProject:
 		c.Now = now
 		return c
+	case EditTask:
+		c.Now = now
+		return c
+	case ApplyPlan:
+		c.Now = now
+		return c
+	case NextTask:
+		c.Now = now
+		return c
 	}
 	panic(fmt.Sprintf("reducer: unknown command %T", c))
 }

@@ -22,3 +22,8 @@ var (
 	// kept, and writes succeed again once there is room.
 	ErrStorageFull = errors.New("storage full")
 )
+
+// ErrNothingReady refuses a NextTask when no task is ready to claim; its
+// detail says why (all done, all running, waiting for an approval,
+// blocked by failed work, no tasks).
+var ErrNothingReady = errors.New("nothing ready")

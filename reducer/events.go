@@ -191,6 +191,8 @@ func DecodeBody(kind string, data []byte) (Body, error) {
 		b = &TaskAdded{}
 	case KindTaskUpdated:
 		b = &TaskUpdated{}
+	case KindTaskEdited:
+		b = &TaskEdited{}
 	case KindRunStarted:
 		b = &RunStarted{}
 	case KindRunProgress:
@@ -227,6 +229,8 @@ func deref(b Body) Body {
 	case *TaskAdded:
 		return *v
 	case *TaskUpdated:
+		return *v
+	case *TaskEdited:
 		return *v
 	case *RunStarted:
 		return *v

@@ -273,6 +273,15 @@ type taskDump struct {
 	LastHeartbeat int64
 	Attempts      uint32
 	Approval      string
+	// The plan's.
+	Key            string
+	Description    string
+	Acceptance     string
+	Priority       int
+	Labels         []string
+	Parent         string
+	DiscoveredFrom string
+	Children       int
 }
 
 type runDump struct {
@@ -304,6 +313,7 @@ type projectDump struct {
 	Released      bool
 	Archived      bool
 	Approvals     []reducer.Approval
+	Ready         []string // ReadyTasks' IDs
 }
 
 type stateDump struct {
@@ -335,7 +345,12 @@ func dumpProject(p *reducer.Project) projectDump {
 			ID: t.ID, Title: t.Title, Status: t.Status, DependsOn: append([]string(nil), t.DependsOn...),
 			Retries: t.Retries, MaxRetries: t.MaxRetries, RunID: t.RunID, Progress: optString(t.Progress),
 			LastHeartbeat: t.LastHeartbeat, Attempts: t.Attempts, Approval: t.Approval,
+			Key: t.Key, Description: t.Description, Acceptance: t.Acceptance, Priority: t.Priority,
+			Labels: append([]string(nil), t.Labels...), Parent: t.Parent, DiscoveredFrom: t.DiscoveredFrom, Children: t.Children,
 		})
+	}
+	for _, t := range reducer.ReadyTasks(p, nil) {
+		d.Ready = append(d.Ready, t.ID)
 	}
 	for _, r := range p.Runs() {
 		d.Runs = append(d.Runs, runDump{

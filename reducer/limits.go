@@ -68,8 +68,8 @@ func checkShape(c Command) error {
 	switch c := c.(type) {
 	case CreateProject:
 		return ValidName("name", c.Name)
-	case AddTask:
-		return cmp.Or(ValidName("title", c.Title), validDeps(c.DependsOn))
+	case AddTask, EditTask, ApplyPlan, NextTask:
+		return checkPlanCommand(c)
 	case UpdateTask:
 		if c.Progress != nil {
 			return cmp.Or(ValidRef("task", c.TaskID), ValidProgress(*c.Progress))

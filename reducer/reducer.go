@@ -38,6 +38,12 @@ func Decide(p *Project, c Command) ([]Event, error) {
 		return one(p, c.Now)(decideFinishRun(p, c))
 	case RecordHeartbeat:
 		return one(p, c.Now)(decideHeartbeat(p, c))
+	case EditTask:
+		return one(p, c.Now)(decideEditTask(p, c))
+	case NextTask:
+		return one(p, c.Now)(decideNextTask(p, c))
+	case ApplyPlan:
+		return decideApplyPlan(p, c)
 	case MarkStale:
 		var evs []Event
 		for _, r := range StaleRuns(p, c.Now, c.Window) {
@@ -93,26 +99,6 @@ func decideCreate(p *Project, c CreateProject) ([]Event, error) {
 	return []Event{{ProjectID: c.ProjectID, Time: c.Now, Body: ProjectCreated{Name: c.Name, Workspace: c.Workspace}}}, nil
 }
 
-func decideAddTask(p *Project, c AddTask) (Body, error) {
-	if _, taken := p.Task(c.TaskID); taken {
-		return nil, fmt.Errorf("%w: task ID %s exists", ErrConflict, c.TaskID)
-	}
-	seen := map[string]bool{}
-	deps := make([]string, 0, len(c.DependsOn)) // the event owns its data, the tasks' IDs
-	for _, ref := range c.DependsOn {
-		d, err := p.ResolveTask(ref)
-		if err != nil {
-			return nil, fmt.Errorf("depends_on: %w", err)
-		}
-		if seen[d.ID] {
-			return nil, fmt.Errorf("%w: depends_on names task %s twice", ErrInvalidArgument, d.ID)
-		}
-		seen[d.ID] = true
-		deps = append(deps, d.ID)
-	}
-	return TaskAdded{TaskID: c.TaskID, Title: c.Title, DependsOn: deps, MaxRetries: c.MaxRetries}, nil
-}
-
 func decideUpdateTask(p *Project, c UpdateTask) (Body, error) {
 	t, err := p.ResolveTask(c.TaskID)
 	if err != nil {
@@ -126,6 +112,8 @@ func decideUpdateTask(p *Project, c UpdateTask) (Body, error) {
 		return nil, fmt.Errorf("%w: unknown task status %q", ErrInvalidArgument, to)
 	}
 	switch {
+	case t.Epic():
+		return refuse("it is an epic: its status comes from its children's")
 	case t.Status.Final():
 		return refuse("it is final")
 	case t.Status == TaskRunning:
@@ -136,9 +124,7 @@ func decideUpdateTask(p *Project, c UpdateTask) (Body, error) {
 		return refuse("running and stale come from runs")
 	case to == TaskBlocked && (t.Status == TaskPending || t.Status == TaskReady || t.Status == TaskStale):
 	case to == TaskReady && t.Status == TaskBlocked:
-		if !p.depsDone(t.DependsOn) {
-			to = TaskPending
-		}
+		to = p.startable(t)
 	case to == TaskDone || to == TaskFailed:
 		// From pending, ready, blocked or stale: everything non-final
 		// and not running is left.
@@ -158,6 +144,9 @@ func decideStartRun(p *Project, c StartRun) (Body, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.Epic() {
+		return nil, epicNotRun(t)
+	}
 	if t.Status != TaskReady && t.Status != TaskStale {
 		return nil, fmt.Errorf("%w: task %s is %s; a run starts only from ready or stale", ErrInvalidTransition, t.ID, t.Status)
 	}
@@ -169,6 +158,11 @@ func decideStartRun(p *Project, c StartRun) (Body, error) {
 		return nil, fmt.Errorf("%w: run ID %s exists", ErrConflict, c.RunID)
 	}
 	return RunStarted{RunID: c.RunID, TaskID: t.ID, Agent: c.Agent}, nil
+}
+
+// epicNotRun refuses to run epic t, or to gate its run.
+func epicNotRun(t *Task) error {
+	return fmt.Errorf("%w: task %s is an epic: its children are run", ErrInvalidTransition, t.ID)
 }
 
 func decideFinishRun(p *Project, c FinishRun) (Body, error) {
@@ -232,6 +226,9 @@ func decideRetry(p *Project, c RetryTask) (Body, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.Epic() {
+		return nil, fmt.Errorf("%w: task %s is an epic: retry its failed children", ErrInvalidTransition, t.ID)
+	}
 	if t.Status != TaskFailed {
 		return nil, fmt.Errorf("%w: task %s is %s; only a failed task is retried", ErrInvalidTransition, t.ID, t.Status)
 	}
@@ -260,6 +257,8 @@ func decideAsk(p *Project, c AskApproval) (Body, error) {
 			return nil, err
 		}
 		switch {
+		case t.Epic():
+			return nil, epicNotRun(t)
 		case t.Status.Final():
 			return nil, fmt.Errorf("%w: task %s is %s: there is nothing left to approve", ErrInvalidTransition, t.ID, t.Status)
 		case t.Status == TaskRunning:
@@ -388,13 +387,18 @@ func evolve(p *Project, e Event, ed *edit) *Project {
 	switch b := e.Body.(type) {
 	case TaskAdded:
 		q.Released = false // new work
-		status := TaskPending
-		if q.depsDone(b.DependsOn) {
-			status = TaskReady
+		t := &Task{ID: b.TaskID, Title: b.Title, DependsOn: b.DependsOn, MaxRetries: b.MaxRetries, Since: e.Sequence,
+			Key: b.Key, Description: b.Description, Acceptance: b.Acceptance, Priority: DefaultPriority,
+			Labels: b.Labels, Parent: b.Parent, DiscoveredFrom: b.DiscoveredFrom}
+		if b.Priority != nil {
+			t.Priority = *b.Priority
 		}
-		q.addTask(&Task{ID: b.TaskID, Title: b.Title, Status: status, DependsOn: b.DependsOn, MaxRetries: b.MaxRetries, Since: e.Sequence})
+		t.Status = q.startable(t)
+		q.addTask(t)
+	case TaskEdited:
+		q.editTask(b)
 	case TaskUpdated:
-		t := q.updateTask(b.TaskID, func(t *Task) {
+		q.updateTask(b.TaskID, func(t *Task) {
 			if t.Status != b.Status {
 				t.Status, t.Since = b.Status, e.Sequence
 			}
@@ -402,9 +406,6 @@ func evolve(p *Project, e Event, ed *edit) *Project {
 				t.Progress = b.Progress
 			}
 		})
-		if t.Status == TaskDone {
-			q.unblockDependants(t.ID, e.Sequence)
-		}
 	case RunStarted:
 		t := q.updateTask(b.TaskID, func(t *Task) {
 			t.Attempts++
@@ -420,7 +421,7 @@ func evolve(p *Project, e Event, ed *edit) *Project {
 		q.LastHeartbeat = e.Time
 	case RunFinished:
 		r := q.endRun(b.RunID, b.Status, e.Time)
-		t := q.updateTask(r.TaskID, func(t *Task) {
+		q.updateTask(r.TaskID, func(t *Task) {
 			t.RunID = ""
 			t.Since = e.Sequence
 			switch b.Status {
@@ -434,9 +435,6 @@ func evolve(p *Project, e Event, ed *edit) *Project {
 				panic(fmt.Sprintf("reducer: run finished %s", b.Status))
 			}
 		})
-		if t.Status == TaskDone {
-			q.unblockDependants(t.ID, e.Sequence)
-		}
 	case RunStaleMarked:
 		r := q.endRun(b.RunID, RunStale, e.Time)
 		q.updateTask(r.TaskID, func(t *Task) {
@@ -452,10 +450,7 @@ func evolve(p *Project, e Event, ed *edit) *Project {
 			if t.Status != TaskFailed {
 				panic(fmt.Sprintf("reducer: task %s retried from %s", t.ID, t.Status))
 			}
-			t.Status, t.Since, t.Retries = TaskPending, e.Sequence, 0
-			if q.depsDone(t.DependsOn) {
-				t.Status = TaskReady
-			}
+			t.Status, t.Since, t.Retries = q.startable(t), e.Sequence, 0
 			if b.MaxRetries != nil {
 				t.MaxRetries = *b.MaxRetries
 			}
@@ -523,13 +518,53 @@ func (t *Task) spendRetry(next TaskStatus) {
 	}
 }
 
-// unblockDependants moves the pending tasks whose last dependency is done
-// to ready. It looks only at done's dependants.
-func (p *Project) unblockDependants(done string, seq uint64) {
-	for _, i := range p.dependantsOf(done) {
-		if t := p.tasks.Get(i); t.Status != TaskPending || !p.depsDone(t.DependsOn) {
-			continue
+// editTask folds a task_edited event: each field it carries replaces
+// the task's, and what follows from a new parent or new dependencies
+// (the epics' children and status, ready or pending) is kept.
+func (p *Project) editTask(b TaskEdited) {
+	i, ok := p.taskIdx.Get(b.TaskID)
+	if !ok {
+		panic(fmt.Sprintf("reducer: event for unknown task %s", b.TaskID))
+	}
+	old := p.tasks.Get(i)
+	if b.Parent != nil && *b.Parent != old.Parent {
+		if old.Parent != "" {
+			p.disown(old.Parent, i)
 		}
-		p.updateTaskAt(i, func(t *Task) { t.Status, t.Since = TaskReady, seq })
+		p.updateTaskAt(i, func(t *Task) { t.Parent = *b.Parent })
+		if *b.Parent != "" {
+			p.adopt(*b.Parent, i)
+		}
+	}
+	if b.DependsOn != nil {
+		for _, d := range old.DependsOn {
+			p.dependants = removed(p.dependants, d, i)
+		}
+		for _, d := range *b.DependsOn {
+			p.dependants = p.dependants.Set(d, appended(p.dependants, d, i))
+		}
+	}
+	if b.Title != nil && *b.Title != old.Title {
+		p.titles = removed(p.titles, old.Title, i)
+		p.titles = p.titles.Set(*b.Title, appended(p.titles, *b.Title, i))
+	}
+	p.updateTaskAt(i, func(t *Task) {
+		set(&t.Title, b.Title)
+		set(&t.Description, b.Description)
+		set(&t.Acceptance, b.Acceptance)
+		set(&t.Priority, b.Priority)
+		set(&t.Labels, b.Labels)
+		set(&t.DiscoveredFrom, b.DiscoveredFrom)
+		set(&t.DependsOn, b.DependsOn)
+	})
+	if b.Parent != nil || b.DependsOn != nil {
+		p.rederive(i)
+	}
+}
+
+// set sets *dst to *v when v is not nil.
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
 	}
 }

@@ -13,8 +13,10 @@ import (
 // (released, archived, approvals, a task's pending approval), each left
 // out when empty, so that a state without them encodes as version 1 did:
 // a version 1 snapshot is read as it is, and re-derives to the same
-// bytes.
-const SnapshotVersion = 2
+// bytes. Version 3 added the plan's fields of a task (docs/plan.md),
+// each left out when empty (a priority when it is DefaultPriority), so
+// that a state without them encodes as version 2 did.
+const SnapshotVersion = 3
 
 // ReadsSnapshot reports whether this build reads snapshots of format
 // version v.
@@ -67,6 +69,14 @@ type taskSnap struct {
 	Attempts      uint32     `json:"attempts"`
 	Since         uint64     `json:"since"`
 	Approval      string     `json:"approval,omitempty"` // version 2
+	// Version 3.
+	Key            string   `json:"key,omitempty"`
+	Description    string   `json:"description,omitempty"`
+	Acceptance     string   `json:"acceptance,omitempty"`
+	Priority       *int     `json:"priority,omitempty"` // nil: DefaultPriority
+	Labels         []string `json:"labels,omitempty"`
+	Parent         string   `json:"parent,omitempty"`
+	DiscoveredFrom string   `json:"discovered_from,omitempty"`
 }
 
 type runSnap struct {
@@ -92,7 +102,8 @@ func Snapshot(p *Project) ([]byte, error) {
 		Released: p.Released, Archived: p.Archived,
 	}
 	for _, t := range p.Tasks() {
-		s.Tasks = append(s.Tasks, taskSnap{t.ID, t.Title, t.Status, t.DependsOn, t.Retries, t.MaxRetries, t.RunID, t.Progress, t.LastHeartbeat, t.Attempts, t.Since, t.Approval})
+		s.Tasks = append(s.Tasks, taskSnap{t.ID, t.Title, t.Status, t.DependsOn, t.Retries, t.MaxRetries, t.RunID, t.Progress, t.LastHeartbeat, t.Attempts, t.Since, t.Approval,
+			t.Key, t.Description, t.Acceptance, changed(&t.Priority, DefaultPriority), t.Labels, t.Parent, t.DiscoveredFrom})
 	}
 	for _, a := range p.Approvals() {
 		s.Approvals = append(s.Approvals, approvalSnap{a.ID, a.TaskID, a.Question, a.AskedBy, a.Asked, a.Deadline, a.AskedSeq, a.Outcome, a.Decided, a.DecidedBy, a.DecidedSeq})
@@ -112,7 +123,7 @@ func Restore(data []byte) (*Project, error) {
 	p := newProject(snap.ID, snap.Name, snap.Workspace)
 	p.Created, p.Updated, p.LastHeartbeat, p.LastSequence, p.ChainHead = snap.Created, snap.Updated, snap.LastHeartbeat, snap.LastSequence, snap.ChainHead
 	p.Released, p.Archived = snap.Released, snap.Archived
-	tasks, taskIdx := make([]*Task, 0, len(snap.Tasks)), immutable.NewMapBuilder[string, int](nil)
+	tasks, taskIdx, keys := make([]*Task, 0, len(snap.Tasks)), immutable.NewMapBuilder[string, int](nil), immutable.NewMapBuilder[string, int](nil)
 	deps, titles := map[string][]int{}, map[string][]int{}
 	var depOrder, titleOrder []string
 	for i, t := range snap.Tasks {
@@ -121,8 +132,12 @@ func Restore(data []byte) (*Project, error) {
 		}
 		tasks = append(tasks, &Task{ID: t.ID, Title: t.Title, Status: t.Status, DependsOn: t.DependsOn, Retries: t.Retries,
 			MaxRetries: t.MaxRetries, RunID: t.RunID, Progress: t.Progress, LastHeartbeat: t.LastHeartbeat, Attempts: t.Attempts,
-			Since: t.Since, Approval: t.Approval})
+			Since: t.Since, Approval: t.Approval, Key: t.Key, Description: t.Description, Acceptance: t.Acceptance,
+			Priority: cmpOr(t.Priority, DefaultPriority), Labels: t.Labels, Parent: t.Parent, DiscoveredFrom: t.DiscoveredFrom})
 		taskIdx.Set(t.ID, i)
+		if t.Key != "" {
+			keys.Set(t.Key, i)
+		}
 		p.byStatus[statusIndex(t.Status)]++
 		if titles[t.Title] == nil {
 			titleOrder = append(titleOrder, t.Title)
@@ -161,8 +176,49 @@ func Restore(data []byte) (*Project, error) {
 			p.pending++
 		}
 	}
-	p.tasks, p.taskIdx, p.dependants, p.titles = vectorOf(tasks), taskIdx.Map(), dependants.Map(), titleIdx.Map()
+	p.taskIdx = taskIdx.Map()
+	p.restoreEpics(tasks, p.taskIdx)
+	p.tasks, p.dependants, p.titles, p.keys = vectorOf(tasks), dependants.Map(), titleIdx.Map(), keys.Map()
 	p.runs, p.runIdx, p.running = vectorOf(runs), runIdx.Map(), running.Map()
 	p.approvals, p.approvalIx = vectorOf(approvals), approvalIx.Map()
 	return p, nil
+}
+
+// restoreEpics derives from tasks, which it changes in place (they are
+// new), what a snapshot leaves out: each epic's children and their
+// counts, and the ready index.
+func (p *Project) restoreEpics(tasks []*Task, idx *immutable.Map[string, int]) {
+	kids := map[string][]int{}
+	var order []string
+	for i, t := range tasks {
+		if t.Parent == "" {
+			continue
+		}
+		e := tasks[mustGet(idx, t.Parent)]
+		e.Children++
+		e.kids[statusIndex(t.Status)]++
+		if kids[t.Parent] == nil {
+			order = append(order, t.Parent)
+		}
+		kids[t.Parent] = append(kids[t.Parent], i)
+	}
+	children := immutable.NewMapBuilder[string, *immutable.List[int]](nil)
+	for _, e := range order {
+		children.Set(e, immutable.NewList(kids[e]...))
+	}
+	ready := immutable.NewSortedMapBuilder[int, struct{}](nil)
+	for i, t := range tasks {
+		if listedReady(t) {
+			ready.Set(readyKey(t.Priority, i), struct{}{})
+		}
+	}
+	p.children, p.ready = children.Map(), ready.Map()
+}
+
+func mustGet(m *immutable.Map[string, int], k string) int {
+	i, ok := m.Get(k)
+	if !ok {
+		panic(fmt.Sprintf("reducer: snapshot of a task under unknown epic %s", k))
+	}
+	return i
 }

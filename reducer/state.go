@@ -47,6 +47,9 @@ type Project struct {
 	approvals  vector[*Approval]                            // in the order asked
 	approvalIx *immutable.Map[string, int]                  // question ID -> index
 	pending    int                                          // approvals pending
+	children   *immutable.Map[string, *immutable.List[int]] // epic ID -> indices of its children, in the order they came
+	keys       *immutable.Map[string, int]                  // plan key -> index of the task of that key
+	ready      *immutable.SortedMap[int, struct{}]          // readyKey of each task ReadyTasks lists
 }
 
 // Approval is a question to the owner that gates a project (and, with
@@ -87,9 +90,27 @@ type Task struct {
 	// Approval is the pending approval that gates the task's next run,
 	// or "".
 	Approval string
+	// The plan's fields (docs/plan.md). Parent is the ID of the task's
+	// epic, DiscoveredFrom the ID of the run its work was found in, Key
+	// its plan file's key; Labels are sorted, without duplicates.
+	Key            string
+	Description    string
+	Acceptance     string
+	Priority       int
+	Labels         []string
+	Parent         string
+	DiscoveredFrom string
+	// Children is the number of tasks whose Parent is this one: a task
+	// with children is an epic, never run itself, its Status derived
+	// from theirs (epicStatus).
+	Children int
 
-	edit *edit // the Fold that made it, nil for Evolve
+	kids [numTaskStatuses]int // the children in each status, by statusIndex
+	edit *edit                // the Fold that made it, nil for Evolve
 }
+
+// Epic reports whether t is an epic: a task with children.
+func (t *Task) Epic() bool { return t.Children > 0 }
 
 // Run is the derived state of one run, never changed once a project holds
 // it (but by the Fold that made it, within its run of events).
@@ -117,6 +138,9 @@ func newProject(id, name, workspace string) *Project {
 		running:    immutable.NewMap[string, int](nil),
 		titles:     immutable.NewMap[string, *immutable.List[int]](nil),
 		approvalIx: immutable.NewMap[string, int](nil),
+		children:   immutable.NewMap[string, *immutable.List[int]](nil),
+		keys:       immutable.NewMap[string, int](nil),
+		ready:      immutable.NewSortedMap[int, struct{}](nil),
 	}
 }
 
@@ -327,25 +351,54 @@ func ownAt[S any, P stamped[S]](v *vector[P], i int, e *edit) P {
 	return c
 }
 
-// addTask appends t.
+// addTask appends t, and adds it to its epic's children.
 func (p *Project) addTask(t *Task) {
 	i := p.tasks.Len()
 	t.edit = p.edit
 	p.tasks = p.tasks.Append(t, p.edit)
 	p.taskIdx = p.taskIdx.Set(t.ID, i)
 	p.byStatus[statusIndex(t.Status)]++
-	titled, ok := p.titles.Get(t.Title)
-	if !ok {
-		titled = immutable.NewList[int]()
-	}
-	p.titles = p.titles.Set(t.Title, titled.Append(i))
+	p.titles = p.titles.Set(t.Title, appended(p.titles, t.Title, i))
 	for _, d := range t.DependsOn {
-		l, ok := p.dependants.Get(d)
-		if !ok {
-			l = immutable.NewList[int]()
-		}
-		p.dependants = p.dependants.Set(d, l.Append(i))
+		p.dependants = p.dependants.Set(d, appended(p.dependants, d, i))
 	}
+	if t.Key != "" {
+		p.keys = p.keys.Set(t.Key, i)
+	}
+	if listedReady(t) {
+		p.ready = p.ready.Set(readyKey(t.Priority, i), struct{}{})
+	}
+	if t.Parent != "" {
+		p.adopt(t.Parent, i)
+	}
+}
+
+// appended is the list m holds at k (none: empty) with i after it.
+func appended(m *immutable.Map[string, *immutable.List[int]], k string, i int) *immutable.List[int] {
+	l, ok := m.Get(k)
+	if !ok {
+		l = immutable.NewList[int]()
+	}
+	return l.Append(i)
+}
+
+// removed sets m's list at k to the one without i (deleting k when none
+// is left): O(its length).
+func removed(m *immutable.Map[string, *immutable.List[int]], k string, i int) *immutable.Map[string, *immutable.List[int]] {
+	l, ok := m.Get(k)
+	if !ok {
+		return m
+	}
+	kept := make([]int, 0, l.Len())
+	for _, j := range listOf(l) {
+		if j != i {
+			kept = append(kept, j)
+		}
+	}
+	if len(kept) == 0 {
+		return m.Delete(k)
+	}
+	return m.Set(k, immutable.NewList(kept...))
 }
 
 // updateTask replaces task id by a copy that change has changed, and
@@ -358,13 +411,38 @@ func (p *Project) updateTask(id string, change func(t *Task)) *Task {
 	return p.updateTaskAt(i, change)
 }
 
+// updateTaskAt replaces task i by a copy that change has changed, and
+// keeps what follows from it: the status counts, the ready index, its
+// epic's status (and theirs up the chain: O(depth)) and, once it is
+// done, its dependants'.
 func (p *Project) updateTaskAt(i int, change func(t *Task)) *Task {
 	t := ownAt(&p.tasks, i, p.edit)
-	was := t.Status
+	was, wasListed, wasKey := t.Status, listedReady(t), readyKey(t.Priority, i)
 	change(t)
-	if t.Status != was {
-		p.byStatus[statusIndex(was)]--
-		p.byStatus[statusIndex(t.Status)]++
+	listed, key := listedReady(t), readyKey(t.Priority, i)
+	if wasListed && (!listed || key != wasKey) {
+		p.ready = p.ready.Delete(wasKey)
+	}
+	if listed && (!wasListed || key != wasKey) {
+		p.ready = p.ready.Set(key, struct{}{})
+	}
+	if t.Status == was {
+		return t
+	}
+	p.byStatus[statusIndex(was)]--
+	p.byStatus[statusIndex(t.Status)]++
+	if t.Parent != "" {
+		to := t.Status
+		p.updateTask(t.Parent, func(e *Task) {
+			e.kids[statusIndex(was)]--
+			e.kids[statusIndex(to)]++
+			e.derive(p.LastSequence)
+		})
+	}
+	if t.Status == TaskDone {
+		for _, d := range p.dependantsOf(t.ID) {
+			p.rederive(d)
+		}
 	}
 	return t
 }
@@ -416,6 +494,162 @@ func (p *Project) decideApproval(id string, change func(a *Approval)) *Approval 
 	p.approvals = p.approvals.Set(i, &a, p.edit)
 	p.pending--
 	return &a
+}
+
+// adopt makes task i a child of epic parent.
+func (p *Project) adopt(parent string, i int) {
+	p.children = p.children.Set(parent, appended(p.children, parent, i))
+	status := p.tasks.Get(i).Status
+	p.updateTask(parent, func(e *Task) {
+		e.Children++
+		e.kids[statusIndex(status)]++
+		e.derive(p.LastSequence)
+	})
+}
+
+// disown takes task i from the children of its epic parent. An epic
+// left without children is a task again: done if it was, else ready or
+// pending as its dependencies say.
+func (p *Project) disown(parent string, i int) {
+	p.children = removed(p.children, parent, i)
+	status := p.tasks.Get(i).Status
+	p.updateTask(parent, func(e *Task) {
+		e.Children--
+		e.kids[statusIndex(status)]--
+		if e.Children > 0 {
+			e.derive(p.LastSequence)
+			return
+		}
+		if e.Status != TaskDone {
+			e.Status, e.Since = p.startable(e), p.LastSequence
+		}
+	})
+}
+
+// derive sets an epic's status from its children's (epicStatus), seq
+// being the event that changed it.
+func (e *Task) derive(seq uint64) {
+	if e.Children == 0 {
+		return
+	}
+	if s := epicStatus(e.kids, e.Children); s != e.Status {
+		e.Status, e.Since = s, seq
+	}
+}
+
+// epicStatus is the status of an epic of n children, kids of them in
+// each status (docs/plan.md, "Epics"): done when all are done; failed
+// when one failed for good; else the most advanced of theirs: running,
+// stale, ready, blocked, pending.
+func epicStatus(kids [numTaskStatuses]int, n int) TaskStatus {
+	if kids[statusIndex(TaskDone)] == n {
+		return TaskDone
+	}
+	for _, s := range []TaskStatus{TaskFailed, TaskRunning, TaskStale, TaskReady, TaskBlocked} {
+		if kids[statusIndex(s)] > 0 {
+			return s
+		}
+	}
+	return TaskPending
+}
+
+// canStart reports whether the dependencies of a task of deps under
+// epic parent are done, and those of each of its epics (a task waits for
+// what its epics wait for): O(depth).
+func (p *Project) canStart(deps []string, parent string) bool {
+	if !p.depsDone(deps) {
+		return false
+	}
+	for parent != "" {
+		e, ok := p.Task(parent)
+		if !ok || !p.depsDone(e.DependsOn) {
+			return false
+		}
+		parent = e.Parent
+	}
+	return true
+}
+
+// startable is the status a task that waits for nothing else takes:
+// ready when it can start, else pending.
+func (p *Project) startable(t *Task) TaskStatus {
+	if p.canStart(t.DependsOn, t.Parent) {
+		return TaskReady
+	}
+	return TaskPending
+}
+
+// rederive moves task i, when pending or ready, to the one of the two
+// its dependencies (and its epics') say; for an epic, each task under
+// it. A dependency done, an edit of dependencies or parent call it.
+func (p *Project) rederive(i int) {
+	t := p.tasks.Get(i)
+	if t.Epic() {
+		if l, ok := p.children.Get(t.ID); ok {
+			for _, c := range listOf(l) {
+				p.rederive(c)
+			}
+		}
+		return
+	}
+	if t.Status != TaskPending && t.Status != TaskReady {
+		return
+	}
+	if s := p.startable(t); s != t.Status {
+		seq := p.LastSequence
+		p.updateTaskAt(i, func(t *Task) { t.Status, t.Since = s, seq })
+	}
+}
+
+// childrenOf returns the indices of the children of epic id, in the
+// order they came.
+func (p *Project) childrenOf(id string) []int {
+	l, ok := p.children.Get(id)
+	if !ok {
+		return nil
+	}
+	return listOf(l)
+}
+
+// listedReady reports whether ReadyTasks lists t: ready, not an epic, no
+// approval pending.
+func listedReady(t *Task) bool { return t.Status == TaskReady && t.Children == 0 && t.Approval == "" }
+
+// readyKey orders the ready index: priority, then the order added.
+func readyKey(priority, i int) int { return priority<<40 | i }
+
+// ReadyTasks returns the tasks ready to run, most urgent first, then the
+// oldest (the order added): not epics, no approval pending, and with
+// every label of labels. Without labels it costs O(log n) and the tasks
+// it returns.
+func ReadyTasks(p *Project, labels []string) []*Task {
+	var out []*Task
+	p.eachReady(labels, func(t *Task) bool {
+		out = append(out, t)
+		return true
+	})
+	return out
+}
+
+// eachReady calls f with ReadyTasks' tasks in order until f says stop.
+func (p *Project) eachReady(labels []string, f func(t *Task) bool) {
+	for it := p.ready.Iterator(); !it.Done(); {
+		k, _, _ := it.Next()
+		t := p.tasks.Get(k & (1<<40 - 1))
+		if hasLabels(t, labels) && !f(t) {
+			return
+		}
+	}
+}
+
+// hasLabels reports whether t has every one of labels.
+func hasLabels(t *Task, labels []string) bool {
+	for _, l := range labels {
+		if _, found := slices.BinarySearch(t.Labels, l); !found {
+			return false
+		}
+	}
+	return true
 }
 
 // dependantsOf returns the indices of the tasks that depend on id, in the

@@ -103,12 +103,75 @@ type CmdProjectReport struct {
 	Project string `json:"project"`
 }
 
-// CmdProjectTaskAdd adds a task.
+// CmdProjectTaskAdd adds a task. The fields after MaxRetries are
+// extensions (docs/protocol.md, docs/plan.md): the plan's fields of the
+// task, each optional; a seed client never sends them.
 type CmdProjectTaskAdd struct {
-	Project    string   `json:"project"`
-	Title      string   `json:"title"`
-	DependsOn  []string `json:"depends_on"`
-	MaxRetries uint32   `json:"max_retries"`
+	Project        string   `json:"project"`
+	Title          string   `json:"title"`
+	DependsOn      []string `json:"depends_on"`
+	MaxRetries     uint32   `json:"max_retries"`
+	Description    *string  `json:"description,omitempty"`
+	Acceptance     *string  `json:"acceptance,omitempty"`
+	Priority       *uint32  `json:"priority,omitempty"`
+	Labels         []string `json:"labels,omitempty" serde:"default"`
+	Parent         *string  `json:"parent,omitempty"`
+	DiscoveredFrom *string  `json:"discovered_from,omitempty"`
+}
+
+// CmdProjectTaskEdit is an extension (action `project_task_edit`): it
+// changes the plan's fields of a task; a field absent (or null) is kept,
+// labels and depends_on replace the task's, an empty parent or
+// discovered_from clears it. It answers `updated`; an edit that changes
+// nothing appends nothing.
+type CmdProjectTaskEdit struct {
+	Project        string    `json:"project"`
+	Task           string    `json:"task"`
+	Title          *string   `json:"title,omitempty"`
+	Description    *string   `json:"description,omitempty"`
+	Acceptance     *string   `json:"acceptance,omitempty"`
+	Priority       *uint32   `json:"priority,omitempty"`
+	Labels         *[]string `json:"labels,omitempty"`
+	Parent         *string   `json:"parent,omitempty"`
+	DiscoveredFrom *string   `json:"discovered_from,omitempty"`
+	DependsOn      *[]string `json:"depends_on,omitempty"`
+}
+
+// CmdProjectTaskShow is an extension (action `project_task_show`): one
+// task with every field, its runs and the events that shaped it, in the
+// reply's extension field `task`, after the project's `status`.
+type CmdProjectTaskShow struct {
+	Project string `json:"project"`
+	Task    string `json:"task"`
+}
+
+// CmdProjectReady is an extension (action `project_ready`): the tasks
+// ready to run, most urgent first, then the oldest, epics and tasks
+// waiting for an approval left out, only those with every one of Labels.
+// It answers `tasks`.
+type CmdProjectReady struct {
+	Project string   `json:"project"`
+	Labels  []string `json:"labels,omitempty" serde:"default"`
+}
+
+// CmdProjectTaskNext is an extension (action `project_task_next`): it
+// claims the first task project_ready lists (of Labels) and starts its
+// run for Agent, in one write. It answers `run_started`, with the task
+// in the extension field `task`; nothing ready is refused with reason
+// nothing_ready.
+type CmdProjectTaskNext struct {
+	Project string   `json:"project"`
+	Agent   string   `json:"agent"`
+	Labels  []string `json:"labels,omitempty" serde:"default"`
+}
+
+// CmdProjectPlanApply is an extension (action `project_plan_apply`): it
+// applies a plan's tasks (a plan file's `tasks`, docs/plan.md) all or
+// nothing. It answers `updated`, with what it did in the extension field
+// `plan`.
+type CmdProjectPlanApply struct {
+	Project string     `json:"project"`
+	Tasks   []PlanTask `json:"tasks"`
 }
 
 // CmdProjectTaskUpdate records an observed task status.
@@ -269,6 +332,11 @@ func (CmdProjectList) Action() string        { return "project_list" }
 func (CmdProjectTaskRetry) Action() string   { return "project_task_retry" }
 func (CmdProjectRelease) Action() string     { return "project_release" }
 func (CmdProjectArchive) Action() string     { return "project_archive" }
+func (CmdProjectTaskEdit) Action() string    { return "project_task_edit" }
+func (CmdProjectTaskShow) Action() string    { return "project_task_show" }
+func (CmdProjectReady) Action() string       { return "project_ready" }
+func (CmdProjectTaskNext) Action() string    { return "project_task_next" }
+func (CmdProjectPlanApply) Action() string   { return "project_plan_apply" }
 
 // Commands lists a zero value of every command: the seed's, in the
 // seed's order, then the extensions. The decoder builds a new value of
@@ -289,6 +357,7 @@ var commands = []Command{
 	CmdProjectList{}, CmdProjectTaskRetry{}, CmdProjectRelease{}, CmdProjectArchive{},
 	CmdAgentStart{}, CmdAgentList{}, CmdAgentStop{}, CmdAgentPrompt{}, CmdAgentCancel{}, CmdAgentUpdates{},
 	CmdDelegationUpdate{},
+	CmdProjectTaskEdit{}, CmdProjectTaskShow{}, CmdProjectReady{}, CmdProjectTaskNext{}, CmdProjectPlanApply{},
 }
 
 // EncodeCommand writes c as serde writes the seed's DaemonCommand: the

@@ -72,6 +72,10 @@ const (
 	ReasonUnimplemented     = "unimplemented"
 	ReasonForbidden         = "forbidden"
 	ReasonStorageFull       = "storage_full"
+	// ReasonNothingReady: project_task_next found no task to claim; the
+	// message says why. Its code is CodeInvalidTransition's, which a seed
+	// client knows.
+	ReasonNothingReady = "nothing_ready"
 )
 
 // Error is a JSON-RPC error object. The client returns it for every error
@@ -116,6 +120,7 @@ func errorFor(err error) *Error {
 		code   int
 		reason string
 	}{
+		{reducer.ErrNothingReady, CodeInvalidTransition, ReasonNothingReady},
 		{reducer.ErrNotFound, CodeNotFound, ReasonNotFound},
 		{reducer.ErrConflict, CodeConflict, ReasonConflict},
 		{reducer.ErrRunNotRunning, CodeRunNotRunning, ReasonRunNotRunning},

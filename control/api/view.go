@@ -43,19 +43,7 @@ func ProjectSummaryOf(p *reducer.Project) *ProjectSummary {
 func ProjectTasksOf(p *reducer.Project) []ProjectTask {
 	out := make([]ProjectTask, 0, p.TaskCount())
 	for _, t := range p.Tasks() {
-		var run *string
-		if t.RunID != "" {
-			run = &t.RunID
-		}
-		deps := t.DependsOn
-		if deps == nil {
-			deps = []string{}
-		}
-		out = append(out, ProjectTask{
-			ID: t.ID, Title: t.Title, Status: t.Status, DependsOn: deps,
-			Retries: t.Retries, MaxRetries: t.MaxRetries, RunID: run, Progress: t.Progress,
-			LastHeartbeatUnixSeconds: SecondsOrNil(t.LastHeartbeat),
-		})
+		out = append(out, ProjectTaskOf(t))
 	}
 	return out
 }
@@ -65,10 +53,7 @@ func ProjectTasksOf(p *reducer.Project) []ProjectTask {
 func ProjectReportOf(p *reducer.Project, now int64) *ProjectReport {
 	runs := make([]ProjectRun, 0, p.RunCount())
 	for _, r := range p.Runs() {
-		runs = append(runs, ProjectRun{
-			ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Status: r.Status, Attempt: r.Attempt,
-			StartedUnixSeconds: Seconds(r.Started), UpdatedUnixSeconds: Seconds(r.Updated), Progress: r.Progress,
-		})
+		runs = append(runs, ProjectRunOf(r))
 	}
 	return &ProjectReport{
 		Project: *ProjectSummaryOf(p), Tasks: ProjectTasksOf(p), Runs: runs,

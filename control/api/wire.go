@@ -163,6 +163,11 @@ type DaemonStatus struct {
 	// AgentUpdates is an extension (agent_updates, agent_prompt): a page
 	// of one agent's updates.
 	AgentUpdates *AgentUpdates `json:"agent_updates,omitempty"`
+	// Task is an extension (project_task_show, project_task_next): one
+	// task with its runs.
+	Task *TaskDetail `json:"task,omitempty"`
+	// Plan is an extension (project_plan_apply): what the plan did.
+	Plan *PlanApplied `json:"plan,omitempty"`
 }
 
 // ProjectListItem is one project of project_list: the seed's
@@ -263,6 +268,17 @@ type ProjectTask struct {
 	RunID                    *string            `json:"run_id"`
 	Progress                 *string            `json:"progress"`
 	LastHeartbeatUnixSeconds *uint64            `json:"last_heartbeat_unix_seconds"`
+	// The plan's fields, extensions (docs/protocol.md), each absent when
+	// empty: priority when it is the default, 2; children is the number
+	// of the tasks of an epic.
+	Key            string   `json:"key,omitempty"`
+	Description    string   `json:"description,omitempty"`
+	Acceptance     string   `json:"acceptance,omitempty"`
+	Priority       *int     `json:"priority,omitempty"`
+	Labels         []string `json:"labels,omitempty"`
+	Parent         string   `json:"parent,omitempty"`
+	DiscoveredFrom string   `json:"discovered_from,omitempty"`
+	Children       int      `json:"children,omitempty"`
 }
 
 // ProjectRun is a run tracked by the ledger.
