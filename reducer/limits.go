@@ -78,11 +78,11 @@ func checkShape(c Command) error {
 	case StartRun:
 		return cmp.Or(ValidRef("task", c.TaskID), ValidName("agent", c.Agent))
 	case ProgressRun:
-		return cmp.Or(ValidRef("run", c.RunID), ValidProgress(c.Progress))
+		return cmp.Or(ValidRef("run", c.RunID), ValidProgress(c.Progress), validUsage(c.Usage))
 	case FinishRun:
-		return ValidRef("run", c.RunID)
+		return cmp.Or(ValidRef("run", c.RunID), validUsage(c.Usage))
 	case RecordHeartbeat:
-		return cmp.Or(ValidRef("task", c.TaskID), ValidRef("run", c.RunID))
+		return cmp.Or(ValidRef("task", c.TaskID), ValidRef("run", c.RunID), validUsage(c.Usage))
 	case RetryTask:
 		return ValidRef("task", c.TaskID)
 	case AskApproval:

@@ -47,6 +47,8 @@ type Project struct {
 	approvals  vector[*Approval]                            // in the order asked
 	approvalIx *immutable.Map[string, int]                  // question ID -> index
 	pending    int                                          // approvals pending
+	spend      Spend                                        // the sum of the runs' usage (usage.go)
+	budget     Budget                                       // the owner's; zero for none
 }
 
 // Approval is a question to the owner that gates a project (and, with
@@ -87,6 +89,7 @@ type Task struct {
 	// Approval is the pending approval that gates the task's next run,
 	// or "".
 	Approval string
+	Spend    Spend // the sum of its runs' usage (usage.go)
 
 	edit *edit // the Fold that made it, nil for Evolve
 }
@@ -103,6 +106,7 @@ type Run struct {
 	Updated       int64
 	Progress      *string
 	LastHeartbeat int64 // 0 when none
+	Usage         Usage // what it spent so far, its newest report (usage.go)
 
 	edit *edit // the Fold that made it, nil for Evolve
 }
