@@ -300,18 +300,26 @@ var commandTypes = sync.OnceValue(func() map[string]commandType {
 	actions := api.Commands()
 	m := make(map[string]commandType, len(actions))
 	for _, proto := range actions {
-		t := reflect.TypeOf(proto)
-		ct := commandType{typ: t, fields: make([]commandField, t.NumField())}
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			ct.fields[i] = commandField{name: name,
-				optional: f.Type.Kind() == reflect.Pointer || f.Tag.Get("serde") == "default"}
-		}
-		m[proto.Action()] = ct
+		m[proto.Action()] = commandType{typ: reflect.TypeOf(proto), fields: fieldsOf(reflect.TypeOf(proto))}
 	}
 	return m
 })
+
+// fieldsOf describes the fields of struct type t, a command's or an
+// object's within one (usage).
+func fieldsOf(t reflect.Type) []commandField {
+	fields := make([]commandField, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		fields[i] = commandField{name: name,
+			optional: f.Type.Kind() == reflect.Pointer || f.Tag.Get("serde") == "default"}
+	}
+	return fields
+}
+
+// objectTypes caches fieldsOf for the objects within commands.
+var objectTypes sync.Map // reflect.Type -> []commandField
 
 // decodeStruct fills the fields of v, described by fields, from ms.
 func decodeStruct(ms []member, fields []commandField, v reflect.Value) error {
@@ -381,6 +389,19 @@ func decodeValue(raw json.RawMessage, v reflect.Value) error {
 			return err
 		}
 		v.SetUint(n)
+	case reflect.Struct:
+		if len(raw) == 0 || raw[0] != '{' {
+			return fmt.Errorf("invalid type: %s, expected struct %s", describe(raw), v.Type().Name())
+		}
+		ms, err := splitMembers(nil, raw)
+		if err != nil {
+			return err
+		}
+		fields, ok := objectTypes.Load(v.Type())
+		if !ok {
+			fields, _ = objectTypes.LoadOrStore(v.Type(), fieldsOf(v.Type()))
+		}
+		return decodeStruct(ms, fields.([]commandField), v)
 	case reflect.Slice:
 		if len(raw) == 0 || raw[0] != '[' {
 			return fmt.Errorf("invalid type: %s, expected a sequence", describe(raw))

@@ -67,6 +67,7 @@ var SeedCommandParams = []string{
 	`{"action":"agent_cancel","agent":"gemini"}`,
 	`{"action":"agent_updates","agent":"gemini","after":0,"wait_seconds":0}`,
 	`{"action":"delegation_update","handle":"h1","background_jobs":2}`,
+	`{"action":"project_budget","project":"acme","tokens":100000,"cost":"5USD"}`,
 }
 
 // SeedMalformedParams are params objects the strict decoder refuses.

@@ -25,3 +25,14 @@ var (
 	// kept, and writes succeed again once there is room.
 	ErrStorageFull = errors.New("storage full")
 )
+
+// IsRefusal reports whether err is a refusal of Decide's: one command
+// refused, which a batch of commands goes on without.
+func IsRefusal(err error) bool {
+	for _, s := range []error{ErrNotFound, ErrConflict, ErrInvalidArgument, ErrInvalidTransition, ErrRunNotRunning, ErrBudgetReached} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}

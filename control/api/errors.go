@@ -72,6 +72,10 @@ const (
 	ReasonUnimplemented     = "unimplemented"
 	ReasonForbidden         = "forbidden"
 	ReasonStorageFull       = "storage_full"
+	// ReasonBudgetReached: the project's spend reached its budget, and
+	// no run starts until the owner raises or removes it; its code is
+	// CodeInvalidTransition's.
+	ReasonBudgetReached = "budget_reached"
 )
 
 // Error is a JSON-RPC error object. The client returns it for every error
@@ -120,6 +124,7 @@ func errorFor(err error) *Error {
 		{reducer.ErrConflict, CodeConflict, ReasonConflict},
 		{reducer.ErrRunNotRunning, CodeRunNotRunning, ReasonRunNotRunning},
 		{reducer.ErrInvalidTransition, CodeInvalidTransition, ReasonInvalidTransition},
+		{reducer.ErrBudgetReached, CodeInvalidTransition, ReasonBudgetReached},
 		{reducer.ErrInvalidArgument, CodeInvalidParams, ReasonInvalidArgument},
 		// Before ErrStorage: a database that is full or cannot be reached
 		// is a storage failure too (the drivers' ErrStorageFull and

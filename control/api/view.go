@@ -14,9 +14,9 @@ import "scv/reducer"
 func ProjectReplyOf(cmd Command, p *reducer.Project, now int64) *ProjectResponse {
 	switch cmd.(type) {
 	case CmdProjectStatus:
-		return &ProjectResponse{Kind: KindStatus, Project: ProjectSummaryOf(p)}
+		return &ProjectResponse{Kind: KindStatus, Project: ProjectSummaryOf(p), Spend: ProjectSpendOf(p)}
 	case CmdProjectTasks:
-		return &ProjectResponse{Kind: KindTasks, ProjectID: p.ID, Tasks: ProjectTasksOf(p)}
+		return &ProjectResponse{Kind: KindTasks, ProjectID: p.ID, Tasks: ProjectTasksOf(p), Spend: ProjectSpendOf(p)}
 	case CmdProjectReport:
 		return &ProjectResponse{Kind: KindReport, Report: ProjectReportOf(p, max(now, p.Updated))}
 	}
@@ -54,10 +54,35 @@ func ProjectTasksOf(p *reducer.Project) []ProjectTask {
 		out = append(out, ProjectTask{
 			ID: t.ID, Title: t.Title, Status: t.Status, DependsOn: deps,
 			Retries: t.Retries, MaxRetries: t.MaxRetries, RunID: run, Progress: t.Progress,
-			LastHeartbeatUnixSeconds: SecondsOrNil(t.LastHeartbeat),
+			LastHeartbeatUnixSeconds: SecondsOrNil(t.LastHeartbeat), Spend: spendOrNil(t.Spend),
 		})
 	}
 	return out
+}
+
+// ProjectSpendOf is what p spent against its budget; nil when its runs
+// reported nothing and it has no budget, so that a seed client's replies
+// stay the seed's.
+func ProjectSpendOf(p *reducer.Project) *ProjectSpend {
+	if spendOrNil(p.Spend()) == nil && !p.Budget().Set() {
+		return nil
+	}
+	s := &ProjectSpend{Spend: p.Spend(), BudgetReached: p.BudgetReached()}
+	if s.Spend.Cost == nil {
+		s.Spend.Cost = []reducer.Cost{}
+	}
+	if b := p.Budget(); b.Set() {
+		s.Budget = &b
+	}
+	return s
+}
+
+// spendOrNil is s, nil when nothing was spent.
+func spendOrNil(s reducer.Spend) *reducer.Spend {
+	if s.Tokens == (reducer.Tokens{}) && len(s.Cost) == 0 {
+		return nil
+	}
+	return &s
 }
 
 // ProjectReportOf is the report of a project's state, generated at now
@@ -69,10 +94,14 @@ func ProjectReportOf(p *reducer.Project, now int64) *ProjectReport {
 			ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Status: r.Status, Attempt: r.Attempt,
 			StartedUnixSeconds: Seconds(r.Started), UpdatedUnixSeconds: Seconds(r.Updated), Progress: r.Progress,
 		})
+		if r.Usage != (reducer.Usage{}) {
+			u := r.Usage
+			runs[len(runs)-1].Usage = &u
+		}
 	}
 	return &ProjectReport{
 		Project: *ProjectSummaryOf(p), Tasks: ProjectTasksOf(p), Runs: runs,
-		GeneratedUnixSeconds: Seconds(now), Evidence: reducer.Evidence(p),
+		GeneratedUnixSeconds: Seconds(now), Evidence: reducer.Evidence(p), Spend: ProjectSpendOf(p),
 	}
 }
 

@@ -263,6 +263,9 @@ type ProjectTask struct {
 	RunID                    *string            `json:"run_id"`
 	Progress                 *string            `json:"progress"`
 	LastHeartbeatUnixSeconds *uint64            `json:"last_heartbeat_unix_seconds"`
+	// Spend is an extension (docs/usage.md): what the task's runs spent,
+	// when they reported any.
+	Spend *reducer.Spend `json:"spend,omitempty"`
 }
 
 // ProjectRun is a run tracked by the ledger.
@@ -275,6 +278,19 @@ type ProjectRun struct {
 	StartedUnixSeconds uint64            `json:"started_unix_seconds"`
 	UpdatedUnixSeconds uint64            `json:"updated_unix_seconds"`
 	Progress           *string           `json:"progress"`
+	// Usage is an extension (docs/usage.md): what the run spent, when it
+	// reported any.
+	Usage *reducer.Usage `json:"usage,omitempty"`
+}
+
+// ProjectSpend is what a project spent against its budget: an extension
+// (docs/usage.md) of the replies of project_status, project_tasks and
+// project_report. BudgetReached says why the spend reached the budget,
+// "" while it has not.
+type ProjectSpend struct {
+	Spend         reducer.Spend   `json:"spend"`
+	Budget        *reducer.Budget `json:"budget,omitempty"`
+	BudgetReached string          `json:"budget_reached,omitempty"`
 }
 
 // ProjectEvent is one durable event.
@@ -293,6 +309,8 @@ type ProjectReport struct {
 	Runs                 []ProjectRun   `json:"runs"`
 	GeneratedUnixSeconds uint64         `json:"generated_unix_seconds"`
 	Evidence             []string       `json:"evidence"`
+	// Spend is an extension (docs/usage.md).
+	Spend *ProjectSpend `json:"spend,omitempty"`
 }
 
 // ResponseKind tags a ProjectResponse.
@@ -313,9 +331,10 @@ const (
 // ProjectResponse is the payload of a project command, tagged by Kind.
 // Which other fields are set depends on Kind, as in the seed's enum:
 //
-//	created, status, updated: Project
+//	created, updated:         Project
+//	status:                   Project, Spend (an extension)
 //	events:                   ProjectID, CompactedBefore (optional), Events
-//	tasks:                    ProjectID, Tasks
+//	tasks:                    ProjectID, Tasks, Spend (an extension)
 //	report:                   Report
 //	task_added:               Project, TaskID
 //	run_started:              Project, RunID
@@ -329,6 +348,7 @@ type ProjectResponse struct {
 	Report          *ProjectReport
 	TaskID          string
 	RunID           string
+	Spend           *ProjectSpend
 }
 
 // MarshalJSON writes the variant's fields in serde's order.
@@ -338,7 +358,8 @@ func (r ProjectResponse) MarshalJSON() ([]byte, error) {
 		return marshal(struct {
 			Kind    ResponseKind    `json:"kind"`
 			Project *ProjectSummary `json:"project"`
-		}{r.Kind, r.Project})
+			Spend   *ProjectSpend   `json:"spend,omitempty"`
+		}{r.Kind, r.Project, r.Spend})
 	case KindEvents:
 		events := r.Events
 		if events == nil {
@@ -359,7 +380,8 @@ func (r ProjectResponse) MarshalJSON() ([]byte, error) {
 			Kind      ResponseKind  `json:"kind"`
 			ProjectID string        `json:"project_id"`
 			Tasks     []ProjectTask `json:"tasks"`
-		}{r.Kind, r.ProjectID, tasks})
+			Spend     *ProjectSpend `json:"spend,omitempty"`
+		}{r.Kind, r.ProjectID, tasks, r.Spend})
 	case KindReport:
 		return marshal(struct {
 			Kind   ResponseKind   `json:"kind"`
@@ -393,6 +415,7 @@ func (r *ProjectResponse) UnmarshalJSON(b []byte) error {
 		Report          *ProjectReport  `json:"report"`
 		TaskID          string          `json:"task_id"`
 		RunID           string          `json:"run_id"`
+		Spend           *ProjectSpend   `json:"spend"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
