@@ -24,13 +24,13 @@ const (
 	MaxModelLen = MaxNameLen
 )
 
-// Tokens counts tokens by kind.
+// Tokens counts tokens by kind; a kind left out of its JSON is 0.
 type Tokens struct {
-	Input       uint64 `json:"input" serde:"default"`
-	Output      uint64 `json:"output" serde:"default"`
-	Thought     uint64 `json:"thought" serde:"default"`
-	CachedRead  uint64 `json:"cached_read" serde:"default"`
-	CachedWrite uint64 `json:"cached_write" serde:"default"`
+	Input       uint64 `json:"input,omitempty" serde:"default"`
+	Output      uint64 `json:"output,omitempty" serde:"default"`
+	Thought     uint64 `json:"thought,omitempty" serde:"default"`
+	CachedRead  uint64 `json:"cached_read,omitempty" serde:"default"`
+	CachedWrite uint64 `json:"cached_write,omitempty" serde:"default"`
 }
 
 // TokenKinds are the kinds of token, as Tokens' JSON and the metrics
@@ -186,7 +186,7 @@ func (c Cost) zero() bool { return strings.Trim(c.Amount, "0.") == "" }
 // by kind, the cost when known (nil: none reported, or the last one
 // stands), the model when known.
 type Usage struct {
-	Tokens Tokens `json:"tokens" serde:"default"`
+	Tokens Tokens `json:"tokens,omitempty" serde:"default"`
 	Cost   *Cost  `json:"cost,omitempty"`
 	Model  string `json:"model,omitempty" serde:"default"`
 }
