@@ -18,7 +18,6 @@ import (
 type usageFlags struct {
 	tokens      reducer.Tokens
 	cost, model string
-	set         func(string) bool
 }
 
 // usageFlagNames are the flags add defines.

@@ -52,11 +52,11 @@ func TestMCPUsage(t *testing.T) {
 		"usage": map[string]any{"tokens": map[string]any{"input": 100, "output": 10}, "cost": map[string]any{"amount": "0.01", "currency": "USD"}}}, nil)
 	n := len(e.events("acme"))
 	for args, want := range map[string]map[string]any{
-		"usage.tokens.input: want at least 0 [invalid_argument]":    {"run": r, "usage": map[string]any{"tokens": map[string]any{"input": -1}}},
+		"usage.tokens.input: want at least 0 [invalid_argument]":     {"run": r, "usage": map[string]any{"tokens": map[string]any{"input": -1}}},
 		"usage.tokens.input: want a whole number [invalid_argument]": {"run": r, "usage": map[string]any{"tokens": map[string]any{"input": 1.5}}},
 		"usage.cost.currency: required [invalid_argument]":           {"run": r, "usage": map[string]any{"cost": map[string]any{"amount": "1"}}},
-		"usage goes backwards":                                       {"run": r, "usage": map[string]any{"tokens": map[string]any{"input": 50}}},
-		"usage.bogus: not a field of usage":                          {"run": r, "usage": map[string]any{"bogus": 1}},
+		"usage goes backwards":              {"run": r, "usage": map[string]any{"tokens": map[string]any{"input": 50}}},
+		"usage.bogus: not a field of usage": {"run": r, "usage": map[string]any{"bogus": 1}},
 	} {
 		msg := call(t, s, "run_heartbeat", want, nil)
 		assert.Contains(t, msg, args)
