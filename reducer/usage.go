@@ -393,3 +393,8 @@ func decideBudget(c SetBudget) (Body, error) {
 	}
 	return b, nil
 }
+
+// ClipModel makes s a model name that a usage's check accepts, for a
+// name the daemon is told by an agent, which is cut rather than refused
+// (as ClipProgress does).
+func ClipModel(s string) string { return clipText(s, MaxModelLen, "") }
