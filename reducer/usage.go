@@ -86,6 +86,9 @@ func ParseCost(s string) (Cost, error) {
 	if i < 0 {
 		return Cost{}, fmt.Errorf("%w: cost %q has no currency: write an amount and a currency, as 0.42USD", ErrInvalidArgument, s)
 	}
+	if i == 0 {
+		return Cost{}, fmt.Errorf("%w: cost %q does not start with an amount: write an amount and a currency, as 0.42USD", ErrInvalidArgument, s)
+	}
 	c := Cost{Amount: t[:i], Currency: strings.TrimSpace(t[i:])}
 	if err := c.valid("cost"); err != nil {
 		return Cost{}, err
