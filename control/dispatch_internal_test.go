@@ -72,6 +72,7 @@ var SeedCommandParams = []string{
 	`{"action":"project_ready","project":"acme","labels":["go"]}`,
 	`{"action":"project_task_next","project":"acme","agent":"codex"}`,
 	`{"action":"project_plan_apply","project":"acme","tasks":[{"key":"a","title":"A","priority":0,"depends_on":["b"]},{"key":"b","title":"B"}]}`,
+	`{"action":"project_budget","project":"acme","tokens":100000,"cost":"5USD"}`,
 }
 
 // SeedMalformedParams are params objects the strict decoder refuses.

@@ -83,6 +83,7 @@ var reasonCodes = map[string]int{
 	api.ReasonUnimplemented:     api.CodeUnimplemented,
 	api.ReasonForbidden:         api.CodeForbidden,
 	api.ReasonStorageFull:       api.CodeStorageFull,
+	api.ReasonBudgetReached:     api.CodeInvalidTransition,
 }
 
 // TestDocExamples: every example line of the extension sections of

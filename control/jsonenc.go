@@ -74,6 +74,13 @@ func appendStatus(b []byte, st *api.DaemonStatus) ([]byte, error) {
 			case api.KindRunStarted:
 				b = append(b, `,"run_id":`...)
 				b = appendString(b, r.RunID)
+			case api.KindCreated, api.KindStatus, api.KindUpdated:
+				if r.Spend != nil { // project_status's
+					b = append(b, `,"spend":`...)
+					if b, err = appendMarshal(b, r.Spend); err != nil {
+						return nil, err
+					}
+				}
 			}
 			b = append(b, '}')
 		default:

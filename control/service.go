@@ -493,13 +493,16 @@ func (s *Service) write(ctx context.Context, cmd api.Command) (w write, ok bool,
 		if c.Coalesce {
 			every = s.HeartbeatEvery.Milliseconds()
 		}
-		return write{kind: api.KindUpdated, cmd: reducer.ProgressRun{Project: c.Project, RunID: c.Run, Progress: c.Progress, Every: every}}, true, nil
+		return write{kind: api.KindUpdated, cmd: reducer.ProgressRun{Project: c.Project, RunID: c.Run, Progress: c.Progress, Usage: c.Usage, Every: every}}, true, nil
 	case api.CmdProjectRunFinish:
-		return write{kind: api.KindUpdated, cmd: reducer.FinishRun{Project: c.Project, RunID: c.Run, Status: c.Status}}, true, nil
+		return write{kind: api.KindUpdated, cmd: reducer.FinishRun{Project: c.Project, RunID: c.Run, Status: c.Status, Usage: c.Usage}}, true, nil
 	case api.CmdProjectHeartbeat:
 		return write{kind: api.KindUpdated, cmd: reducer.RecordHeartbeat{
-			Project: c.Project, TaskID: deref(c.Task), RunID: deref(c.Run),
+			Project: c.Project, TaskID: deref(c.Task), RunID: deref(c.Run), Usage: c.Usage,
 			Every: s.HeartbeatEvery.Milliseconds()}}, true, nil
+	case api.CmdProjectBudget:
+		cost, err := c.BudgetCost()
+		return write{kind: api.KindUpdated, cmd: reducer.SetBudget{Project: c.Project, Tokens: c.Tokens, Cost: cost, By: api.Who(ctx)}}, true, err
 	case api.CmdProjectTaskRetry:
 		return write{kind: api.KindUpdated, cmd: reducer.RetryTask{Project: c.Project, TaskID: c.Task, MaxRetries: c.MaxRetries, By: api.Who(ctx)}}, true, nil
 	case api.CmdProjectRelease:

@@ -702,15 +702,7 @@ func summaryRow(p *reducer.Project) driver.Project {
 
 // isRefusal reports whether err is the reducer's (or the ledger's own)
 // refusal of one command, which the batch goes on without.
-func isRefusal(err error) bool {
-	for _, s := range []error{reducer.ErrNotFound, reducer.ErrConflict, reducer.ErrInvalidArgument,
-		reducer.ErrInvalidTransition, reducer.ErrRunNotRunning, reducer.ErrNothingReady} {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return false
-}
+func isRefusal(err error) bool { return reducer.IsRefusal(err) }
 
 // storageError is the error every request of a failed batch gets: the
 // driver's, which wraps ErrStorage, or err wrapped as ErrStorage.

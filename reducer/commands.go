@@ -68,6 +68,7 @@ type ProgressRun struct {
 	Project  string
 	RunID    string
 	Progress string
+	Usage    *Usage // the run's so far, or nil (usage.go)
 	Every    int64
 	Now      int64
 }
@@ -77,7 +78,11 @@ type FinishRun struct {
 	Project string
 	RunID   string
 	Status  RunStatus
-	Now     int64
+	// Usage is the run's in all, or nil: a caller whose reports were
+	// coalesced sends its newest here, so that the journal keeps the
+	// run's final totals.
+	Usage *Usage
+	Now   int64
 }
 
 // RecordHeartbeat records that a project, or a task, or a run is alive.
@@ -89,6 +94,7 @@ type RecordHeartbeat struct {
 	Project string
 	TaskID  string
 	RunID   string
+	Usage   *Usage // the run's so far, or nil; only with RunID (usage.go)
 	Every   int64
 	Now     int64
 }
@@ -251,6 +257,9 @@ func Stamp(c Command, now int64) Command {
 		c.Now = now
 		return c
 	case NextTask:
+		c.Now = now
+		return c
+	case SetBudget:
 		c.Now = now
 		return c
 	}

@@ -103,12 +103,14 @@ type RunStarted struct {
 type RunProgress struct {
 	RunID    string `json:"run_id"`
 	Progress string `json:"progress"`
+	Usage    *Usage `json:"usage,omitempty"` // the run's so far (usage.go)
 }
 
 // RunFinished records a run's terminal status as its agent reported it.
 type RunFinished struct {
 	RunID  string    `json:"run_id"`
 	Status RunStatus `json:"status"`
+	Usage  *Usage    `json:"usage,omitempty"` // the run's in all (usage.go)
 }
 
 // RunStaleMarked records the daemon's observation that a run went silent.
@@ -120,6 +122,7 @@ type RunStaleMarked struct {
 type Heartbeat struct {
 	TaskID string `json:"task_id,omitempty"`
 	RunID  string `json:"run_id,omitempty"`
+	Usage  *Usage `json:"usage,omitempty"` // the run's so far, with RunID (usage.go)
 }
 
 // TaskRetried puts a failed task back to work: its retry budget starts
@@ -213,6 +216,8 @@ func DecodeBody(kind string, data []byte) (Body, error) {
 		b = &Released{}
 	case KindProjectArchived:
 		b = &Archived{}
+	case KindBudgetSet:
+		b = &BudgetSet{}
 	default:
 		return nil, fmt.Errorf("unknown event kind %q", kind)
 	}
@@ -251,6 +256,8 @@ func deref(b Body) Body {
 	case *Released:
 		return *v
 	case *Archived:
+		return *v
+	case *BudgetSet:
 		return *v
 	}
 	panic(fmt.Sprintf("reducer: unknown body %T", b))

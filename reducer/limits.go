@@ -78,11 +78,11 @@ func checkShape(c Command) error {
 	case StartRun:
 		return cmp.Or(ValidRef("task", c.TaskID), ValidName("agent", c.Agent))
 	case ProgressRun:
-		return cmp.Or(ValidRef("run", c.RunID), ValidProgress(c.Progress))
+		return cmp.Or(ValidRef("run", c.RunID), ValidProgress(c.Progress), validUsage(c.Usage))
 	case FinishRun:
-		return ValidRef("run", c.RunID)
+		return cmp.Or(ValidRef("run", c.RunID), validUsage(c.Usage))
 	case RecordHeartbeat:
-		return cmp.Or(ValidRef("task", c.TaskID), ValidRef("run", c.RunID))
+		return cmp.Or(ValidRef("task", c.TaskID), ValidRef("run", c.RunID), validUsage(c.Usage))
 	case RetryTask:
 		return ValidRef("task", c.TaskID)
 	case AskApproval:
@@ -124,19 +124,23 @@ const progressControls = "\n\t"
 // than refused: bytes that are not UTF-8 become U+FFFD, the control
 // characters ValidProgress refuses become spaces, and a text of more than
 // MaxProgressLen characters is cut to MaxProgressLen, its last one "…".
-func ClipProgress(s string) string {
+func ClipProgress(s string) string { return clipText(s, MaxProgressLen, progressControls) }
+
+// clipText is s made valid text of at most max characters with no control
+// characters but those of controls, as ClipProgress does.
+func clipText(s string, max int, controls string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) && !strings.ContainsRune(progressControls, r) {
+		if unicode.IsControl(r) && !strings.ContainsRune(controls, r) {
 			return ' '
 		}
 		return r
 	}, s)
-	if len(s) <= MaxProgressLen || utf8.RuneCountInString(s) <= MaxProgressLen {
+	if len(s) <= max || utf8.RuneCountInString(s) <= max {
 		return s
 	}
 	i, n := 0, 0
-	for n < MaxProgressLen-1 {
+	for n < max-1 {
 		_, size := utf8.DecodeRuneInString(s[i:])
 		i += size
 		n++

@@ -66,6 +66,8 @@ func Decide(p *Project, c Command) ([]Event, error) {
 		return one(p, c.Now)(decideRelease(p, c))
 	case ArchiveProject:
 		return one(p, c.Now)(decideArchive(p, c))
+	case SetBudget:
+		return one(p, c.Now)(decideBudget(c))
 	}
 	panic(fmt.Sprintf("reducer: unknown command %T", c))
 }
@@ -157,6 +159,9 @@ func decideStartRun(p *Project, c StartRun) (Body, error) {
 	if _, taken := p.Run(c.RunID); taken {
 		return nil, fmt.Errorf("%w: run ID %s exists", ErrConflict, c.RunID)
 	}
+	if err := checkBudget(p); err != nil {
+		return nil, err
+	}
 	return RunStarted{RunID: c.RunID, TaskID: t.ID, Agent: c.Agent}, nil
 }
 
@@ -171,10 +176,15 @@ func decideFinishRun(p *Project, c FinishRun) (Body, error) {
 	default:
 		return nil, fmt.Errorf("%w: a run finishes succeeded, failed or cancelled, not %s", ErrInvalidArgument, c.Status)
 	}
-	if _, err := runningRun(p, c.RunID); err != nil {
+	r, err := runningRun(p, c.RunID)
+	if err != nil {
 		return nil, err
 	}
-	return RunFinished{RunID: c.RunID, Status: c.Status}, nil
+	u, err := decideUsage(r, c.Usage)
+	if err != nil {
+		return nil, err
+	}
+	return RunFinished{RunID: c.RunID, Status: c.Status, Usage: u}, nil
 }
 
 func decideProgress(p *Project, c ProgressRun) (Body, error) {
@@ -182,10 +192,14 @@ func decideProgress(p *Project, c ProgressRun) (Body, error) {
 	if err != nil {
 		return nil, err
 	}
+	u, err := decideUsage(r, c.Usage)
+	if err != nil {
+		return nil, err
+	}
 	if coalesced(r.LastHeartbeat, c.Every, c.Now) {
 		return nil, nil
 	}
-	return RunProgress{RunID: c.RunID, Progress: c.Progress}, nil
+	return RunProgress{RunID: c.RunID, Progress: c.Progress, Usage: u}, nil
 }
 
 func decideHeartbeat(p *Project, c RecordHeartbeat) (Body, error) {
@@ -199,10 +213,17 @@ func decideHeartbeat(p *Project, c RecordHeartbeat) (Body, error) {
 				return nil, fmt.Errorf("%w: run %s belongs to task %s, not %s", ErrInvalidArgument, r.ID, r.TaskID, c.TaskID)
 			}
 		}
+		u, err := decideUsage(r, c.Usage)
+		if err != nil {
+			return nil, err
+		}
 		if coalesced(r.LastHeartbeat, c.Every, c.Now) {
 			return nil, nil
 		}
-		return Heartbeat{TaskID: r.TaskID, RunID: r.ID}, nil
+		return Heartbeat{TaskID: r.TaskID, RunID: r.ID, Usage: u}, nil
+	}
+	if c.Usage != nil {
+		return nil, fmt.Errorf("%w: usage is a run's: name the run", ErrInvalidArgument)
 	}
 	last, task := p.LastHeartbeat, ""
 	if c.TaskID != "" {
@@ -416,10 +437,12 @@ func evolve(p *Project, e Event, ed *edit) *Project {
 			Attempt: t.Attempts, Started: e.Time, Updated: e.Time})
 	case RunProgress:
 		progress := b.Progress
+		q.spendUsage(b.RunID, b.Usage)
 		r := q.updateRun(b.RunID, func(r *Run) { r.Progress, r.LastHeartbeat, r.Updated = &progress, e.Time, e.Time })
 		q.updateTask(r.TaskID, func(t *Task) { t.Progress, t.LastHeartbeat = &progress, e.Time })
 		q.LastHeartbeat = e.Time
 	case RunFinished:
+		q.spendUsage(b.RunID, b.Usage)
 		r := q.endRun(b.RunID, b.Status, e.Time)
 		q.updateTask(r.TaskID, func(t *Task) {
 			t.RunID = ""
@@ -443,6 +466,7 @@ func evolve(p *Project, e Event, ed *edit) *Project {
 			t.spendRetry(TaskStale)
 		})
 	case Heartbeat:
+		q.spendUsage(b.RunID, b.Usage)
 		q.beat(b.RunID, b.TaskID, e.Time)
 	case TaskRetried:
 		q.Released = false
@@ -479,6 +503,8 @@ func evolve(p *Project, e Event, ed *edit) *Project {
 		q.Released = true
 	case Archived:
 		q.Archived = true
+	case BudgetSet:
+		q.budget = Budget{Tokens: b.Tokens, Cost: b.Cost}
 	default:
 		panic(fmt.Sprintf("reducer: unknown event %T", e.Body))
 	}

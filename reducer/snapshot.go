@@ -14,8 +14,11 @@ import (
 // out when empty, so that a state without them encodes as version 1 did:
 // a version 1 snapshot is read as it is, and re-derives to the same
 // bytes. Version 3 added the plan's fields of a task (docs/plan.md),
-// each left out when empty (a priority when it is DefaultPriority), so
-// that a state without them encodes as version 2 did.
+// each left out when empty (a priority when it is DefaultPriority), and
+// what the work costs (a run's usage, the project's budget), left out
+// when empty likewise, so that a state without them encodes as version
+// 2 did; a task's and the project's spend are the sums of the runs',
+// summed again on Restore.
 const SnapshotVersion = 3
 
 // ReadsSnapshot reports whether this build reads snapshots of format
@@ -40,6 +43,8 @@ type snapshot struct {
 	Released  bool           `json:"released,omitempty"`
 	Archived  bool           `json:"archived,omitempty"`
 	Approvals []approvalSnap `json:"approvals,omitempty"`
+	// Version 3.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 type approvalSnap struct {
@@ -89,6 +94,7 @@ type runSnap struct {
 	Updated       int64     `json:"updated"`
 	Progress      *string   `json:"progress"`
 	LastHeartbeat int64     `json:"last_heartbeat"`
+	Usage         *Usage    `json:"usage,omitempty"` // version 3
 }
 
 // Snapshot encodes p: the reducer's whole state of one project, enough to
@@ -109,7 +115,15 @@ func Snapshot(p *Project) ([]byte, error) {
 		s.Approvals = append(s.Approvals, approvalSnap{a.ID, a.TaskID, a.Question, a.AskedBy, a.Asked, a.Deadline, a.AskedSeq, a.Outcome, a.Decided, a.DecidedBy, a.DecidedSeq})
 	}
 	for _, r := range p.Runs() {
-		s.Runs = append(s.Runs, runSnap{r.ID, r.TaskID, r.Agent, r.Status, r.Attempt, r.Started, r.Updated, r.Progress, r.LastHeartbeat})
+		s.Runs = append(s.Runs, runSnap{r.ID, r.TaskID, r.Agent, r.Status, r.Attempt, r.Started, r.Updated, r.Progress, r.LastHeartbeat, nil})
+		if r.Usage != (Usage{}) {
+			u := r.Usage
+			s.Runs[len(s.Runs)-1].Usage = &u
+		}
+	}
+	if p.budget.Set() {
+		b := p.budget
+		s.Budget = &b
 	}
 	return json.Marshal(s)
 }
@@ -158,6 +172,9 @@ func Restore(data []byte) (*Project, error) {
 	for i, r := range snap.Runs {
 		runs = append(runs, &Run{ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Status: r.Status, Attempt: r.Attempt,
 			Started: r.Started, Updated: r.Updated, Progress: r.Progress, LastHeartbeat: r.LastHeartbeat})
+		if r.Usage != nil {
+			runs[i].Usage = *r.Usage
+		}
 		runIdx.Set(r.ID, i)
 		if r.Status == RunRunning {
 			running.Set(r.ID, i)
@@ -181,6 +198,10 @@ func Restore(data []byte) (*Project, error) {
 	p.tasks, p.dependants, p.titles, p.keys = vectorOf(tasks), dependants.Map(), titleIdx.Map(), keys.Map()
 	p.runs, p.runIdx, p.running = vectorOf(runs), runIdx.Map(), running.Map()
 	p.approvals, p.approvalIx = vectorOf(approvals), approvalIx.Map()
+	if snap.Budget != nil {
+		p.budget = *snap.Budget
+	}
+	p.restoreSpend()
 	return p, nil
 }
 

@@ -50,6 +50,8 @@ type Project struct {
 	children   *immutable.Map[string, *immutable.List[int]] // epic ID -> indices of its children, in the order they came
 	keys       *immutable.Map[string, int]                  // plan key -> index of the task of that key
 	ready      *immutable.SortedMap[int, struct{}]          // readyKey of each task ReadyTasks lists
+	spend      Spend                                        // the sum of the runs' usage (usage.go)
+	budget     Budget                                       // the owner's; zero for none
 }
 
 // Approval is a question to the owner that gates a project (and, with
@@ -104,6 +106,7 @@ type Task struct {
 	// with children is an epic, never run itself, its Status derived
 	// from theirs (epicStatus).
 	Children int
+	Spend    Spend // the sum of its runs' usage (usage.go)
 
 	kids [numTaskStatuses]int // the children in each status, by statusIndex
 	edit *edit                // the Fold that made it, nil for Evolve
@@ -124,6 +127,7 @@ type Run struct {
 	Updated       int64
 	Progress      *string
 	LastHeartbeat int64 // 0 when none
+	Usage         Usage // what it spent so far, its newest report (usage.go)
 
 	edit *edit // the Fold that made it, nil for Evolve
 }

@@ -62,7 +62,11 @@ func printProjectBlock(p *printer, st *api.DaemonStatus, headline string) error 
 	if headline != "" {
 		fmt.Fprintln(p.w, headline)
 	}
-	return printSummary(p, r.Project)
+	if err := printSummary(p, r.Project); err != nil || r.Spend == nil {
+		return err
+	}
+	_, err = fmt.Fprintln(p.w, spendLine(r.Spend))
+	return err
 }
 
 // printSummary writes a project's summary block.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,6 +41,7 @@ func newProjectCmd(c *client) *cobra.Command {
 		newRunCmd(c),
 		newProjectReleaseCmd(c),
 		newProjectArchiveCmd(c),
+		newProjectBudgetCmd(c),
 	)
 	cmd.Example = `  scv project create acme
   scv project list
@@ -325,6 +327,9 @@ func printTasksReply(p *printer, st *api.DaemonStatus) error {
 		}
 	}
 	_, err = fmt.Fprintln(p.w, doneLine(done, uint64(len(r.Tasks))))
+	if line := spendLine(r.Spend); line != "" && err == nil {
+		_, err = fmt.Fprintln(p.w, line)
+	}
 	return err
 }
 
@@ -335,7 +340,12 @@ func printTasks(p *printer, tasks []api.ProjectTask) error {
 		return err
 	}
 	names := taskNames(tasks)
-	t := render.NewTable("ID", "~TITLE", "!STATUS", "RETRIES", "~DEPENDS ON", "~RUN", "~PROGRESS", "HEARTBEAT")
+	spent := slices.ContainsFunc(tasks, func(t api.ProjectTask) bool { return t.Spend != nil })
+	cols := []string{"ID", "~TITLE", "!STATUS", "RETRIES", "~DEPENDS ON", "~RUN", "~PROGRESS", "HEARTBEAT"}
+	if spent {
+		cols = append(cols, "~SPENT")
+	}
+	t := render.NewTable(cols...)
 	for _, x := range tasks {
 		deps := "-"
 		if len(x.DependsOn) > 0 {
@@ -345,8 +355,12 @@ func printTasks(p *printer, tasks []api.ProjectTask) error {
 			}
 			deps = strings.Join(named, ", ")
 		}
-		t.Add(x.ID, x.Title, string(x.Status), fmt.Sprintf("%d/%d", x.Retries, x.MaxRetries),
-			deps, orDash(x.RunID), orDash(x.Progress), p.agoPtr(x.LastHeartbeatUnixSeconds))
+		row := []string{x.ID, x.Title, string(x.Status), fmt.Sprintf("%d/%d", x.Retries, x.MaxRetries),
+			deps, orDash(x.RunID), orDash(x.Progress), p.agoPtr(x.LastHeartbeatUnixSeconds)}
+		if spent {
+			row = append(row, spendText(x.Spend))
+		}
+		t.Add(row...)
 	}
 	return p.table(t)
 }
@@ -386,10 +400,19 @@ func printRuns(p *printer, runs []api.ProjectRun, tasks []api.ProjectTask) error
 		return err
 	}
 	names := taskNames(tasks)
-	t := render.NewTable("ID", "~TASK", "~AGENT", "!STATUS", "ATTEMPT", "STARTED", "UPDATED", "~PROGRESS")
+	spent := slices.ContainsFunc(runs, func(r api.ProjectRun) bool { return r.Usage != nil })
+	cols := []string{"ID", "~TASK", "~AGENT", "!STATUS", "ATTEMPT", "STARTED", "UPDATED", "~PROGRESS"}
+	if spent {
+		cols = append(cols, "~SPENT")
+	}
+	t := render.NewTable(cols...)
 	for _, r := range runs {
-		t.Add(r.ID, names.of(r.TaskID), r.Agent, string(r.Status), fmt.Sprint(r.Attempt),
-			p.ago(r.StartedUnixSeconds), p.ago(r.UpdatedUnixSeconds), orDash(r.Progress))
+		row := []string{r.ID, names.of(r.TaskID), r.Agent, string(r.Status), fmt.Sprint(r.Attempt),
+			p.ago(r.StartedUnixSeconds), p.ago(r.UpdatedUnixSeconds), orDash(r.Progress)}
+		if spent {
+			row = append(row, usageText(r.Usage))
+		}
+		t.Add(row...)
 	}
 	return p.table(t)
 }
@@ -410,6 +433,9 @@ func printReportReply(p *printer, st *api.DaemonStatus) error {
 	fmt.Fprintln(p.w, "\nTasks:")
 	if err := printTasks(p, rep.Tasks); err != nil {
 		return err
+	}
+	if line := spendLine(rep.Spend); line != "" {
+		fmt.Fprintln(p.w, line)
 	}
 	fmt.Fprintln(p.w, "\nRuns:")
 	if err := printRuns(p, rep.Runs, rep.Tasks); err != nil {

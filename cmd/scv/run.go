@@ -71,27 +71,44 @@ func (o *RunStartOptions) run() error {
 type RunProgressOptions struct {
 	c                  *client
 	Project, Run, Text string
+	usage              usageFlags
 }
+
+// usageHelp is the usage flags' part of the help of run progress and
+// finish.
+const usageHelp = `
+
+With --tokens-in, --tokens-out (and --tokens-thought, --tokens-cached-read,
+--tokens-cached-write), --cost and --model it records what the run has
+spent so far (docs/usage.md): each report replaces the last, and one
+lower than the last (fewer tokens of a kind, or less cost) is refused.`
 
 func newRunProgressCmd(c *client) *cobra.Command {
 	o := &RunProgressOptions{c: c}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "progress PROJECT RUN TEXT",
 		Short: "Record a running run's progress (it counts as a heartbeat)",
 		Long: `Record TEXT as the progress of RUN, which must be running: a finished or
-stale run is fenced, and what it says is refused.`,
-		Example:           `  scv project run progress acme $R "compiling"`,
+stale run is fenced, and what it says is refused.` + usageHelp,
+		Example: `  scv project run progress acme $R "compiling"
+  scv project run progress acme $R "tests pass" --tokens-in 12000 --tokens-out 800 --cost 0.05USD`,
 		Args:              exactArgs("PROJECT", "RUN", "TEXT"),
 		ValidArgsFunction: c.completeProjectRun(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Project, o.Run, o.Text = args[0], args[1], args[2]
-			_, err := o.c.call(api.CmdProjectRunProgress{Project: o.Project, Run: o.Run, Progress: o.Text},
+			u, err := o.usage.usage(cmd)
+			if err != nil {
+				return err
+			}
+			_, err = o.c.call(api.CmdProjectRunProgress{Project: o.Project, Run: o.Run, Progress: o.Text, Usage: u},
 				func(p *printer, st *api.DaemonStatus) error {
 					return printProjectBlock(p, st, fmt.Sprintf("run %s progress recorded", o.Run))
 				})
 			return err
 		},
 	}
+	o.usage.add(cmd)
+	return cmd
 }
 
 // runFinals are the statuses a run finishes with.
@@ -102,11 +119,12 @@ type RunFinishOptions struct {
 	c            *client
 	Project, Run string
 	Status       reducer.RunStatus
+	usage        usageFlags
 }
 
 func newRunFinishCmd(c *client) *cobra.Command {
 	o := &RunFinishOptions{c: c}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "finish PROJECT RUN STATUS",
 		Short: "Finish a running run: succeeded, failed or cancelled",
 		Long: `Finish RUN with STATUS, one of:
@@ -114,8 +132,11 @@ func newRunFinishCmd(c *client) *cobra.Command {
   succeeded  the task is done
   failed     a retry is spent: the task is ready again, or failed once its
              --max-retries are spent
-  cancelled  the task is ready again; no retry is spent`,
-		Example:           `  scv project run finish acme $R succeeded`,
+  cancelled  the task is ready again; no retry is spent` + usageHelp + ` Finishing
+with the run's usage in all keeps it whatever reports before were
+coalesced.`,
+		Example: `  scv project run finish acme $R succeeded
+  scv project run finish acme $R succeeded --tokens-in 30000 --tokens-out 2100 --cost 0.12USD`,
 		Args:              exactArgs("PROJECT", "RUN", "STATUS"),
 		ValidArgsFunction: c.completeProjectRun(runFinals...),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -125,13 +146,19 @@ func newRunFinishCmd(c *client) *cobra.Command {
 				return usageError{err.Error()}
 			}
 			o.Status = status
-			_, err = o.c.call(api.CmdProjectRunFinish{Project: o.Project, Run: o.Run, Status: o.Status},
+			u, err := o.usage.usage(cmd)
+			if err != nil {
+				return err
+			}
+			_, err = o.c.call(api.CmdProjectRunFinish{Project: o.Project, Run: o.Run, Status: o.Status, Usage: u},
 				func(p *printer, st *api.DaemonStatus) error {
 					return printProjectBlock(p, st, fmt.Sprintf("run %s finished (%s)", o.Run, o.Status))
 				})
 			return err
 		},
 	}
+	o.usage.add(cmd)
+	return cmd
 }
 
 // finishStatus reads the STATUS of `project run finish`: a RunStatus, and

@@ -260,6 +260,7 @@ func normalize(s string) string {
 var transcripts = []struct{ doc, script string }{
 	{"README.md", "readme.txtar"},
 	{"docs/agents.md", "agents.txtar"},
+	{"docs/usage.md", "usage.txtar"},
 }
 
 // TestTranscriptsFollowOneAnother: a newcomer follows the walk-throughs

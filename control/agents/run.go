@@ -64,8 +64,9 @@ func (r *turnRun) changed() {
 // (noteUsage, noteAnswerUsage), and it replaces the one before. It is
 // kept with the run, and the log line of the turn's end shows it. It
 // must not wait on the ledger (it is called while the agent's stream
-// waits): the ledger's command for a run's usage, once there is one, is
-// sent by loop and finish, as progress is.
+// waits): loop sends it with the run's progress and heartbeats, and
+// finish with the run's end, which journals the run's totals whatever
+// the daemon coalesced before.
 func (r *turnRun) usage(u Usage) {
 	r.usedMu.Lock()
 	r.used = u
@@ -97,17 +98,18 @@ func (r *turnRun) loop() {
 			tick = true
 		}
 		text := oneLine(r.text())
+		used := r.ledgerUsage()
 		var cmd api.Command
 		switch {
 		case text != "" && text != r.journaled && r.now().Sub(last) >= r.every:
-			cmd = api.CmdProjectRunProgress{Project: r.project, Run: r.run, Progress: text}
+			cmd = api.CmdProjectRunProgress{Project: r.project, Run: r.run, Progress: text, Usage: used}
 		case tick:
 			run := r.run
-			cmd, text = api.CmdProjectHeartbeat{Project: r.project, Run: &run}, ""
+			cmd, text = api.CmdProjectHeartbeat{Project: r.project, Run: &run, Usage: used}, ""
 		default:
 			continue // a change inside the interval: the next look sends it
 		}
-		if _, err := r.h.Handle(r.ctx, cmd); err != nil {
+		if _, err := r.send(cmd); err != nil {
 			if !errors.Is(err, reducer.ErrRunNotRunning) {
 				r.log.Warn("record a turn's progress", "run", r.run, "err", err)
 			}
@@ -131,7 +133,67 @@ func (r *turnRun) finish(status reducer.RunStatus, why string) error {
 	if why != "" {
 		text = why
 	}
-	return endRun(r.ctx, r.h, r.project, r.run, status, text)
+	if text = oneLine(text); text != "" {
+		if _, err := r.send(api.CmdProjectRunProgress{Project: r.project, Run: r.run, Progress: text}); err != nil {
+			return err
+		}
+	}
+	_, err := r.send(api.CmdProjectRunFinish{Project: r.project, Run: r.run, Status: status, Usage: r.ledgerUsage()})
+	return err
+}
+
+// ledgerUsage is the run's usage so far as the ledger takes it, nil when
+// the agent reported none. A cost the ledger would refuse (a currency
+// that is not three letters, more places than reducer.MaxCostPlaces) is
+// left out, with a warning.
+func (r *turnRun) ledgerUsage() *reducer.Usage {
+	u := r.spent()
+	if u == (Usage{}) {
+		return nil
+	}
+	out := &reducer.Usage{Tokens: reducer.Tokens{Input: u.InputTokens, Output: u.OutputTokens, Thought: u.ThoughtTokens,
+		CachedRead: u.CachedReadTokens, CachedWrite: u.CachedWriteTokens}, Model: reducer.ClipModel(u.Model)}
+	if u.CostAmount != "" {
+		c, err := reducer.ParseCost(u.CostAmount + strings.ToUpper(u.CostCurrency))
+		if err != nil {
+			r.log.Warn("the cost of a turn's run is not one the ledger takes; left out", "run", r.run, "why", err)
+		} else {
+			out.Cost = &c
+		}
+	}
+	return out
+}
+
+// send sends cmd, a report of the run; usage the daemon refuses
+// (invalid_argument: it went backwards, say) is dropped, with a warning,
+// and the report sent again without it, so that what the agent said of
+// its spend never stops its run's progress or end.
+func (r *turnRun) send(cmd api.Command) (*api.DaemonStatus, error) {
+	st, err := r.h.Handle(r.ctx, cmd)
+	if err == nil || !errors.Is(err, reducer.ErrInvalidArgument) {
+		return st, err
+	}
+	switch c := cmd.(type) {
+	case api.CmdProjectRunProgress:
+		if c.Usage == nil {
+			return st, err
+		}
+		c.Usage, cmd = nil, c
+	case api.CmdProjectHeartbeat:
+		if c.Usage == nil {
+			return st, err
+		}
+		c.Usage, cmd = nil, c
+	case api.CmdProjectRunFinish:
+		if c.Usage == nil {
+			return st, err
+		}
+		c.Usage, cmd = nil, c
+	default:
+		return st, err
+	}
+	r.log.Warn("the ledger refused a turn's run's usage; sent without it", "run", r.run, "err", err)
+	return r.h.Handle(r.ctx, cmd)
 }
 
 // endRun records a run's end with status, its progress text first when

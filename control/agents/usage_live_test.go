@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control/api"
+	"scv/reducer"
 )
 
 // usageOf is the usage the log line of the turn of run's end shows
@@ -83,6 +84,30 @@ func TestUsage(t *testing.T) {
 
 	r4 := e.turn("a", "four", "say nothing measured")
 	assert.Nil(t, e.usageOf(r4), "a turn the agent reported nothing of has no usage")
+
+	// The ledger's: each run's usage what its agent sent, each task's
+	// and the project's the sums.
+	p := e.project()
+	usd := func(a string) *reducer.Cost { return &reducer.Cost{Amount: a, Currency: "USD"} }
+	want := map[string]reducer.Usage{
+		r1: {Tokens: reducer.Tokens{Input: 100, Output: 20, Thought: 5, CachedRead: 30, CachedWrite: 40}, Cost: usd("0.01"), Model: "m-1"},
+		r2: {Tokens: reducer.Tokens{Input: 200, Output: 50}, Cost: usd("0.035"), Model: "m-1"},
+		r3: {Tokens: reducer.Tokens{Input: 7, Output: 3, CachedRead: 100}, Cost: usd("0"), Model: "m-1"},
+		r4: {},
+	}
+	for id, u := range want {
+		r, ok := p.Run(id)
+		require.True(t, ok)
+		assert.Equal(t, u, r.Usage, "run %s", id)
+		task, _ := p.Task(r.TaskID)
+		var cost []reducer.Cost
+		if u.Cost != nil && u.Cost.Amount != "0" {
+			cost = []reducer.Cost{*u.Cost}
+		}
+		assert.Equal(t, reducer.Spend{Tokens: u.Tokens, Cost: cost}, task.Spend, "task %s", task.Title)
+	}
+	assert.Equal(t, reducer.Spend{Tokens: reducer.Tokens{Input: 307, Output: 73, Thought: 5, CachedRead: 130, CachedWrite: 40},
+		Cost: []reducer.Cost{*usd("0.045")}}, p.Spend())
 }
 
 // TestUsageAfterRestart: a resumed session's cost so far is what its agent

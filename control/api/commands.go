@@ -194,18 +194,24 @@ type CmdProjectRunStart struct {
 // the daemon's heartbeat interval, as heartbeats are; one that comes
 // sooner after the run's last journaled progress or heartbeat is
 // accepted and appends nothing. A seed client never sends it.
+//
+// Usage, an extension too (docs/usage.md), is what the run has spent so
+// far, each report replacing the last.
 type CmdProjectRunProgress struct {
-	Project  string `json:"project"`
-	Run      string `json:"run"`
-	Progress string `json:"progress"`
-	Coalesce bool   `json:"coalesce,omitempty" serde:"default"`
+	Project  string         `json:"project"`
+	Run      string         `json:"run"`
+	Progress string         `json:"progress"`
+	Coalesce bool           `json:"coalesce,omitempty" serde:"default"`
+	Usage    *reducer.Usage `json:"usage,omitempty"`
 }
 
-// CmdProjectRunFinish records a run's terminal status.
+// CmdProjectRunFinish records a run's terminal status. Usage is an
+// extension: what the run spent in all.
 type CmdProjectRunFinish struct {
 	Project string            `json:"project"`
 	Run     string            `json:"run"`
 	Status  reducer.RunStatus `json:"status"`
+	Usage   *reducer.Usage    `json:"usage,omitempty"`
 }
 
 // CmdLedgerCompact is an extension of the seed's command set (action
@@ -296,11 +302,26 @@ type CmdProjectArchive struct {
 	Project string `json:"project"`
 }
 
-// CmdProjectHeartbeat records a heartbeat.
+// CmdProjectBudget is an extension (action `project_budget`,
+// docs/usage.md): the owner sets the project's budget to the limits it
+// names, tokens and cost (as "0.42USD", or Amount and Currency); a limit
+// missing or null is none, and with neither the budget is removed. It
+// answers `updated`.
+type CmdProjectBudget struct {
+	Project  string  `json:"project"`
+	Tokens   *uint64 `json:"tokens,omitempty"`
+	Cost     *string `json:"cost,omitempty"`
+	Amount   *string `json:"amount,omitempty"`
+	Currency *string `json:"currency,omitempty"`
+}
+
+// CmdProjectHeartbeat records a heartbeat. Usage is an extension, with
+// Run: what the run has spent so far.
 type CmdProjectHeartbeat struct {
-	Project string  `json:"project"`
-	Task    *string `json:"task"`
-	Run     *string `json:"run"`
+	Project string         `json:"project"`
+	Task    *string        `json:"task"`
+	Run     *string        `json:"run"`
+	Usage   *reducer.Usage `json:"usage,omitempty"`
 }
 
 func (CmdStatus) Action() string             { return "status" }
@@ -337,6 +358,7 @@ func (CmdProjectTaskShow) Action() string    { return "project_task_show" }
 func (CmdProjectReady) Action() string       { return "project_ready" }
 func (CmdProjectTaskNext) Action() string    { return "project_task_next" }
 func (CmdProjectPlanApply) Action() string   { return "project_plan_apply" }
+func (CmdProjectBudget) Action() string      { return "project_budget" }
 
 // Commands lists a zero value of every command: the seed's, in the
 // seed's order, then the extensions. The decoder builds a new value of
@@ -358,6 +380,7 @@ var commands = []Command{
 	CmdAgentStart{}, CmdAgentList{}, CmdAgentStop{}, CmdAgentPrompt{}, CmdAgentCancel{}, CmdAgentUpdates{},
 	CmdDelegationUpdate{},
 	CmdProjectTaskEdit{}, CmdProjectTaskShow{}, CmdProjectReady{}, CmdProjectTaskNext{}, CmdProjectPlanApply{},
+	CmdProjectBudget{},
 }
 
 // EncodeCommand writes c as serde writes the seed's DaemonCommand: the
@@ -378,4 +401,22 @@ func EncodeCommand(c Command) ([]byte, error) {
 		buf.WriteByte('}')
 	}
 	return buf.Bytes(), nil
+}
+
+// BudgetCost is the cost limit c names, nil for none: its Cost, or its
+// Amount and Currency, never both.
+func (c CmdProjectBudget) BudgetCost() (*reducer.Cost, error) {
+	switch {
+	case c.Cost != nil && (c.Amount != nil || c.Currency != nil):
+		return nil, Errorf(ErrInvalidArgument, "project_budget: name the cost as cost, or as amount and currency, not both")
+	case c.Cost != nil:
+		k, err := reducer.ParseCost(*c.Cost)
+		return &k, err
+	case c.Amount == nil && c.Currency == nil:
+		return nil, nil
+	case c.Amount == nil || c.Currency == nil:
+		return nil, Errorf(ErrInvalidArgument, "project_budget: a cost's amount and currency go together")
+	}
+	k, err := reducer.ParseCost(*c.Amount + *c.Currency)
+	return &k, err
 }

@@ -76,6 +76,10 @@ const (
 	// message says why. Its code is CodeInvalidTransition's, which a seed
 	// client knows.
 	ReasonNothingReady = "nothing_ready"
+	// ReasonBudgetReached: the project's spend reached its budget, and
+	// no run starts until the owner raises or removes it; its code is
+	// CodeInvalidTransition's.
+	ReasonBudgetReached = "budget_reached"
 )
 
 // Error is a JSON-RPC error object. The client returns it for every error
@@ -125,6 +129,7 @@ func errorFor(err error) *Error {
 		{reducer.ErrConflict, CodeConflict, ReasonConflict},
 		{reducer.ErrRunNotRunning, CodeRunNotRunning, ReasonRunNotRunning},
 		{reducer.ErrInvalidTransition, CodeInvalidTransition, ReasonInvalidTransition},
+		{reducer.ErrBudgetReached, CodeInvalidTransition, ReasonBudgetReached},
 		{reducer.ErrInvalidArgument, CodeInvalidParams, ReasonInvalidArgument},
 		// Before ErrStorage: a database that is full or cannot be reached
 		// is a storage failure too (the drivers' ErrStorageFull and

@@ -78,8 +78,8 @@ func ProjectTaskOf(t *reducer.Task) ProjectTask {
 	return ProjectTask{
 		ID: t.ID, Title: t.Title, Status: t.Status, DependsOn: deps,
 		Retries: t.Retries, MaxRetries: t.MaxRetries, RunID: run, Progress: t.Progress,
-		LastHeartbeatUnixSeconds: SecondsOrNil(t.LastHeartbeat),
-		Key:                      t.Key, Description: t.Description, Acceptance: t.Acceptance, Priority: priority,
+		LastHeartbeatUnixSeconds: SecondsOrNil(t.LastHeartbeat), Spend: spendOrNil(t.Spend),
+		Key: t.Key, Description: t.Description, Acceptance: t.Acceptance, Priority: priority,
 		Labels: t.Labels, Parent: t.Parent, DiscoveredFrom: t.DiscoveredFrom, Children: t.Children,
 	}
 }
@@ -107,10 +107,15 @@ func TaskDetailOf(p *reducer.Project, t *reducer.Task) *TaskDetail {
 
 // ProjectRunOf is run r as the wire shows it.
 func ProjectRunOf(r *reducer.Run) ProjectRun {
-	return ProjectRun{
+	run := ProjectRun{
 		ID: r.ID, TaskID: r.TaskID, Agent: r.Agent, Status: r.Status, Attempt: r.Attempt,
 		StartedUnixSeconds: Seconds(r.Started), UpdatedUnixSeconds: Seconds(r.Updated), Progress: r.Progress,
 	}
+	if r.Usage != (reducer.Usage{}) {
+		u := r.Usage
+		run.Usage = &u
+	}
+	return run
 }
 
 // Concerns reports whether the stored data of an event names task (as

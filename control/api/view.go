@@ -14,9 +14,9 @@ import "scv/reducer"
 func ProjectReplyOf(cmd Command, p *reducer.Project, now int64) *ProjectResponse {
 	switch cmd.(type) {
 	case CmdProjectStatus:
-		return &ProjectResponse{Kind: KindStatus, Project: ProjectSummaryOf(p)}
+		return &ProjectResponse{Kind: KindStatus, Project: ProjectSummaryOf(p), Spend: ProjectSpendOf(p)}
 	case CmdProjectTasks:
-		return &ProjectResponse{Kind: KindTasks, ProjectID: p.ID, Tasks: ProjectTasksOf(p)}
+		return &ProjectResponse{Kind: KindTasks, ProjectID: p.ID, Tasks: ProjectTasksOf(p), Spend: ProjectSpendOf(p)}
 	case CmdProjectReport:
 		return &ProjectResponse{Kind: KindReport, Report: ProjectReportOf(p, max(now, p.Updated))}
 	}
@@ -48,6 +48,31 @@ func ProjectTasksOf(p *reducer.Project) []ProjectTask {
 	return out
 }
 
+// ProjectSpendOf is what p spent against its budget; nil when its runs
+// reported nothing and it has no budget, so that a seed client's replies
+// stay the seed's.
+func ProjectSpendOf(p *reducer.Project) *ProjectSpend {
+	if spendOrNil(p.Spend()) == nil && !p.Budget().Set() {
+		return nil
+	}
+	s := &ProjectSpend{Spend: p.Spend(), BudgetReached: p.BudgetReached()}
+	if s.Spend.Cost == nil {
+		s.Spend.Cost = []reducer.Cost{}
+	}
+	if b := p.Budget(); b.Set() {
+		s.Budget = &b
+	}
+	return s
+}
+
+// spendOrNil is s, nil when nothing was spent.
+func spendOrNil(s reducer.Spend) *reducer.Spend {
+	if s.Tokens == (reducer.Tokens{}) && len(s.Cost) == 0 {
+		return nil
+	}
+	return &s
+}
+
 // ProjectReportOf is the report of a project's state, generated at now
 // (Unix milliseconds).
 func ProjectReportOf(p *reducer.Project, now int64) *ProjectReport {
@@ -57,7 +82,7 @@ func ProjectReportOf(p *reducer.Project, now int64) *ProjectReport {
 	}
 	return &ProjectReport{
 		Project: *ProjectSummaryOf(p), Tasks: ProjectTasksOf(p), Runs: runs,
-		GeneratedUnixSeconds: Seconds(now), Evidence: reducer.Evidence(p),
+		GeneratedUnixSeconds: Seconds(now), Evidence: reducer.Evidence(p), Spend: ProjectSpendOf(p),
 	}
 }
 

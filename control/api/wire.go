@@ -279,6 +279,9 @@ type ProjectTask struct {
 	Parent         string   `json:"parent,omitempty"`
 	DiscoveredFrom string   `json:"discovered_from,omitempty"`
 	Children       int      `json:"children,omitempty"`
+	// Spend is an extension (docs/usage.md): what the task's runs spent,
+	// when they reported any.
+	Spend *reducer.Spend `json:"spend,omitempty"`
 }
 
 // ProjectRun is a run tracked by the ledger.
@@ -291,6 +294,19 @@ type ProjectRun struct {
 	StartedUnixSeconds uint64            `json:"started_unix_seconds"`
 	UpdatedUnixSeconds uint64            `json:"updated_unix_seconds"`
 	Progress           *string           `json:"progress"`
+	// Usage is an extension (docs/usage.md): what the run spent, when it
+	// reported any.
+	Usage *reducer.Usage `json:"usage,omitempty"`
+}
+
+// ProjectSpend is what a project spent against its budget: an extension
+// (docs/usage.md) of the replies of project_status, project_tasks and
+// project_report. BudgetReached says why the spend reached the budget,
+// "" while it has not.
+type ProjectSpend struct {
+	Spend         reducer.Spend   `json:"spend"`
+	Budget        *reducer.Budget `json:"budget,omitempty"`
+	BudgetReached string          `json:"budget_reached,omitempty"`
 }
 
 // ProjectEvent is one durable event.
@@ -309,6 +325,8 @@ type ProjectReport struct {
 	Runs                 []ProjectRun   `json:"runs"`
 	GeneratedUnixSeconds uint64         `json:"generated_unix_seconds"`
 	Evidence             []string       `json:"evidence"`
+	// Spend is an extension (docs/usage.md).
+	Spend *ProjectSpend `json:"spend,omitempty"`
 }
 
 // ResponseKind tags a ProjectResponse.
@@ -329,9 +347,10 @@ const (
 // ProjectResponse is the payload of a project command, tagged by Kind.
 // Which other fields are set depends on Kind, as in the seed's enum:
 //
-//	created, status, updated: Project
+//	created, updated:         Project
+//	status:                   Project, Spend (an extension)
 //	events:                   ProjectID, CompactedBefore (optional), Events
-//	tasks:                    ProjectID, Tasks
+//	tasks:                    ProjectID, Tasks, Spend (an extension)
 //	report:                   Report
 //	task_added:               Project, TaskID
 //	run_started:              Project, RunID
@@ -345,6 +364,7 @@ type ProjectResponse struct {
 	Report          *ProjectReport
 	TaskID          string
 	RunID           string
+	Spend           *ProjectSpend
 }
 
 // MarshalJSON writes the variant's fields in serde's order.
@@ -354,7 +374,8 @@ func (r ProjectResponse) MarshalJSON() ([]byte, error) {
 		return marshal(struct {
 			Kind    ResponseKind    `json:"kind"`
 			Project *ProjectSummary `json:"project"`
-		}{r.Kind, r.Project})
+			Spend   *ProjectSpend   `json:"spend,omitempty"`
+		}{r.Kind, r.Project, r.Spend})
 	case KindEvents:
 		events := r.Events
 		if events == nil {
@@ -375,7 +396,8 @@ func (r ProjectResponse) MarshalJSON() ([]byte, error) {
 			Kind      ResponseKind  `json:"kind"`
 			ProjectID string        `json:"project_id"`
 			Tasks     []ProjectTask `json:"tasks"`
-		}{r.Kind, r.ProjectID, tasks})
+			Spend     *ProjectSpend `json:"spend,omitempty"`
+		}{r.Kind, r.ProjectID, tasks, r.Spend})
 	case KindReport:
 		return marshal(struct {
 			Kind   ResponseKind   `json:"kind"`
@@ -409,6 +431,7 @@ func (r *ProjectResponse) UnmarshalJSON(b []byte) error {
 		Report          *ProjectReport  `json:"report"`
 		TaskID          string          `json:"task_id"`
 		RunID           string          `json:"run_id"`
+		Spend           *ProjectSpend   `json:"spend"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err

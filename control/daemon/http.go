@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"strconv"
 
 	"scv/control/mcp"
 	"scv/control/metrics"
@@ -75,9 +76,39 @@ func (d *Daemon) recorder() *metrics.Recorder {
 				})
 				return n, err
 			},
+			Spend: d.spend,
 		})
 	}
 	return d.metrics
+}
+
+// spend is what each project's runs spent, for the metrics: every
+// project's state is read (from the ledger's cache, or loaded).
+func (d *Daemon) spend(ctx context.Context) ([]metrics.Spend, error) {
+	rows, err := d.ledger.Projects(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	var out []metrics.Spend
+	for _, row := range rows {
+		p, err := d.ledger.Project(ctx, row.ID)
+		if err != nil {
+			return nil, err
+		}
+		sp := p.Spend()
+		if sp.Tokens == (reducer.Tokens{}) && len(sp.Cost) == 0 {
+			continue
+		}
+		m := metrics.Spend{Project: p.Name, Tokens: map[string]uint64{}, Cost: map[string]float64{}}
+		for i, n := range sp.Tokens.ByKind() {
+			m.Tokens[reducer.TokenKinds[i]] = n
+		}
+		for _, c := range sp.Cost {
+			m.Cost[c.Currency], _ = strconv.ParseFloat(c.Amount, 64)
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // Metrics is the daemon's metrics recorder (nil without a web UI).

@@ -23,6 +23,7 @@ import (
 	"scv/control"
 	"scv/control/api"
 	"scv/control/web"
+	"scv/reducer"
 )
 
 // TestHTTPRefusesNonLoopback: a daemon configured with a web UI address
@@ -97,11 +98,36 @@ func TestHTTPServes(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, "via-socket")
 
+	// What the runs spent (docs/usage.md).
+	inCall(t, d, api.CmdProjectTaskAdd{Project: "via-socket", Title: "build", DependsOn: []string{}})
+	run := inCall(t, d, api.CmdProjectRunStart{Project: "via-socket", Task: "build", Agent: "a"}).Project.RunID
+	inCall(t, d, api.CmdProjectRunFinish{Project: "via-socket", Run: run, Status: reducer.RunSucceeded,
+		Usage: &reducer.Usage{Tokens: reducer.Tokens{Input: 1200, Output: 34}, Cost: &reducer.Cost{Amount: "0.25", Currency: "EUR"}}})
+
 	code, body = get("/metrics", true)
 	require.Equal(t, http.StatusOK, code)
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	fams, err := parser.TextToMetricFamilies(strings.NewReader(body))
 	require.NoError(t, err)
+	labelled := func(family string, labels map[string]string) float64 {
+		t.Helper()
+		for _, m := range fams[family].GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			if assert.ObjectsAreEqual(labels, got) {
+				return m.GetCounter().GetValue()
+			}
+		}
+		t.Errorf("no %s%v", family, labels)
+		return 0
+	}
+	assert.Equal(t, 1200.0, labelled("scv_tokens_total", map[string]string{"project": "via-socket", "kind": "input"}))
+	assert.Equal(t, 34.0, labelled("scv_tokens_total", map[string]string{"project": "via-socket", "kind": "output"}))
+	assert.Equal(t, 0.0, labelled("scv_tokens_total", map[string]string{"project": "via-socket", "kind": "thought"}))
+	assert.Equal(t, 0.25, labelled("scv_cost_total", map[string]string{"project": "via-socket", "currency": "EUR"}))
+	assert.Len(t, fams["scv_cost_total"].GetMetric(), 1, "one currency")
 	p, err := d.Ledger().Project(context.Background(), "via-socket")
 	require.NoError(t, err)
 	head := fams["scv_ledger_head_sequence"].GetMetric()

@@ -161,6 +161,10 @@ func inputSchema[In any](tool string) (*jsonschema.Schema, argCheck) {
 // daemons.
 func limit(s *jsonschema.Schema, daemons bool) {
 	for field, p := range s.Properties {
+		if field == "usage" {
+			limitUsage(p, daemons)
+			continue
+		}
 		l, ok := argLimits[field]
 		if !ok {
 			continue
@@ -178,6 +182,23 @@ func limit(s *jsonschema.Schema, daemons bool) {
 			p.Minimum, p.Maximum = ptr(0.0), ptr(float64(l.max))
 		}
 	}
+}
+
+// limitUsage puts in p, the schema of a run's usage (reducer.Usage), the
+// reducer's limits of it: the daemon's, when daemons, but that token
+// counts are not negative, which any schema of them says.
+func limitUsage(p *jsonschema.Schema, daemons bool) {
+	for _, k := range p.Properties["tokens"].Properties {
+		k.Minimum = ptr(0.0)
+	}
+	if !daemons {
+		return
+	}
+	cost := p.Properties["cost"]
+	cost.Properties["amount"].MaxLength = ptr(reducer.MaxCostLen)
+	cost.Properties["amount"].Pattern = fmt.Sprintf(`^[0-9]+(\.[0-9]{1,%d})?$`, reducer.MaxCostPlaces)
+	cost.Properties["currency"].Pattern = `^[A-Z]{3}$`
+	p.Properties["model"].MaxLength = ptr(reducer.MaxModelLen)
 }
 
 // typed says whether schema p allows JSON values of type t.
@@ -253,6 +274,26 @@ func checkValue(field string, p *jsonschema.Schema, raw json.RawMessage) error {
 		var v bool
 		if null || json.Unmarshal(raw, &v) != nil {
 			return refused("%s: want true or false", field)
+		}
+	case typed(p, "object"):
+		var v map[string]json.RawMessage
+		if null || json.Unmarshal(raw, &v) != nil || v == nil {
+			return refused("%s: want an object", field)
+		}
+		for _, name := range p.Required {
+			if _, ok := v[name]; !ok {
+				return refused("%s.%s: required", field, name)
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(v)) {
+			q, ok := p.Properties[name]
+			if !ok {
+				return refused("%s.%s: not a field of %s, which has %s", field, clip(name, 64), field,
+					strings.Join(slices.Sorted(maps.Keys(p.Properties)), ", "))
+			}
+			if err := checkValue(field+"."+name, q, v[name]); err != nil {
+				return err
+			}
 		}
 	case typed(p, "array"):
 		var v []json.RawMessage

@@ -164,21 +164,24 @@ type claimOut struct {
 }
 
 type progressIn struct {
-	Project  string `json:"project,omitempty" jsonschema:"the run's project (default: the session's project)"`
-	Run      string `json:"run,omitempty" jsonschema:"the run's ID (default: the session's run)"`
-	Progress string `json:"progress" jsonschema:"what the run is doing now, one line"`
+	Project  string         `json:"project,omitempty" jsonschema:"the run's project (default: the session's project)"`
+	Run      string         `json:"run,omitempty" jsonschema:"the run's ID (default: the session's run)"`
+	Progress string         `json:"progress" jsonschema:"what the run is doing now, one line"`
+	Usage    *reducer.Usage `json:"usage,omitempty" jsonschema:"what the run has spent so far: tokens by kind, cost (amount as a decimal string, currency code), model; each report replaces the last and may not be lower"`
 }
 
 type runIn struct {
-	Project string `json:"project,omitempty" jsonschema:"the run's project (default: the session's project)"`
-	Run     string `json:"run,omitempty" jsonschema:"the run's ID (default: the session's run)"`
+	Project string         `json:"project,omitempty" jsonschema:"the run's project (default: the session's project)"`
+	Run     string         `json:"run,omitempty" jsonschema:"the run's ID (default: the session's run)"`
+	Usage   *reducer.Usage `json:"usage,omitempty" jsonschema:"what the run has spent so far: tokens by kind, cost (amount as a decimal string, currency code), model; each report replaces the last and may not be lower"`
 }
 
 type finishIn struct {
-	Project string `json:"project,omitempty" jsonschema:"the run's project (default: the session's project)"`
-	Run     string `json:"run,omitempty" jsonschema:"the run's ID (default: the session's run)"`
-	Status  string `json:"status" jsonschema:"how the run ended: succeeded, failed or cancelled"`
-	Reason  string `json:"reason,omitempty" jsonschema:"why, in a line: recorded as the run's last progress"`
+	Project string         `json:"project,omitempty" jsonschema:"the run's project (default: the session's project)"`
+	Run     string         `json:"run,omitempty" jsonschema:"the run's ID (default: the session's run)"`
+	Status  string         `json:"status" jsonschema:"how the run ended: succeeded, failed or cancelled"`
+	Reason  string         `json:"reason,omitempty" jsonschema:"why, in a line: recorded as the run's last progress"`
+	Usage   *reducer.Usage `json:"usage,omitempty" jsonschema:"what the run spent in all: tokens by kind, cost (amount as a decimal string, currency code), model"`
 }
 
 type taskAddIn struct {
@@ -216,7 +219,7 @@ func (m *server) addWorking() {
 			if err != nil {
 				return projectOut{}, err
 			}
-			st, err := m.do(ctx, api.CmdProjectRunProgress{Project: p, Run: r, Progress: in.Progress, Coalesce: true})
+			st, err := m.do(ctx, api.CmdProjectRunProgress{Project: p, Run: r, Progress: in.Progress, Coalesce: true, Usage: in.Usage})
 			if err != nil {
 				return projectOut{}, err
 			}
@@ -228,7 +231,7 @@ func (m *server) addWorking() {
 			if err != nil {
 				return projectOut{}, err
 			}
-			st, err := m.do(ctx, api.CmdProjectHeartbeat{Project: p, Run: &r})
+			st, err := m.do(ctx, api.CmdProjectHeartbeat{Project: p, Run: &r, Usage: in.Usage})
 			if err != nil {
 				return projectOut{}, err
 			}
@@ -250,7 +253,7 @@ func (m *server) addWorking() {
 					return projectOut{}, err
 				}
 			}
-			st, err := m.do(ctx, api.CmdProjectRunFinish{Project: p, Run: r, Status: status})
+			st, err := m.do(ctx, api.CmdProjectRunFinish{Project: p, Run: r, Status: status, Usage: in.Usage})
 			if err != nil {
 				return projectOut{}, err
 			}

@@ -51,6 +51,17 @@ type Sources struct {
 	Head func(ctx context.Context) (uint64, error)
 	// Running is the number of running runs, over all projects.
 	Running func(ctx context.Context) (int, error)
+	// Spend is what each project's runs spent (docs/usage.md), of the
+	// projects that spent anything.
+	Spend func(ctx context.Context) ([]Spend, error)
+}
+
+// Spend is what one project's runs spent: tokens by kind, cost by
+// currency (as a number: a metric is a float).
+type Spend struct {
+	Project string // its name
+	Tokens  map[string]uint64
+	Cost    map[string]float64
 }
 
 // Recorder holds the daemon's metrics and its registry.
@@ -249,6 +260,8 @@ var (
 	descHits    = prometheus.NewDesc("scv_ledger_cache_hits_total", "Project reads served from the ledger's project cache.", nil, nil)
 	descMisses  = prometheus.NewDesc("scv_ledger_cache_misses_total", "Project reads that loaded the project from the database.", nil, nil)
 	descCached  = prometheus.NewDesc("scv_ledger_cache_projects", "Projects held in the ledger's project cache.", nil, nil)
+	descTokens  = prometheus.NewDesc("scv_tokens_total", "Tokens the runs of a project reported spending, by kind.", []string{"project", "kind"}, nil)
+	descCost    = prometheus.NewDesc("scv_cost_total", "What the runs of a project reported costing, by currency.", []string{"project", "currency"}, nil)
 )
 
 func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -263,6 +276,10 @@ func (c *sourceCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- descHits
 		ch <- descMisses
 		ch <- descCached
+	}
+	if c.src.Spend != nil {
+		ch <- descTokens
+		ch <- descCost
 	}
 }
 
@@ -288,6 +305,20 @@ func (c *sourceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descHits, prometheus.CounterValue, float64(hits))
 		ch <- prometheus.MustNewConstMetric(descMisses, prometheus.CounterValue, float64(misses))
 		ch <- prometheus.MustNewConstMetric(descCached, prometheus.GaugeValue, float64(cached))
+	}
+	if c.src.Spend != nil {
+		if spent, err := c.src.Spend(ctx); err != nil {
+			c.errs.WithLabelValues("spend").Inc()
+		} else {
+			for _, s := range spent {
+				for kind, n := range s.Tokens {
+					ch <- prometheus.MustNewConstMetric(descTokens, prometheus.CounterValue, float64(n), s.Project, kind)
+				}
+				for cur, x := range s.Cost {
+					ch <- prometheus.MustNewConstMetric(descCost, prometheus.CounterValue, x, s.Project, cur)
+				}
+			}
+		}
 	}
 	c.errs.Collect(ch)
 }

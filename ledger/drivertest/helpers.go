@@ -342,15 +342,7 @@ func (f fixture) progress(t *testing.T, l *ledger.Ledger, n int, text string) {
 }
 
 // isRefusal reports whether err is one of the reducer's refusals.
-func isRefusal(err error) bool {
-	for _, s := range []error{reducer.ErrNotFound, reducer.ErrConflict, reducer.ErrInvalidArgument,
-		reducer.ErrInvalidTransition, reducer.ErrRunNotRunning} {
-		if errors.Is(err, s) {
-			return true
-		}
-	}
-	return false
-}
+func isRefusal(err error) bool { return reducer.IsRefusal(err) }
 
 // clock is a settable Options.Clock, in Unix milliseconds.
 type clock struct {
