@@ -161,6 +161,8 @@ func TestBudget(t *testing.T) {
 	_, err := l.s.decide(withNow(start("c", "r3"), l.now+10))
 	require.ErrorIs(t, err, reducer.ErrBudgetReached)
 	assert.Contains(t, err.Error(), "budget reached: project proj: 100 tokens spent of a budget of 100")
+	_, err = l.s.decide(withNow(reducer.NextTask{Project: projID, RunID: "r3", Agent: "codex"}, l.now+10))
+	require.ErrorIs(t, err, reducer.ErrBudgetReached, "the next task is a run's start too")
 	// A run under way may go on and finish.
 	pr = progress("r2", "y")
 	pr.Usage = usage(1, 1, "0.5USD")
