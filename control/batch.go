@@ -110,7 +110,7 @@ func (s *Server) handleBatch(ctx context.Context, line []byte) (replies []*reply
 		if isBatch(raw) {
 			el.e = api.NewError(api.CodeInvalidRequest, api.ReasonInvalidRequest, "a batch's element must be a request object, not an array")
 		} else {
-			el.req, el.id, el.e = parseRequest(raw)
+			el.req, el.id, el.e = parseEnvelope(raw, false) // the line is valid UTF-8 and JSON
 		}
 		if el.e == nil {
 			cmds, at = append(cmds, el.req.cmd), append(at, i)
@@ -133,12 +133,15 @@ func (s *Server) handleBatch(ctx context.Context, line []byte) (replies []*reply
 
 // appendBatchReply appends the reply line of a batch that handleBatch
 // answered with replies (whole: as an array) to b; it appends nothing
-// when no reply is left (notifications only).
+// when no reply is left (notifications only). A result that the reply
+// before had too (handleAll shares them) is copied, not encoded again.
 func appendBatchReply(b []byte, replies []*reply, whole bool) []byte {
 	if !whole {
 		return appendReply(b, replies[0])
 	}
 	n := 0
+	var last *api.DaemonStatus // encoded in b[from:to]
+	var from, to int
 	for _, r := range replies {
 		if r == nil {
 			continue
@@ -148,8 +151,19 @@ func appendBatchReply(b []byte, replies []*reply, whole bool) []byte {
 		} else {
 			b = append(b, ',')
 		}
-		b = appendResponse(b, r)
 		n++
+		if r.Result != nil && r.Result == last {
+			b = append(b, `{"jsonrpc":"2.0","id":`...)
+			b = append(b, r.ID...)
+			b = append(b, `,"result":`...)
+			b = append(b, b[from:to]...)
+			b = append(b, '}')
+			continue
+		}
+		var f, t int
+		if b, f, t = appendResponseAt(b, r); t > f {
+			last, from, to = r.Result, f, t
+		}
 	}
 	if n == 0 {
 		return b
@@ -185,10 +199,27 @@ func (s *Service) handleAll(ctx context.Context, cmds []api.Command, done func(i
 		}
 		ok[i] = true
 	}
+	// The writes of one project in one transaction answer with its
+	// state after the transaction (ledger.Result.Project): the writes
+	// that mint no ID (progress, heartbeats, …) share one reply per
+	// project and kind, which appendBatchReply encodes once. done is
+	// called by one goroutine at a time.
+	var shared struct {
+		p    *reducer.Project
+		kind api.ResponseKind
+		st   *api.DaemonStatus
+	}
 	wg.Add(len(rcs))
 	s.Ledger.SubmitAll(ctx, rcs, func(j int, res ledger.Result, err error) {
-		i := at[j]
-		sts[i], errs[i] = ws[j].answer(s, res, err)
+		i, w := at[j], ws[j]
+		if err == nil && w.id == "" && res.Project != nil && res.Project == shared.p && w.kind == shared.kind {
+			sts[i] = shared.st
+		} else {
+			sts[i], errs[i] = w.answer(s, res, err)
+			if errs[i] == nil && w.id == "" {
+				shared.p, shared.kind, shared.st = res.Project, w.kind, sts[i]
+			}
+		}
 		s.count(cmds[i], errs[i])
 		wg.Done()
 	})

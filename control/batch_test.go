@@ -227,3 +227,39 @@ func TestCallBatch(t *testing.T) {
 	_, err = c.Call(ctx, api.CmdStatus{})
 	assert.NoError(t, err, "the connection is kept")
 }
+
+// The writes of one project in a batch answer with its state after the
+// batch; those that mint no ID answer alike, byte for byte.
+func TestBatchRepliesAlike(t *testing.T) {
+	d := startDaemon(t, nil)
+	c := d.client(t)
+	ctx := testCtx(t)
+	_, err := c.Call(ctx, api.CmdProjectCreate{Name: "acme", Workspace: d.workspace})
+	require.NoError(t, err)
+	_, err = c.Call(ctx, api.CmdProjectCreate{Name: "beta", Workspace: d.workspace})
+	require.NoError(t, err)
+	res, err := c.CallBatch(ctx, []api.Command{
+		api.CmdProjectHeartbeat{Project: "acme"},
+		api.CmdProjectTaskAdd{Project: "acme", Title: "one", DependsOn: []string{}},
+		api.CmdProjectHeartbeat{Project: "acme"},
+		api.CmdProjectHeartbeat{Project: "acme"}, // its reply copied from the one before
+		api.CmdProjectHeartbeat{Project: "beta"},
+		api.CmdProjectHeartbeat{Project: "acme"},
+		api.CmdProjectTaskAdd{Project: "acme", Title: "two", DependsOn: []string{}},
+	})
+	require.NoError(t, err)
+	for _, r := range res {
+		require.NoError(t, r.Err)
+	}
+	for _, i := range []int{2, 3, 5} {
+		assert.Equal(t, string(res[0].Raw), string(res[i].Raw), "reply %d", i)
+	}
+	assert.Contains(t, string(res[0].Raw), `"task_count":2`, "the state after the batch")
+	assert.Contains(t, string(res[4].Raw), `"name":"beta"`)
+	one, err := res[1].Status()
+	require.NoError(t, err)
+	two, err := res[6].Status()
+	require.NoError(t, err)
+	assert.NotEqual(t, one.Project.TaskID, two.Project.TaskID, "each task_add its own ID")
+	assert.Equal(t, uint64(2), one.Project.Project.TaskCount)
+}

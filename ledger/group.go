@@ -12,7 +12,8 @@ import (
 // takes them whole into the same batch, in their order. Each is decided
 // on its own, as if submitted alone: one refused refuses nothing else, and
 // a command sees the state the ones before it left. done is called once
-// per command, with its index in cmds, as Submit calls it. Only a failed
+// per command, with its index in cmds, as Submit calls it, in the order
+// of cmds and from one goroutine (the group's). Only a failed
 // transaction (a storage error) fails them all, as it fails every command
 // of a batch.
 func (l *Ledger) SubmitAll(ctx context.Context, cmds []reducer.Command, done func(i int, res Result, err error)) {

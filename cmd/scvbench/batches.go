@@ -21,6 +21,9 @@ type BatchesResult struct {
 	Runs   int            `json:"runs"`
 	Levels []BatchLevel   `json:"levels"`
 	Raw    RawGroupResult `json:"raw"`
+	// Batched is SQLite alone in the largest batch's shape: one producer
+	// committing that many rows per transaction (rawBatched).
+	Batched RawGroupWindow `json:"raw_batched"`
 	// Durability: the run_progress events in the daemon's file after it
 	// stopped against the requests acknowledged (warm-ups included).
 	Durability DurabilityResult `json:"durability"`
@@ -177,6 +180,12 @@ func batches(ctx context.Context, cfg Config, bin, dir string, logf func(string,
 	res.Durability.Stored, res.Durability.Missing = stored, max(0, res.Durability.Acked-stored)
 	if err := raw("after the batches"); err != nil {
 		return res, err
+	}
+	if b := res.largest(); b.Size > 0 {
+		logf("  raw SQLite, one producer, %d rows a commit", b.Size)
+		if res.Batched, err = rawBatched(ctx, filepath.Join(dir, "raw-batched.db"), b.Size, cfg.Warmup, cfg.Duration/2); err != nil {
+			return res, err
+		}
 	}
 	for i := range res.Levels {
 		res.Levels[i].RatioToRaw = res.Levels[i].EventsPerSec / res.Raw.RowsPerSec

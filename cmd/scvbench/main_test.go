@@ -89,7 +89,8 @@ func TestQuick(t *testing.T) {
 		"rss.vmhwm_kib",
 		"agents.updates_per_turn", "agents.events_per_turn", "agents.turn_s",
 		"mcp.calls", "mcp.socket.p50_us", "mcp.mcp.p50_us", "mcp.p50_ratio",
-		"batches.runs", "batches.raw.rows_per_sec", "batches.durability.acked",
+		"batches.runs", "batches.raw.rows_per_sec", "batches.raw.cpu_us_per_row", "batches.durability.acked",
+		"batches.raw_batched.rows_per_sec", "batches.raw_batched.cpu_us_per_row", "raw.group.cpu_us_per_row",
 		"total_seconds",
 	} {
 		positive(p)

@@ -338,8 +338,8 @@ func (r *Report) printTable(out io.Writer) {
 		gw = append(gw, fmt.Sprintf("%.0f", w.RowsPerSec))
 	}
 	row(fmt.Sprintf("raw SQLite: %d producers, group commit", g.Producers),
-		fmt.Sprintf("%.0f rows/s, %.0f commits/s, %.1f rows/commit (per window: %s rows/s)",
-			g.RowsPerSec, g.CommitsPerSec, g.RowsPerCommit, strings.Join(gw, ", ")), "", "")
+		fmt.Sprintf("%.0f rows/s, %.0f commits/s, %.1f rows/commit, %.1f µs CPU/row (per window: %s rows/s)",
+			g.RowsPerSec, g.CommitsPerSec, g.RowsPerCommit, g.CPUus, strings.Join(gw, ", ")), "", "")
 	s := r.Raw.Single
 	row("raw SQLite: 1 producer, 1 row/commit",
 		fmt.Sprintf("%.0f rows/s, commit p50 %.0f µs, p99 %.0f µs", s.RowsPerSec, s.Latency.P50us, s.Latency.P99us), "", "")
@@ -382,13 +382,16 @@ func (r *Report) printTable(out io.Writer) {
 		bw = append(bw, fmt.Sprintf("%.0f", w.RowsPerSec))
 	}
 	row(fmt.Sprintf("raw SQLite: %d producers, around the batches", bs.Raw.Producers),
-		fmt.Sprintf("%.0f rows/s, %.1f rows/commit (per window: %s rows/s)", bs.Raw.RowsPerSec, bs.Raw.RowsPerCommit, strings.Join(bw, ", ")), "", "")
+		fmt.Sprintf("%.0f rows/s, %.1f rows/commit, %.1f µs CPU/row (per window: %s rows/s)",
+			bs.Raw.RowsPerSec, bs.Raw.RowsPerCommit, bs.Raw.CPUus, strings.Join(bw, ", ")), "", "")
 	for _, b := range bs.Levels {
 		row(fmt.Sprintf("socket: 1 client, batches of %d run_progress, %d runs", b.Size, bs.Runs),
 			fmt.Sprintf("%.0f events/s, %.3f× raw; a batch p50 %.0f µs, p99 %.0f µs; %d errors, %.2f µs CPU/event",
 				b.EventsPerSec, b.RatioToRaw, b.Level.Latency.P50us, b.Level.Latency.P99us, b.Level.Errors, b.Level.CPUus), "", "")
 	}
 	if b := bs.largest(); b.Size > 0 {
+		row(fmt.Sprintf("raw SQLite: 1 producer, %d rows/commit", b.Size),
+			fmt.Sprintf("%.0f rows/s, %.1f µs CPU/row", bs.Batched.RowsPerSec, bs.Batched.CPUus), "", "")
 		tg, res := mark(tgtBatchRatio, "×")
 		row(fmt.Sprintf("  batches of %d ÷ raw ceiling", b.Size), fmt.Sprintf("%.3f×", b.RatioToRaw), tg, res)
 		tg, res = mark(tgtBatchCPU, " µs")
