@@ -19,8 +19,7 @@ import (
 // 256-client run-progress load: the stock build, whose appendResponseAt
 // appends the common replies by hand (appendStatus), and a build of the
 // same tree whose appendResponseAt always uses marshal (encoding/json).
-// The second build
-// exists only in this run: the harness patches a copy of
+// The second build exists only in this run: the harness patches a copy of
 // control/server.go and builds with `go build -overlay`; the tree is not
 // changed.
 type EncoderResult struct {
