@@ -45,7 +45,7 @@ bench:
 # minutes in `make reliability`, FUZZTIME_SHORT in `make test`), after its
 # seeds and control/testdata/fuzz. `go test -fuzz` passes when no target
 # matches, so the recipe first checks that each one exists.
-FUZZ_TARGETS   := FuzzDecodeCommand FuzzParseLine FuzzDispatch
+FUZZ_TARGETS   := FuzzDecodeCommand FuzzParseLine FuzzDispatch FuzzBatchLine
 FUZZTIME       ?= 10m
 FUZZTIME_SHORT ?= 10s
 

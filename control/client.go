@@ -69,40 +69,120 @@ func (c *Client) CallRaw(ctx context.Context, cmd api.Command) (json.RawMessage,
 	defer c.mu.Unlock()
 	c.nextID++
 	id := strconv.FormatUint(c.nextID, 10)
-	line := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`+"\n", id, Method, params)
+	line := append(appendRequest(nil, id, params), '\n')
 	resp, err := c.roundTrip(ctx, line)
 	if err != nil {
 		return nil, err
 	}
+	rid, result, err := parseResponse(resp)
+	if _, refused := err.(*api.Error); err != nil && !refused {
+		return nil, err
+	}
+	if string(rid) != id {
+		return nil, fmt.Errorf("reply id %s does not match request id %s", rid, id)
+	}
+	return result, err
+}
+
+// appendRequest appends the request object of a call with id and params.
+func appendRequest(b []byte, id string, params []byte) []byte {
+	return fmt.Appendf(b, `{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`, id, Method, params)
+}
+
+// parseResponse splits one response object into its id and its result,
+// or returns its error (an *api.Error), or why it is not a response.
+func parseResponse(resp []byte) (id, result json.RawMessage, err error) {
 	ms, err := objectMembers(resp)
 	if err != nil {
-		return nil, fmt.Errorf("decode reply: %w", err)
+		return nil, nil, fmt.Errorf("decode reply: %w", err)
 	}
-	var rid, result, rerr json.RawMessage
+	var rerr json.RawMessage
 	for _, m := range ms {
 		switch m.key {
 		case "id":
-			rid = m.raw
+			id = m.raw
 		case "result":
 			result = m.raw
 		case "error":
 			rerr = m.raw
 		}
 	}
-	if string(rid) != id {
-		return nil, fmt.Errorf("reply id %s does not match request id %s", rid, id)
-	}
 	if rerr != nil {
 		var e api.Error
 		if err := json.Unmarshal(rerr, &e); err != nil {
-			return nil, fmt.Errorf("decode reply: %w", err)
+			return id, nil, fmt.Errorf("decode reply: %w", err)
 		}
-		return nil, &e
+		return id, nil, &e
 	}
 	if result == nil {
-		return nil, errors.New("decode reply: neither result nor error")
+		return id, nil, errors.New("decode reply: neither result nor error")
 	}
-	return result, nil
+	return id, result, nil
+}
+
+// Response is the daemon's answer to one request of a batch: its result
+// exactly as the daemon wrote it, or its refusal (an *api.Error).
+type Response struct {
+	Raw json.RawMessage
+	Err error
+}
+
+// Status decodes the result, or returns the refusal.
+func (r Response) Status() (*api.DaemonStatus, error) { return status(r.Raw, r.Err) }
+
+// CallBatch sends cmds as one JSON-RPC batch, one line, and returns the
+// answer to each, in the order of cmds: each is decided on its own, and
+// the writes among them share one write transaction (see docs/protocol.md).
+// The error is the batch's own: it could not be sent or its reply read, or
+// the daemon refused it whole (an *api.Error: more than MaxBatch commands,
+// a line longer than MaxBatchLine). No commands send nothing.
+func (c *Client) CallBatch(ctx context.Context, cmds []api.Command) ([]Response, error) {
+	if len(cmds) == 0 {
+		return nil, nil
+	}
+	line := []byte{'['}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	first := c.nextID + 1
+	for i, cmd := range cmds {
+		params, err := api.EncodeCommand(cmd)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			line = append(line, ',')
+		}
+		line = appendRequest(line, strconv.FormatUint(first+uint64(i), 10), params)
+	}
+	line = append(line, ']', '\n')
+	c.nextID += uint64(len(cmds))
+	resp, err := c.roundTrip(ctx, line)
+	if err != nil {
+		return nil, err
+	}
+	if !validJSON(resp) || resp[0] != '[' {
+		// Refused whole: one response object, not an array.
+		if _, _, err := parseResponse(resp); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("decode reply: a batch's reply is not an array: %.100s", resp)
+	}
+	out := make([]Response, len(cmds))
+	seen := make([]bool, len(cmds))
+	for _, el := range arrayElements(resp) {
+		id, result, err := parseResponse(el)
+		n, perr := strconv.ParseUint(string(id), 10, 64)
+		if perr != nil || n < first || n-first >= uint64(len(cmds)) || seen[n-first] {
+			return nil, fmt.Errorf("decode reply: a response with id %s, not one of the batch's requests", id)
+		}
+		out[n-first], seen[n-first] = Response{Raw: result, Err: err}, true
+	}
+	for i := range out {
+		if !seen[i] {
+			out[i].Err = fmt.Errorf("decode reply: no response to request %d of the batch", i)
+		}
+	}
+	return out, nil
 }
 
 // Send writes one raw line and reads one reply line: for tests and tools

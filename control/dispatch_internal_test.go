@@ -247,6 +247,23 @@ func FuzzDispatch(f *testing.F) {
 		f.Add([]byte(l))
 	}
 
+	srv, lastSeq := fuzzServer(f)
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, line []byte) {
+		before := lastSeq(t)
+		r := srv.handleLine(ctx, line)
+		after := lastSeq(t)
+		k := classifyLine(t, line)
+		checkDispatched(t, line, k, r)
+		if !k.valid || (r != nil && r.Error != nil) {
+			require.Equal(t, before, after, "nothing appended for %q (reply %+v)", line, r)
+		}
+	})
+}
+
+// fuzzServer is a Server and Service on a real ledger, in a folder of its
+// own, and a function that reads the ledger's last sequence from the file.
+func fuzzServer(f *testing.F) (*Server, func(t *testing.T) uint64) {
 	dir, err := os.MkdirTemp("", "scvfuzz")
 	require.NoError(f, err)
 	f.Cleanup(func() { os.RemoveAll(dir) })
@@ -266,87 +283,88 @@ func FuzzDispatch(f *testing.F) {
 	}
 	// No delegations, channels, questions or restarter: their actions
 	// answer unimplemented, and a fuzzed line can stop no process.
-	srv := &Server{Service: &Service{Ledger: l, Version: "fuzz", PID: 1}}
+	return &Server{Service: &Service{Ledger: l, Version: "fuzz", PID: 1}}, lastSeq
+}
 
-	f.Fuzz(func(t *testing.T, line []byte) {
-		before := lastSeq(t)
-		r := srv.handleLine(ctx, line)
-		after := lastSeq(t)
+// lineKind is what a request line (or a batch's element) is, read
+// independently with encoding/json.
+type lineKind struct {
+	notification bool        // gets no reply
+	valid        bool        // a request the daemon must run
+	cmd          api.Command // its command
+	id           json.RawMessage
+	perr         error // encoding/json's error reading it
+}
 
-		// What the line is, read independently with encoding/json.
-		var (
-			notification bool        // gets no reply
-			valid        bool        // a request the daemon must run
-			cmd          api.Command // its command
-			id           json.RawMessage
-		)
-		env, perr := readEnvelope(line)
-		if utf8.Valid(line) && perr == nil && env.object && !env.dupKey {
-			m := env.members
-			id = m["id"]
-			idOK := true
-			if id != nil {
-				var v any
-				d := json.NewDecoder(bytes.NewReader(id))
-				d.UseNumber()
-				require.NoError(t, d.Decode(&v))
-				switch v.(type) {
-				case string, json.Number, nil:
-				default:
-					idOK = false
-				}
-			}
-			version, vok := str(m["jsonrpc"])
-			method, mok := str(m["method"])
-			notification = id == nil && vok && version == "2.0" && mok
-			if idOK && vok && version == "2.0" && mok && method == Method && json.Valid(line) && m["params"] != nil {
-				c, err := DecodeCommand(m["params"])
-				valid, cmd = err == nil, c
-			}
-		}
-
-		if notification {
-			require.Nil(t, r, "a notification gets no reply: %q", line)
-		} else {
-			require.NotNil(t, r, "every request gets a reply: %q", line)
-			require.True(t, (r.Result == nil) != (r.Error == nil), "one of result and error: %+v", r)
-			var buf bytes.Buffer
-			w := bufio.NewWriter(&buf)
-			require.NoError(t, writeReply(w, r))
-			out := buf.Bytes()
-			require.Equal(t, 1, bytes.Count(out, []byte("\n")), "one line: %q", out)
-			require.True(t, json.Valid(out), "the reply is JSON: %q", out)
-		}
-		if valid {
-			if r != nil {
-				require.Equal(t, string(id), string(r.ID), "the id is echoed")
-				if r.Error != nil {
-					require.NotContains(t, []int{api.CodeParseError, api.CodeInvalidRequest, api.CodeMethodNotFound}, r.Error.Code, "a valid request %q: %+v", line, r.Error)
-					require.NotEqual(t, api.ReasonInvalidParams, r.Error.Data.Reason, "a valid request %q: %+v", line, r.Error)
-				}
-			}
-			enc, err := api.EncodeCommand(cmd)
-			require.NoError(t, err)
-			again, err := DecodeCommand(enc)
-			require.NoError(t, err, "re-decode %s", enc)
-			require.Equal(t, cmd, again, "decode, encode, decode of %q", line)
-		} else if r != nil {
-			require.NotNil(t, r.Error, "a line that is not a valid request is refused: %q", line)
-			switch r.Error.Code {
-			case api.CodeParseError, api.CodeInvalidRequest, api.CodeMethodNotFound:
-			case api.CodeInvalidParams:
-				require.Equal(t, api.ReasonInvalidParams, r.Error.Data.Reason, "%q", line)
+func classifyLine(t *testing.T, line []byte) (k lineKind) {
+	env, perr := readEnvelope(line)
+	k.perr = perr
+	if utf8.Valid(line) && perr == nil && env.object && !env.dupKey {
+		m := env.members
+		k.id = m["id"]
+		idOK := true
+		if k.id != nil {
+			var v any
+			d := json.NewDecoder(bytes.NewReader(k.id))
+			d.UseNumber()
+			require.NoError(t, d.Decode(&v))
+			switch v.(type) {
+			case string, json.Number, nil:
 			default:
-				require.Failf(t, "not a protocol error", "%q: %+v", line, r.Error)
-			}
-			if !utf8.Valid(line) || errors.Is(perr, io.ErrUnexpectedEOF) {
-				require.Equal(t, api.CodeParseError, r.Error.Code, "%q", line)
+				idOK = false
 			}
 		}
-		if !valid || (r != nil && r.Error != nil) {
-			require.Equal(t, before, after, "nothing appended for %q (reply %+v)", line, r)
+		version, vok := str(m["jsonrpc"])
+		method, mok := str(m["method"])
+		k.notification = k.id == nil && vok && version == "2.0" && mok
+		if idOK && vok && version == "2.0" && mok && method == Method && json.Valid(line) && m["params"] != nil {
+			c, err := DecodeCommand(m["params"])
+			k.valid, k.cmd = err == nil, c
 		}
-	})
+	}
+	return k
+}
+
+// checkDispatched checks r, the reply to line of kind k (see FuzzDispatch).
+func checkDispatched(t *testing.T, line []byte, k lineKind, r *reply) {
+	if k.notification {
+		require.Nil(t, r, "a notification gets no reply: %q", line)
+	} else {
+		require.NotNil(t, r, "every request gets a reply: %q", line)
+		require.True(t, (r.Result == nil) != (r.Error == nil), "one of result and error: %+v", r)
+		var buf bytes.Buffer
+		w := bufio.NewWriter(&buf)
+		require.NoError(t, writeReply(w, r))
+		out := buf.Bytes()
+		require.Equal(t, 1, bytes.Count(out, []byte("\n")), "one line: %q", out)
+		require.True(t, json.Valid(out), "the reply is JSON: %q", out)
+	}
+	if k.valid {
+		if r != nil {
+			require.Equal(t, string(k.id), string(r.ID), "the id is echoed")
+			if r.Error != nil {
+				require.NotContains(t, []int{api.CodeParseError, api.CodeInvalidRequest, api.CodeMethodNotFound}, r.Error.Code, "a valid request %q: %+v", line, r.Error)
+				require.NotEqual(t, api.ReasonInvalidParams, r.Error.Data.Reason, "a valid request %q: %+v", line, r.Error)
+			}
+		}
+		enc, err := api.EncodeCommand(k.cmd)
+		require.NoError(t, err)
+		again, err := DecodeCommand(enc)
+		require.NoError(t, err, "re-decode %s", enc)
+		require.Equal(t, k.cmd, again, "decode, encode, decode of %q", line)
+	} else if r != nil {
+		require.NotNil(t, r.Error, "a line that is not a valid request is refused: %q", line)
+		switch r.Error.Code {
+		case api.CodeParseError, api.CodeInvalidRequest, api.CodeMethodNotFound:
+		case api.CodeInvalidParams:
+			require.Equal(t, api.ReasonInvalidParams, r.Error.Data.Reason, "%q", line)
+		default:
+			require.Failf(t, "not a protocol error", "%q: %+v", line, r.Error)
+		}
+		if !utf8.Valid(line) || errors.Is(k.perr, io.ErrUnexpectedEOF) {
+			require.Equal(t, api.CodeParseError, r.Error.Code, "%q", line)
+		}
+	}
 }
 
 // BenchmarkParseRequest is the decoding of the commonest request line, a

@@ -6,6 +6,9 @@
 // Newline-delimited JSON-RPC 2.0: one request per line, one reply per line
 // in order, method "daemon.control", params one DaemonCommand (the Cmd*
 // types of package api, tagged by "action"), result one DaemonStatus.
+// A line that is a JSON array is a batch (JSON-RPC 2.0 section 6,
+// handleBatch): one reply line, an array in the order of the requests,
+// the writes in one group commit, within MaxBatch and MaxBatchLine.
 // The wire's types live in package api, which the daemon's subsystems
 // import instead of this one. DecodeCommand refuses what serde would
 // refuse, naming the field.
@@ -19,8 +22,8 @@
 //
 // # Calling
 //
-// Dial and Client.Call (or CallRaw for the reply's bytes), or Remote, an
-// api.Handler that dials for the caller. A daemon error comes back as an
+// Dial and Client.Call (or CallRaw for the reply's bytes, CallBatch for
+// a batch), or Remote, an api.Handler that dials for the caller. A daemon error comes back as an
 // *api.Error with its Code and Data.Reason. A call ends at its context's
 // deadline or when the context is cancelled (a long poll too).
 package control

@@ -157,7 +157,8 @@ var codeReasons = map[int][]string{
 // (over an in-memory connection, with a real ledger) and checks every
 // reply: the server never panics or hangs, each reply is one JSON-RPC 2.0
 // response with a known code and reason or a DaemonStatus serde would
-// write back unchanged, and a request after the input is answered last.
+// write back unchanged (a batch's reply, an array of such), and a request
+// after the input is answered last.
 func FuzzParseLine(f *testing.F) {
 	addWireSeeds(f, func(params []byte) []byte {
 		return []byte(request("1", string(params)))
@@ -201,24 +202,41 @@ func FuzzParseLine(f *testing.F) {
 			}
 			require.NoError(t, err, "reading a reply to %q", in)
 			require.LessOrEqual(t, replies, lines, "more replies than lines for %q", in)
-			last = parseReply(t, bytes.TrimSuffix(line, []byte("\n")))
-			if last.err != nil {
-				reasons, known := codeReasons[last.err.Code]
-				require.True(t, known, "unknown code in %s", line)
-				require.Contains(t, reasons, last.err.Data.Reason, "reason of %s", line)
-				require.NotEmpty(t, last.err.Message)
+			line = bytes.TrimSuffix(line, []byte("\n"))
+			if line[0] == '[' { // a batch's
+				var rs []json.RawMessage
+				require.NoError(t, json.Unmarshal(line, &rs), "batch reply %s", line)
+				require.NotEmpty(t, rs, "an empty batch reply")
+				for _, r := range rs {
+					last = checkReply(t, r)
+				}
 				continue
 			}
-			var st api.DaemonStatus
-			require.NoError(t, json.Unmarshal(last.result, &st), "result of %s", line)
-			// The same value: encoding/json escapes <, >, & where serde
-			// does not, so bytes are compared in TestFixtures instead.
-			again, err := json.Marshal(st)
-			require.NoError(t, err)
-			require.JSONEq(t, string(last.result), string(again), "result round trip")
-			if string(last.id) == sentinel {
+			if last = checkReply(t, line); string(last.id) == sentinel {
 				return
 			}
 		}
 	})
+}
+
+// checkReply checks one response object of the daemon's: a known code and
+// reason, or a DaemonStatus serde would write back unchanged.
+func checkReply(t *testing.T, line []byte) reply {
+	t.Helper()
+	r := parseReply(t, line)
+	if r.err != nil {
+		reasons, known := codeReasons[r.err.Code]
+		require.True(t, known, "unknown code in %s", line)
+		require.Contains(t, reasons, r.err.Data.Reason, "reason of %s", line)
+		require.NotEmpty(t, r.err.Message)
+		return r
+	}
+	var st api.DaemonStatus
+	require.NoError(t, json.Unmarshal(r.result, &st), "result of %s", line)
+	// The same value: encoding/json escapes <, >, & where serde does not,
+	// so bytes are compared in TestFixtures instead.
+	again, err := json.Marshal(st)
+	require.NoError(t, err)
+	require.JSONEq(t, string(r.result), string(again), "result round trip")
+	return r
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"scv/control"
 	"scv/control/api"
 	scvdaemon "scv/control/daemon"
 	"scv/ledger/driver"
@@ -81,7 +82,9 @@ func hostileLines() []hostileLine {
 		{"deep nesting, unclosed", req(`{"action":"status","x":` + strings.Repeat("[", 10000)), `null`, parse, "parse_error"},
 		{"deep nesting, 10,000 levels", req(`{"action":"status","x":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`), `null`, parse, "parse_error"},
 		{"empty object", `{}`, `null`, invalid, "invalid_request"},
-		{"array instead of object", `[` + req(create) + `]`, `null`, invalid, "invalid_request"},
+		{"empty batch", `[]`, `null`, invalid, "invalid_request"},
+		{"batch over the limit", `[` + strings.Repeat(req(create)+`,`, control.MaxBatch) + req(create) + `]`, `null`, invalid, "too_large"},
+		{"batch cut off", `[` + req(create) + `,` + req(create)[:40], `null`, parse, "parse_error"},
 		{"string instead of object", `"daemon.control"`, `null`, invalid, "invalid_request"},
 		{"number instead of object", `18446744073709551616`, `null`, invalid, "invalid_request"},
 		{"duplicate envelope member", `{"jsonrpc":"2.0","id":7,"method":"daemon.control","method":"daemon.control","params":` + create + `}`, `null`, invalid, "invalid_request"},

@@ -280,8 +280,8 @@ func TestProtocolErrors(t *testing.T) {
 		{"single quotes", `{'jsonrpc':'2.0'}`, `null`, -32700, "parse_error"},
 
 		// -32600: JSON, but not a JSON-RPC 2.0 request.
-		{"array", `[1,2]`, `null`, -32600, "invalid_request"},
-		{"batch", `[` + request("1", status) + `]`, `null`, -32600, "invalid_request"},
+		{"empty batch", `[]`, `null`, -32600, "invalid_request"},
+		{"batch cut off", `[` + request("1", status), `null`, -32700, "parse_error"},
 		{"string", `"daemon.control"`, `null`, -32600, "invalid_request"},
 		{"number", `42`, `null`, -32600, "invalid_request"},
 		{"null", `null`, `null`, -32600, "invalid_request"},

@@ -51,11 +51,33 @@ func (r *Remote) Handle(ctx context.Context, cmd api.Command) (*api.DaemonStatus
 
 // Raw is Handle, returning the reply's result as the daemon wrote it.
 func (r *Remote) Raw(ctx context.Context, cmd api.Command) (json.RawMessage, error) {
+	var raw json.RawMessage
+	err := r.call(ctx, func(cl *Client) (err error) {
+		raw, err = cl.CallRaw(ctx, cmd)
+		return err
+	})
+	return raw, err
+}
+
+// Batch sends cmds as one batch (Client.CallBatch) and returns the answer
+// to each, in their order; the error is the batch's own, as Handle's.
+func (r *Remote) Batch(ctx context.Context, cmds []api.Command) ([]Response, error) {
+	var out []Response
+	err := r.call(ctx, func(cl *Client) (err error) {
+		out, err = cl.CallBatch(ctx, cmds)
+		return err
+	})
+	return out, err
+}
+
+// call makes one call on the connection to call on, which it drops when
+// the call broke it.
+func (r *Remote) call(ctx context.Context, call func(*Client) error) error {
 	cl, err := r.client(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	raw, err := cl.CallRaw(ctx, cmd)
+	err = call(cl)
 	if r.Keep && err != nil && !isReply(err) {
 		r.mu.Lock()
 		if r.conn == cl {
@@ -67,9 +89,9 @@ func (r *Remote) Raw(ctx context.Context, cmd api.Command) (json.RawMessage, err
 		cl.Close()
 	}
 	if err != nil && LostConnection(err) {
-		return nil, &UnreachableError{Msg: "the daemon closed the connection before it answered (it is stopping or restarting); the request was not carried out", Err: err}
+		return &UnreachableError{Msg: "the daemon closed the connection before it answered (it is stopping or restarting); the request was not carried out", Err: err}
 	}
-	return raw, err
+	return err
 }
 
 // Close closes the kept connection, if any.

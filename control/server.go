@@ -598,6 +598,8 @@ func (s *Server) serveConn(c net.Conn, st *connState) {
 	// a request line arrives whole, with its first byte, and no deadline
 	// is ever set.
 	armed := true
+	var batchBuf []byte // a batch's reply, kept for the next
+	var scratch []byte  // a line longer than r's buffer, kept for the next
 	for {
 		// Between requests there is no deadline: wait for the first
 		// byte of the next line as long as the client likes (a line
@@ -618,9 +620,14 @@ func (s *Server) serveConn(c net.Conn, st *connState) {
 			s.armRead(c, time.Now().Add(timeout))
 			armed = true
 		}
-		line, err := readLine(r)
+		limit := lineLimit(r)
+		line, err := readLine(r, limit, &scratch)
 		if errors.Is(err, errTooLong) {
-			writeReply(w, errorReply(nil, api.NewError(api.CodeInvalidRequest, api.ReasonTooLarge, "request line longer than %d bytes", MaxLine)))
+			what := "request"
+			if limit == MaxBatchLine {
+				what = "batch"
+			}
+			writeReply(w, errorReply(nil, api.NewError(api.CodeInvalidRequest, api.ReasonTooLarge, "%s line longer than %d bytes", what, limit)))
 			return
 		}
 		if err != nil {
@@ -643,8 +650,19 @@ func (s *Server) serveConn(c net.Conn, st *connState) {
 		// A line read before Shutdown is answered even if the server is
 		// closing by now; the connection ends after the reply.
 		st.busy.Store(true)
-		req, id, e := parseRequest(line)
-		if e == nil && s.submit(ctx, c, rc, w, st, req.cmd, id, written) {
+		if isBatch(line) {
+			replies, whole := s.handleBatch(ctx, line)
+			batchBuf = appendBatchReply(batchBuf[:0], replies, whole)
+			if len(batchBuf) > 0 {
+				if err := writeLine(w, batchBuf); err != nil {
+					return
+				}
+			}
+			if cap(batchBuf) > MaxLine {
+				batchBuf = nil // not kept for good
+			}
+			st.busy.Store(false)
+		} else if req, id, e := parseRequest(line); e == nil && s.submit(ctx, c, rc, w, st, req.cmd, id, written) {
 			pending = true
 		} else {
 			reply := s.handleRequest(ctx, req, id, e)
@@ -696,27 +714,33 @@ func lineBuffered(r *bufio.Reader) bool {
 }
 
 // readLine returns the next line without its newline, refusing lines
-// longer than MaxLine. A line that was whole in r's buffer is returned in
+// longer than limit. A line that was whole in r's buffer is returned in
 // place, not copied: it is valid until the next read from r. What a
 // request decodes to is copied out of it; only the reply's id refers to
 // it, and submit, whose reply is written after the next read, copies that.
-func readLine(r *bufio.Reader) ([]byte, error) {
-	var line []byte
-	for {
+// A longer line is gathered in *scratch, the connection's, and is valid
+// as long: the next long line reuses it (up to MaxLine of it is kept, a
+// batch's lines being longer than r's buffer).
+func readLine(r *bufio.Reader, limit int, scratch *[]byte) ([]byte, error) {
+	line := (*scratch)[:0]
+	for first := true; ; first = false {
 		chunk, err := r.ReadSlice('\n')
-		if err == nil && line == nil {
+		if err == nil && first {
 			return chunk[:len(chunk)-1], nil
 		}
-		if len(line)+len(chunk) > MaxLine+1 {
+		if len(line)+len(chunk) > limit+1 {
 			return nil, errTooLong
 		}
 		line = append(line, chunk...)
+		if cap(line) <= MaxLine {
+			*scratch = line[:0]
+		}
 		switch {
 		case err == nil:
 			return line[:len(line)-1], nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
-		case errors.Is(err, io.EOF) && len(line) > MaxLine:
+		case errors.Is(err, io.EOF) && len(line) > limit:
 			return nil, errTooLong
 		case errors.Is(err, io.EOF) && len(line) > 0:
 			return line, nil
@@ -749,23 +773,49 @@ func writeReply(w *bufio.Writer, r *reply) error {
 	return w.Flush()
 }
 
+// writeLine writes a whole reply line to w.
+func writeLine(w *bufio.Writer, line []byte) error {
+	if _, err := w.Write(line); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
 // appendReply appends r's line to b.
 func appendReply(b []byte, r *reply) []byte {
+	return append(appendResponse(b, r), '\n')
+}
+
+// appendResponse appends r, one JSON-RPC response object, to b.
+func appendResponse(b []byte, r *reply) []byte {
+	b, _, _ = appendResponseAt(b, r)
+	return b
+}
+
+// appendResponseAt is appendResponse, saying too where in b r's result
+// went, b[from:to] (to is 0 when r has none, or it failed to encode).
+func appendResponseAt(b []byte, r *reply) (out []byte, from, to int) {
+	prefix := b // what b held before r, kept if r fails to encode
 	var err error
 	if r.Result != nil {
 		b = append(b, `{"jsonrpc":"2.0","id":`...)
 		b = append(b, r.ID...)
 		b = append(b, `,"result":`...)
+		from = len(b)
 		if b, err = appendStatus(b, r.Result); err == nil {
+			to = len(b)
 			b = append(b, '}')
 		}
 	} else {
-		b, err = marshal(r)
+		var m []byte
+		m, err = marshal(r)
+		b = append(b, m...)
 	}
 	if err != nil {
-		b, _ = marshal(errorReply(r.ID, api.NewError(api.CodeInternal, api.ReasonInternal, "encode reply: %v", err)))
+		m, _ := marshal(errorReply(r.ID, api.NewError(api.CodeInternal, api.ReasonInternal, "encode reply: %v", err)))
+		b, to = append(prefix, m...), 0
 	}
-	return append(b, '\n')
+	return b, from, to
 }
 
 // rawConn is c's file descriptor, for writeNow; nil when c has none (no
@@ -902,6 +952,13 @@ func parseRequest(line []byte) (req *parsedRequest, id json.RawMessage, e *api.E
 		}
 		raw, trailing = first, true
 	}
+	return parseEnvelope(raw, trailing)
+}
+
+// parseEnvelope is parseRequest for raw, one JSON value of valid UTF-8
+// (a line's first, with something after it when trailing): a batch's
+// elements, whose line was checked whole, start here.
+func parseEnvelope(raw json.RawMessage, trailing bool) (req *parsedRequest, id json.RawMessage, e *api.Error) {
 	var buf [8]member
 	ms, err := splitMembers(buf[:0], raw) // valid JSON from here on
 	if err != nil {

@@ -62,6 +62,7 @@ func (s *Service) count(cmd api.Command, err error) {
 type Ledger interface {
 	Execute(ctx context.Context, cmd reducer.Command) (ledger.Result, error)
 	Submit(ctx context.Context, cmd reducer.Command, done func(ledger.Result, error))
+	SubmitAll(ctx context.Context, cmds []reducer.Command, done func(i int, res ledger.Result, err error))
 	Project(ctx context.Context, ref string) (*reducer.Project, error)
 	EventsPage(ctx context.Context, projectID string, after uint64, limit int) (ledger.Page, error)
 	Compact(ctx context.Context, project string, opts ledger.CompactOptions) (ledger.Compaction, error)

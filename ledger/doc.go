@@ -19,7 +19,9 @@
 // without waiting for it: the goroutine that committed its batch calls
 // back with the answer, once it has handed the writer's part on, so that
 // a server answers a batch from one goroutine instead of waking one per
-// caller.
+// caller. SubmitAll and ExecuteAll queue several commands at once, a
+// group the writer never splits: they share one transaction, each decided
+// on its own (a JSON-RPC batch's writes).
 //
 // # Reading
 //

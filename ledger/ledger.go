@@ -41,7 +41,8 @@ var (
 	ErrLeaseLost = fmt.Errorf("%w: lease lost", reducer.ErrConflict)
 )
 
-// MaxBatch bounds how many queued commands one transaction carries.
+// MaxBatch bounds how many queued commands one transaction carries, but
+// for a group (SubmitAll) longer than that, which is carried whole.
 const MaxBatch = 1024
 
 // Options configure Open.
@@ -138,6 +139,9 @@ type request struct {
 	// goroutine is no longer the writer (Submit): then no goroutine waits.
 	reply chan response
 	done  func(Result, error)
+	// rest is how many requests of the same group (SubmitAll) follow
+	// this one in the queue: a group is one transaction's.
+	rest int
 }
 
 // response answers a request, or (lead) hands its goroutine the writer's
@@ -268,9 +272,9 @@ func (l *Ledger) enqueue(ctx context.Context, req *request) (Result, error) {
 	return resp.res, resp.err
 }
 
-// queueUp queues req; lead reports that no one was writing, so the caller
+// queueUp queues reqs, together; lead reports that no one was writing, so the caller
 // must lead.
-func (l *Ledger) queueUp(ctx context.Context, req *request) (lead bool, err error) {
+func (l *Ledger) queueUp(ctx context.Context, reqs ...*request) (lead bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -279,7 +283,7 @@ func (l *Ledger) queueUp(ctx context.Context, req *request) (lead bool, err erro
 	if l.closed.Load() {
 		return false, ErrClosed
 	}
-	l.queue = append(l.queue, req)
+	l.queue = append(l.queue, reqs...)
 	lead = !l.leading
 	l.leading = true
 	return lead, nil
@@ -287,11 +291,11 @@ func (l *Ledger) queueUp(ctx context.Context, req *request) (lead bool, err erro
 
 // lead is the writer's part, played by one caller at a time (group
 // commit without a writer goroutine to wake): it takes every queued
-// command, up to MaxBatch, into one transaction, hands the part on, and
-// answers them. The part goes to the goroutine whose request heads the
-// queue, or to a new goroutine when that request was submitted (no one
-// waits for it); with the queue empty, the part ends once the batch is
-// answered. A caller that finds a leader only waits.
+// command, up to MaxBatch (see cut), into one transaction, hands the
+// part on, and answers them. The part goes to the goroutine whose request
+// heads the queue, or to a new goroutine when that request was submitted
+// (no one waits for it); with the queue empty, the part ends once the
+// batch is answered. A caller that finds a leader only waits.
 //
 // The transaction begins, and so holds the write lock, before the batch
 // is taken: on a database daemons share, what queues while this daemon
@@ -300,14 +304,7 @@ func (l *Ledger) lead() {
 	start := time.Now()
 	tx, err := l.drv.Begin(context.Background())
 	l.qmu.Lock()
-	n := min(len(l.queue), MaxBatch)
-	// A maintenance op runs alone: cut the batch before it.
-	for i, req := range l.queue[:n] {
-		if req.op != nil {
-			n = max(i, 1)
-			break
-		}
-	}
+	n := cut(l.queue)
 	batch := slices.Clone(l.queue[:n])
 	l.queue = slices.Delete(l.queue, 0, n)
 	l.qmu.Unlock()

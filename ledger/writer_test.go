@@ -94,3 +94,71 @@ func TestBatchTakenOnceTheLockIsHeld(t *testing.T) {
 	wg.Wait()
 	assert.Equal(t, []int{10}, m.sizes, "one transaction carried all ten")
 }
+
+// A group's commands share one transaction, each decided on its own: a
+// refused one refuses nothing else, and each sees the ones before it.
+func TestExecuteAllOneTransaction(t *testing.T) {
+	ctx := context.Background()
+	h := sqlitetest.Harness{}
+	m := &batches{}
+	l, err := ledger.Open(ctx, h.Open(t, h.Create(t)), ledger.Options{Metrics: m})
+	require.NoError(t, err)
+	defer l.Close()
+	res, errs := l.ExecuteAll(ctx, []reducer.Command{
+		reducer.CreateProject{ProjectID: "P1", Name: "acme", Workspace: "/tmp"},
+		reducer.AddTask{Project: "acme", TaskID: "T1", Title: "one"},
+		reducer.CreateProject{ProjectID: "P2", Name: "acme", Workspace: "/tmp"}, // the name is taken
+		reducer.AddTask{Project: "nowhere", TaskID: "T2", Title: "two"},
+		reducer.AddTask{Project: "acme", TaskID: "T3", Title: "three"},
+	})
+	require.Len(t, errs, 5)
+	assert.NoError(t, errs[0])
+	assert.NoError(t, errs[1])
+	assert.ErrorIs(t, errs[2], reducer.ErrConflict)
+	assert.ErrorIs(t, errs[3], reducer.ErrNotFound)
+	assert.NoError(t, errs[4])
+	assert.Equal(t, 2, res[4].Project.TaskCount(), "T3 sees T1")
+	assert.Equal(t, []int{5}, m.sizes, "one transaction")
+	assert.Nil(t, res[2].Project)
+}
+
+// A group is never split, not even by the MaxBatch cut: what queued
+// before it rides in one transaction, the group in the next.
+func TestGroupNotSplit(t *testing.T) {
+	ctx := context.Background()
+	h := sqlitetest.Harness{}
+	drv := slowBegin{Driver: h.Open(t, h.Create(t)), once: &sync.Once{}, release: make(chan struct{})}
+	m := &batches{}
+	l, err := ledger.Open(ctx, drv, ledger.Options{Metrics: m})
+	require.NoError(t, err)
+	defer l.Close()
+	project := func(i int) reducer.Command {
+		return reducer.CreateProject{ProjectID: fmt.Sprint("P", i), Name: fmt.Sprint("p", i), Workspace: "/tmp"}
+	}
+	var wg sync.WaitGroup
+	first := ledger.MaxBatch - 10
+	for i := range first {
+		wg.Go(func() {
+			_, err := l.Execute(ctx, project(i))
+			assert.NoError(t, err)
+		})
+		if i == 0 {
+			time.Sleep(50 * time.Millisecond) // the first leads, and waits for the lock
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // they queue before the group
+	group := make([]reducer.Command, 20)
+	for i := range group {
+		group[i] = project(first + i)
+	}
+	wg.Go(func() {
+		_, errs := l.ExecuteAll(ctx, group)
+		for _, err := range errs {
+			assert.NoError(t, err)
+		}
+	})
+	time.Sleep(100 * time.Millisecond) // the group queues
+	close(drv.release)
+	wg.Wait()
+	assert.Equal(t, []int{first, 20}, m.sizes)
+}

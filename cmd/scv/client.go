@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"scv/control"
@@ -77,6 +78,23 @@ func (c *client) raw(cmd api.Command) (json.RawMessage, error) {
 		return nil, callError(err)
 	}
 	return raw, nil
+}
+
+// batch sends cmds in batches of at most control.MaxBatch, each on a
+// connection of its own within callTimeout, and returns the answer to
+// each, in their order; the error is a batch's own, as scv reports it.
+func (c *client) batch(cmds []api.Command) ([]control.Response, error) {
+	var out []control.Response
+	for chunk := range slices.Chunk(cmds, control.MaxBatch) {
+		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+		res, err := c.remote().Batch(ctx, chunk)
+		cancel()
+		if err != nil {
+			return nil, callError(err)
+		}
+		out = append(out, res...)
+	}
+	return out, nil
 }
 
 // Handle sends cmd and returns the reply, printing nothing, or the error

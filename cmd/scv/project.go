@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -454,7 +455,7 @@ type ProjectHeartbeatOptions struct {
 	c       *client
 	Project string
 	Task    string
-	Run     string
+	Runs    []string
 	set     func(string) bool
 }
 
@@ -462,10 +463,12 @@ func newProjectHeartbeatCmd(c *client) *cobra.Command {
 	o := &ProjectHeartbeatOptions{c: c}
 	cmd := &cobra.Command{
 		Use:   "heartbeat PROJECT",
-		Short: "Say that a project, a task or a run is alive",
+		Short: "Say that a project, a task or runs are alive",
 		Long: `Record a heartbeat: of a run (--run), of a task (--task), or of the project.
-A running run silent for the daemon's --stale-after is marked stale.`,
-		Example:           `  scv project heartbeat acme --run 01J…`,
+A running run silent for the daemon's --stale-after is marked stale.
+Several --run send one batch: one line, one reply, one commit.`,
+		Example: `  scv project heartbeat acme --run 01J…
+  scv project heartbeat acme --run 01J…A --run 01J…B`,
 		Args:              exactArgs("PROJECT"),
 		ValidArgsFunction: c.completeProjects,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -474,25 +477,82 @@ A running run silent for the daemon's --stale-after is marked stale.`,
 		},
 	}
 	cmd.Flags().StringVar(&o.Task, "task", "", "the `TASK` that is alive")
-	cmd.Flags().StringVar(&o.Run, "run", "", "the `RUN` that is alive")
+	cmd.Flags().StringArrayVar(&o.Runs, "run", nil, "a `RUN` that is alive; repeat it for several (one batch)")
 	cmd.RegisterFlagCompletionFunc("task", c.completeTaskFlag)
 	cmd.RegisterFlagCompletionFunc("run", c.completeRunFlag)
 	return cmd
 }
 
 func (o *ProjectHeartbeatOptions) run() error {
+	if len(o.Runs) > 1 {
+		return o.runs()
+	}
 	c := api.CmdProjectHeartbeat{Project: o.Project}
 	headline := "heartbeat recorded"
 	if o.set("task") {
 		c.Task = &o.Task
 		headline = "heartbeat recorded for task " + o.Task
 	}
-	if o.set("run") {
-		c.Run = &o.Run
-		headline = "heartbeat recorded for run " + o.Run
+	if len(o.Runs) == 1 {
+		c.Run = &o.Runs[0]
+		headline = "heartbeat recorded for run " + o.Runs[0]
 	}
 	_, err := o.c.call(c, func(p *printer, st *api.DaemonStatus) error { return printProjectBlock(p, st, headline) })
 	return err
+}
+
+// runs records the heartbeats of several runs, in batches of at most
+// control.MaxBatch: the daemon's replies under --json, one line each in
+// the order of the runs, else a headline and the project's block. The
+// runs refused are named in the error, the others recorded.
+func (o *ProjectHeartbeatOptions) runs() error {
+	if o.set("task") {
+		return usagef("--task names the task of one run: give several --run without it")
+	}
+	cmds := make([]api.Command, len(o.Runs))
+	for i := range o.Runs {
+		cmds[i] = api.CmdProjectHeartbeat{Project: o.Project, Run: &o.Runs[i]}
+	}
+	out, err := o.c.batch(cmds)
+	if err != nil {
+		return err
+	}
+	var (
+		last    json.RawMessage
+		refused []string
+		first   *api.Error
+	)
+	for i, r := range out {
+		if r.Err != nil {
+			if first == nil {
+				first = api.ErrorOf(r.Err)
+			}
+			refused = append(refused, fmt.Sprintf("run %s: %v", o.Runs[i], callError(r.Err)))
+			continue
+		}
+		last = r.Raw
+		if o.c.json {
+			if _, err := fmt.Fprintf(o.c.stdout, "%s\n", r.Raw); err != nil {
+				return err
+			}
+		}
+	}
+	if last != nil && !o.c.json {
+		var st api.DaemonStatus
+		if err := json.Unmarshal(last, &st); err != nil {
+			return fmt.Errorf("decode reply: %w", err)
+		}
+		headline := fmt.Sprintf("heartbeat recorded for %d runs", len(out)-len(refused))
+		if err := printProjectBlock(o.c.printer(), &st, headline); err != nil {
+			return err
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	// Each refusal says its reason: the whole is of the first's kind.
+	msg := fmt.Sprintf("%d of %d heartbeats refused: %s", len(refused), len(out), strings.Join(refused, "; "))
+	return saidError{msg, daemonError{&api.Error{Code: first.Code, Message: msg, Data: first.Data}}}
 }
 
 // newProjectDecisionCmd is `scv project release` or `scv project archive`:

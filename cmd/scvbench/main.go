@@ -86,6 +86,10 @@ type Config struct {
 	// of AgentRounds turns (agents.go).
 	AgentUpdates int
 	AgentRounds  int
+	// BatchRuns running runs get run_progress in JSON-RPC batches of
+	// BatchSizes requests, one connection (batches.go).
+	BatchRuns  int
+	BatchSizes []int
 	// MCPCalls is how many run_progress calls go each way, through `scv
 	// mcp` and on the socket (mcp.go).
 	MCPCalls int
@@ -124,6 +128,8 @@ func defaultConfig() Config {
 		AgentUpdates:  20_000,
 		AgentRounds:   5,
 		MCPCalls:      1000,
+		BatchRuns:     10_000,
+		BatchSizes:    []int{100, 1000},
 	}
 }
 
@@ -147,6 +153,7 @@ func (c *Config) quick() {
 	c.AgentUpdates = 5000
 	c.AgentRounds = 2
 	c.MCPCalls = 100
+	c.BatchRuns = 2000
 }
 
 // parseFlags reads the command line into a Config.
@@ -308,6 +315,10 @@ func Run(ctx context.Context, cfg Config, out, logw io.Writer) (*Report, error) 
 	}{
 		{"end to end, with the baselines next to the levels they are compared with", func() error {
 			return endToEnd(ctx, cfg, bin, dir, rep, around, logf)
+		}},
+		{"batches on one connection", func() (err error) {
+			rep.Batches, err = batches(ctx, cfg, bin, dir, logf)
+			return err
 		}},
 		{"reply encoders", func() (err error) {
 			if !cfg.Encoders {

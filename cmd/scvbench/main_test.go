@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -88,6 +89,8 @@ func TestQuick(t *testing.T) {
 		"rss.vmhwm_kib",
 		"agents.updates_per_turn", "agents.events_per_turn", "agents.turn_s",
 		"mcp.calls", "mcp.socket.p50_us", "mcp.mcp.p50_us", "mcp.p50_ratio",
+		"batches.runs", "batches.raw.rows_per_sec", "batches.raw.cpu_us_per_row", "batches.durability.acked",
+		"batches.raw_batched.rows_per_sec", "batches.raw_batched.cpu_us_per_row", "raw.group.cpu_us_per_row",
 		"total_seconds",
 	} {
 		positive(p)
@@ -134,15 +137,30 @@ func TestQuick(t *testing.T) {
 	for _, l := range append(rep["e2e"].([]any), sz["fresh"], sz["big"]) {
 		assert.Greater(t, l.(map[string]any)["daemon_cpu_us_per_request"].(float64), 0.0, "CPU per request")
 	}
+	bs := rep["batches"].(map[string]any)
+	assert.Equal(t, 0.0, bs["durability"].(map[string]any)["missing"], "acknowledged batch writes missing from the database")
+	bl := bs["levels"].([]any)
+	require.Len(t, bl, len(cfg.BatchSizes))
+	for i, l := range bl {
+		m := l.(map[string]any)
+		assert.Equal(t, float64(cfg.BatchSizes[i]), m["size"])
+		lv := m["level"].(map[string]any)
+		assert.Equal(t, 0.0, lv["errors"], "errors in batches of %v: %v", m["size"], lv["first_error"])
+		assert.Equal(t, float64(cfg.BatchSizes[i]), lv["requests_per_unit"], "a unit is a batch")
+		for _, k := range []string{"events_per_sec", "ratio_to_raw"} {
+			assert.Greater(t, m[k].(float64), 0.0, "batches[%d].%s", i, k)
+		}
+		assert.Greater(t, lv["daemon_cpu_us_per_request"].(float64), 0.0, "CPU per event")
+	}
 	targets, ok := rep["targets"].([]any)
 	require.True(t, ok)
 	pg := rep["pg"].(map[string]any)
 	if pg["skipped"] != nil {
 		t.Logf("PostgreSQL section skipped: %v", pg["skipped"])
-		assert.Len(t, targets, 12)
+		assert.Len(t, targets, 15)
 		return
 	}
-	assert.Len(t, targets, 14)
+	assert.Len(t, targets, 17)
 	positive("pg.pgbench.tps")
 	positive("pg.fleet.requests_per_sec")
 	positive("pg.fleet_ratio")
@@ -204,6 +222,31 @@ func TestAgentTurns(t *testing.T) {
 	assert.Greater(t, res.Ratio, 0.0)
 	assert.GreaterOrEqual(t, res.EventsPerTurn, 2.0, "run_started and run_finished at least")
 	assert.Less(t, res.EventsPerTurn, 20.0, "20,000 updates coalesced into a handful of progress events")
+}
+
+// TestBatches: the batch measure starts its runs with batches and sends
+// batches of each size on one connection to a real daemon; every request
+// of every batch appended its event.
+func TestBatches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon")
+	}
+	dir, bin := buildScv(t)
+	cfg := defaultConfig()
+	cfg.Duration, cfg.Warmup = 500*time.Millisecond, 100*time.Millisecond
+	cfg.BatchRuns, cfg.BatchSizes = 1500, []int{10, 1000}
+	res, err := batches(context.Background(), cfg, bin, dir, t.Logf)
+	require.NoError(t, err)
+	assert.Equal(t, 1500, res.Runs)
+	require.Len(t, res.Levels, 2)
+	for _, l := range res.Levels {
+		assert.Zero(t, l.Level.Errors, "batches of %d: %s", l.Size, l.Level.FirstError)
+		assert.Greater(t, l.EventsPerSec, 0.0)
+		assert.Greater(t, l.RatioToRaw, 0.0)
+	}
+	assert.Equal(t, 1000, res.largest().Size)
+	assert.Positive(t, res.Durability.Acked)
+	assert.Equal(t, res.Durability.Acked, res.Durability.Stored, "every acknowledged event is in the file")
 }
 
 // TestMCPLatency: the MCP measure runs its calls both ways against a real

@@ -119,6 +119,10 @@ type RawGroupResult struct {
 	CommitsPerSec float64          `json:"commits_per_sec"`
 	RowsPerCommit float64          `json:"rows_per_commit"`
 	Windows       []RawGroupWindow `json:"windows"`
+	// CPUus is the windows' CPU time per row (RawGroupWindow.CPUus).
+	CPUus float64 `json:"cpu_us_per_row"`
+
+	cpu float64
 }
 
 // RawGroupWindow is one measurement of the ceiling.
@@ -128,6 +132,11 @@ type RawGroupWindow struct {
 	Commits    int64   `json:"commits"`
 	Seconds    float64 `json:"seconds"`
 	RowsPerSec float64 `json:"rows_per_sec"`
+	// CPUus is the harness's CPU time over the window (its producers
+	// and its writer: SQLite's work, and the queue's) per row.
+	CPUus float64 `json:"cpu_us_per_row"`
+
+	cpu float64 // the CPU seconds in the window
 }
 
 // add pools one window into r.
@@ -140,6 +149,10 @@ func (r *RawGroupResult) add(w RawGroupWindow) {
 	r.CommitsPerSec = float64(r.Commits) / r.Seconds
 	if r.Commits > 0 {
 		r.RowsPerCommit = float64(r.Rows) / float64(r.Commits)
+	}
+	r.cpu += w.cpu
+	if r.Rows > 0 {
+		r.CPUus = r.cpu * 1e6 / float64(r.Rows)
 	}
 }
 
@@ -213,19 +226,27 @@ func rawGroup(ctx context.Context, path string, producers int, warm, d time.Dura
 		}()
 	}
 	time.Sleep(warm)
+	self := []int{os.Getpid()}
+	cpu0, cpuErr := cpuSeconds(self)
 	r0, c0, t0 := rows.Load(), commits.Load(), time.Now()
 	time.Sleep(d)
 	r1, c1, t1 := rows.Load(), commits.Load(), time.Now()
+	cpu1, err := cpuSeconds(self)
+	cpuErr = errors.Join(cpuErr, err)
 	stop.Store(true)
 	wg.Wait()
 	close(queue)
 	<-writerDone
 	close(errs)
-	if err := errors.Join(writerErr, <-errs); err != nil {
+	if err := errors.Join(writerErr, <-errs, cpuErr); err != nil {
 		return RawGroupWindow{}, err
 	}
 	secs := t1.Sub(t0).Seconds()
-	return RawGroupWindow{Rows: r1 - r0, Commits: c1 - c0, Seconds: secs, RowsPerSec: float64(r1-r0) / secs}, nil
+	w := RawGroupWindow{Rows: r1 - r0, Commits: c1 - c0, Seconds: secs, RowsPerSec: float64(r1-r0) / secs, cpu: cpu1 - cpu0}
+	if w.Rows > 0 {
+		w.CPUus = w.cpu * 1e6 / float64(w.Rows)
+	}
+	return w, nil
 }
 
 // commitRows inserts a batch in one transaction, as the ledger's writer
@@ -275,4 +296,56 @@ func rawSingle(ctx context.Context, path string, warm, d time.Duration) (RawSing
 	}
 	secs := d.Seconds()
 	return RawSingleResult{Rows: len(lat), Seconds: secs, RowsPerSec: float64(len(lat)) / secs, Latency: latencyOf(lat)}, nil
+}
+
+// rawBatched commits perCommit rows per transaction from one producer,
+// back to back, for warm then d, and returns the window d: the rows per
+// second and the process's CPU per row of a batch's commit shape, with no
+// queue and no producers to wake.
+func rawBatched(ctx context.Context, path string, perCommit int, warm, d time.Duration) (RawGroupWindow, error) {
+	db, err := openWriter(ctx, path)
+	if err != nil {
+		return RawGroupWindow{}, err
+	}
+	defer db.Close()
+	project, run := ulid.Make().String(), ulid.Make().String()
+	batch := make([]*rawRow, perCommit)
+	self := []int{os.Getpid()}
+	var w RawGroupWindow
+	var cpu0 float64
+	start := time.Now()
+	from, end := start.Add(warm), start.Add(warm+d)
+	measuring := false
+	for step := 1; ; step++ {
+		t := time.Now()
+		if !measuring && !t.Before(from) {
+			if cpu0, err = cpuSeconds(self); err != nil {
+				return w, err
+			}
+			measuring, start = true, t
+		}
+		if !t.Before(end) {
+			break
+		}
+		for i := range batch {
+			batch[i] = &rawRow{data: progressData(run, step*perCommit+i)}
+		}
+		if err := commitRows(ctx, db, project, batch); err != nil {
+			return w, fmt.Errorf("commit: %w", err)
+		}
+		if measuring {
+			w.Rows += int64(perCommit)
+			w.Commits++
+		}
+	}
+	cpu1, err := cpuSeconds(self)
+	if err != nil {
+		return w, err
+	}
+	w.Seconds = time.Since(start).Seconds()
+	w.RowsPerSec, w.cpu = float64(w.Rows)/w.Seconds, cpu1-cpu0
+	if w.Rows > 0 {
+		w.CPUus = w.cpu * 1e6 / float64(w.Rows)
+	}
+	return w, nil
 }

@@ -46,6 +46,7 @@ type Report struct {
 	Replay       ReplayResult  `json:"replay"`
 	Agents       AgentResult   `json:"agents"`
 	MCP          MCPResult     `json:"mcp"`
+	Batches      BatchesResult `json:"batches"`
 	RSS          RSSResult     `json:"rss"`
 	Targets      []Target      `json:"targets"`
 	Phases       []PhaseTime   `json:"phases"`
@@ -79,6 +80,8 @@ type ConfigReport struct {
 	AgentUpdates    int     `json:"agent_updates"`
 	AgentRounds     int     `json:"agent_rounds"`
 	MCPCalls        int     `json:"mcp_calls"`
+	BatchRuns       int     `json:"batch_runs"`
+	BatchSizes      []int   `json:"batch_sizes"`
 	PGDaemons       int     `json:"pg_daemons"`
 	PGClients       int     `json:"pg_clients"`
 }
@@ -90,6 +93,7 @@ func (c Config) report() ConfigReport {
 		SizeClients: c.SizeClients, Sizes: c.Sizes, ChainTasks: c.ChainTasks, DiamondLayers: c.DiamondLayers,
 		ManyProjects: c.ManyProjects, ManyTasks: c.ManyTasks, PGDaemons: c.PGDaemons, PGClients: c.PGClients,
 		AgentUpdates: c.AgentUpdates, AgentRounds: c.AgentRounds, MCPCalls: c.MCPCalls,
+		BatchRuns: c.BatchRuns, BatchSizes: c.BatchSizes,
 	}
 }
 
@@ -191,11 +195,14 @@ func (r *Report) loaded() LevelResult {
 }
 
 // errors counts the failed requests of every load level, the reader's
-// window included.
+// window and the batches included.
 func (r *Report) errors() int {
 	n := r.Status.Writers.Errors
 	for _, l := range r.E2E {
 		n += l.Errors
+	}
+	for _, b := range r.Batches.Levels {
+		n += b.Level.Errors
 	}
 	return n
 }
@@ -235,6 +242,9 @@ const (
 	tgtManyRSS      = "10,000 projects: peak RSS after touching all (MiB)"
 	tgtFleet        = "fleet (one project) events/s ÷ pgbench tps"
 	tgtFleetDurable = "fleet: acknowledged writes found in the database"
+	tgtBatchRatio   = "largest batches: events/s ÷ raw 256-producer rows/s"
+	tgtBatchCPU     = "largest batches: daemon CPU per event (µs)"
+	tgtBatchDurable = "batches: acknowledged writes found in the database"
 )
 
 // maxTotal is the whole run's budget.
@@ -271,6 +281,13 @@ func (r *Report) evaluate() {
 		r.Targets = append(r.Targets,
 			check(tgtFleet, r.PG.FleetRatio, ">=", 1),
 			check(tgtFleetDurable, float64(r.PG.Durability.Missing), "==", 0),
+		)
+	}
+	if b := r.Batches.largest(); b.Size > 0 {
+		r.Targets = append(r.Targets,
+			check(tgtBatchRatio, b.RatioToRaw, ">=", 0.8),
+			check(tgtBatchCPU, b.Level.CPUus, "<=", 3),
+			check(tgtBatchDurable, float64(r.Batches.Durability.Missing), "==", 0),
 		)
 	}
 	r.Targets = append(r.Targets,
@@ -321,8 +338,8 @@ func (r *Report) printTable(out io.Writer) {
 		gw = append(gw, fmt.Sprintf("%.0f", w.RowsPerSec))
 	}
 	row(fmt.Sprintf("raw SQLite: %d producers, group commit", g.Producers),
-		fmt.Sprintf("%.0f rows/s, %.0f commits/s, %.1f rows/commit (per window: %s rows/s)",
-			g.RowsPerSec, g.CommitsPerSec, g.RowsPerCommit, strings.Join(gw, ", ")), "", "")
+		fmt.Sprintf("%.0f rows/s, %.0f commits/s, %.1f rows/commit, %.1f µs CPU/row (per window: %s rows/s)",
+			g.RowsPerSec, g.CommitsPerSec, g.RowsPerCommit, g.CPUus, strings.Join(gw, ", ")), "", "")
 	s := r.Raw.Single
 	row("raw SQLite: 1 producer, 1 row/commit",
 		fmt.Sprintf("%.0f rows/s, commit p50 %.0f µs, p99 %.0f µs", s.RowsPerSec, s.Latency.P50us, s.Latency.P99us), "", "")
@@ -359,6 +376,30 @@ func (r *Report) printTable(out io.Writer) {
 	row("  project_status p99 ÷ the responder's", fmt.Sprintf("%.2f×", r.Status.OverFloor), "", "")
 	ew := r.Status.FloorWriters
 	row("  the writers in that window", level(ew, "req")+fmt.Sprintf(", %.3f× raw", ew.RatioToRaw), "", "")
+	bs := r.Batches
+	var bw []string
+	for _, w := range bs.Raw.Windows {
+		bw = append(bw, fmt.Sprintf("%.0f", w.RowsPerSec))
+	}
+	row(fmt.Sprintf("raw SQLite: %d producers, around the batches", bs.Raw.Producers),
+		fmt.Sprintf("%.0f rows/s, %.1f rows/commit, %.1f µs CPU/row (per window: %s rows/s)",
+			bs.Raw.RowsPerSec, bs.Raw.RowsPerCommit, bs.Raw.CPUus, strings.Join(bw, ", ")), "", "")
+	for _, b := range bs.Levels {
+		row(fmt.Sprintf("socket: 1 client, batches of %d run_progress, %d runs", b.Size, bs.Runs),
+			fmt.Sprintf("%.0f events/s, %.3f× raw; a batch p50 %.0f µs, p99 %.0f µs; %d errors, %.2f µs CPU/event",
+				b.EventsPerSec, b.RatioToRaw, b.Level.Latency.P50us, b.Level.Latency.P99us, b.Level.Errors, b.Level.CPUus), "", "")
+	}
+	if b := bs.largest(); b.Size > 0 {
+		row(fmt.Sprintf("raw SQLite: 1 producer, %d rows/commit", b.Size),
+			fmt.Sprintf("%.0f rows/s, %.1f µs CPU/row", bs.Batched.RowsPerSec, bs.Batched.CPUus), "", "")
+		tg, res := mark(tgtBatchRatio, "×")
+		row(fmt.Sprintf("  batches of %d ÷ raw ceiling", b.Size), fmt.Sprintf("%.3f×", b.RatioToRaw), tg, res)
+		tg, res = mark(tgtBatchCPU, " µs")
+		row(fmt.Sprintf("  batches of %d: CPU per event", b.Size), fmt.Sprintf("%.2f µs", b.Level.CPUus), tg, res)
+		tg, res = mark(tgtBatchDurable, "")
+		row("  acknowledged writes in the database", fmt.Sprintf("%d acked, %d stored, %d missing",
+			bs.Durability.Acked, bs.Durability.Stored, bs.Durability.Missing), "missing "+tg, res)
+	}
 	row("daemon peak RSS after the load levels", fmt.Sprintf("%.1f MiB (VmHWM)", float64(r.RSS.VmHWMKiB)/1024), "", "")
 
 	if e := r.Encoders; e.Skipped != "" {
