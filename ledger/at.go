@@ -55,7 +55,7 @@ func stateAt(ctx context.Context, r driver.Reader, project string, seq uint64, a
 			reducer.ErrNotFound, project, seq, f.CreatedSeq)
 	}
 	p, err := rebuild(ctx, r, nil, f.ID, seq)
-	if err != nil && isRefusal(err) {
+	if err != nil && reducer.IsRefusal(err) {
 		return nil, f, 0, fmt.Errorf("%w: project %s: its history up to %d was dropped by compaction", reducer.ErrNotFound, f.ID, seq)
 	}
 	return p, f, seq, err

@@ -449,7 +449,7 @@ func (l *Ledger) appendBatch(tx driver.Tx, reqs []*request, out []response) (*ba
 	for i, req := range reqs {
 		evs, err := l.decide(ctx, b, req, now)
 		if err != nil {
-			if !isRefusal(err) {
+			if !reducer.IsRefusal(err) {
 				return nil, err
 			}
 			out[i].err = err
@@ -697,10 +697,6 @@ func summaryRow(p *reducer.Project) driver.Project {
 	}
 }
 
-// isRefusal reports whether err is the reducer's (or the ledger's own)
-// refusal of one command, which the batch goes on without.
-func isRefusal(err error) bool { return reducer.IsRefusal(err) }
-
 // storageError is the error every request of a failed batch gets: the
 // driver's, which wraps ErrStorage, or err wrapped as ErrStorage.
 func storageError(err error) error {
@@ -752,7 +748,7 @@ func (l *Ledger) Project(ctx context.Context, ref string) (*reducer.Project, err
 // readError passes the reducer's refusals and ledger errors on, and wraps
 // anything else as ErrStorage.
 func readError(err error) error {
-	if err == nil || isRefusal(err) || errors.Is(err, ErrStorage) || errors.Is(err, ErrClosed) {
+	if err == nil || reducer.IsRefusal(err) || errors.Is(err, ErrStorage) || errors.Is(err, ErrClosed) {
 		return err
 	}
 	return fmt.Errorf("%w: %v", ErrStorage, err)

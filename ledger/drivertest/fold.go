@@ -208,7 +208,7 @@ func testFold(t *testing.T, h Harness) {
 				defer mu.Unlock()
 				if err != nil {
 					refused++
-					assert.True(t, isRefusal(err), "command %#v: %v is not a refusal", c, err)
+					assert.True(t, reducer.IsRefusal(err), "command %#v: %v is not a refusal", c, err)
 					assert.Empty(t, res.Events)
 					return
 				}

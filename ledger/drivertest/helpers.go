@@ -341,9 +341,6 @@ func (f fixture) progress(t *testing.T, l *ledger.Ledger, n int, text string) {
 	wg.Wait()
 }
 
-// isRefusal reports whether err is one of the reducer's refusals.
-func isRefusal(err error) bool { return reducer.IsRefusal(err) }
-
 // clock is a settable Options.Clock, in Unix milliseconds.
 type clock struct {
 	mu  sync.Mutex
