@@ -401,3 +401,41 @@ func decideBudget(c SetBudget) (Body, error) {
 // name the daemon is told by an agent, which is cut rather than refused
 // (as ClipProgress does).
 func ClipModel(s string) string { return clipText(s, MaxModelLen, "") }
+
+// String is s on one line, as people read it: "5745 tokens, 0.06USD"
+// (every currency, in their order); "-" when nothing was spent.
+func (s Spend) String() string {
+	if s.Tokens == (Tokens{}) && len(s.Cost) == 0 {
+		return "-"
+	}
+	out := fmt.Sprintf("%d tokens", s.Tokens.Total())
+	for _, c := range s.Cost {
+		out += ", " + c.String()
+	}
+	return out
+}
+
+// Spend is u as a spend: its tokens and its cost, if any.
+func (u Usage) Spend() Spend {
+	s := Spend{Tokens: u.Tokens}
+	if u.Cost != nil {
+		s.Cost = []Cost{*u.Cost}
+	}
+	return s
+}
+
+// String is b on one line: "50000 tokens, 1.5USD"; "none" when it limits
+// nothing.
+func (b Budget) String() string {
+	var parts []string
+	if b.Tokens != nil {
+		parts = append(parts, fmt.Sprintf("%d tokens", *b.Tokens))
+	}
+	if b.Cost != nil {
+		parts = append(parts, b.Cost.String())
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
