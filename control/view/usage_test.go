@@ -46,8 +46,21 @@ func TestReportSpend(t *testing.T) {
 	assert.Equal(t, "150 tokens, 0.5EUR", v.Spent)
 	assert.Equal(t, "100 tokens", v.Budget)
 	assert.Equal(t, "150 tokens spent of a budget of 100", v.BudgetReached)
+	var tip string
+	for _, r := range find(mustParse(t, v.Timeline), func(n *html.Node) bool { return n.Data == "rect" && hasClass(n, "bar") }) {
+		if id, _ := attr(r, "data-run-id"); id == "d1" {
+			tip = text(r)
+		}
+	}
+	assert.Contains(t, tip, "spent 150 tokens, 0.5EUR", "the timeline's bar of the run")
 	summary, cells = spentCells(h)
 	assert.Equal(t, "150 tokens, 0.5EUR", summary)
 	// A cell per task (a, b, c, d), then per run (a1, b1, b2, c1, c2, d1).
 	assert.Equal(t, []string{"-", "-", "-", "150 tokens, 0.5EUR", "-", "-", "-", "-", "-", "150 tokens, 0.5EUR"}, cells)
+}
+
+func mustParse(t *testing.T, b []byte) *html.Node {
+	doc, err := html.Parse(bytes.NewReader(b))
+	require.NoError(t, err)
+	return doc
 }
