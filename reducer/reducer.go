@@ -12,8 +12,21 @@ import (
 // c.ProjectRef by ID or name), or nil when there is none; CreateProject
 // is decided with p nil. The texts, lists and references of c are
 // checked first (limits.go), whether or not p exists. Decide does not
-// change p: a refused command appends nothing.
+// change p: a refused command appends nothing. A command that would start
+// a run, whichever, is refused once p's budget is reached (usage.go).
 func Decide(p *Project, c Command) ([]Event, error) {
+	evs, err := decide(p, c)
+	if err == nil {
+		err = checkBudget(p, evs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return evs, nil
+}
+
+// decide is Decide but for the budget.
+func decide(p *Project, c Command) ([]Event, error) {
 	if err := checkShape(c); err != nil {
 		return nil, err
 	}
@@ -169,9 +182,6 @@ func decideStartRun(p *Project, c StartRun) (Body, error) {
 	}
 	if _, taken := p.Run(c.RunID); taken {
 		return nil, fmt.Errorf("%w: run ID %s exists", ErrConflict, c.RunID)
-	}
-	if err := checkBudget(p); err != nil {
-		return nil, err
 	}
 	return RunStarted{RunID: c.RunID, TaskID: t.ID, Agent: c.Agent}, nil
 }

@@ -286,8 +286,12 @@ func (p *Project) Budget() Budget { return p.budget }
 // "" when it has not (or there is none).
 func (p *Project) BudgetReached() string { return p.budget.Reached(p.spend) }
 
-// checkBudget refuses a new run of p once its budget is reached.
-func checkBudget(p *Project) error {
+// checkBudget refuses evs, the events of a command decided against p,
+// when one starts a run and p's budget is reached.
+func checkBudget(p *Project, evs []Event) error {
+	if !slices.ContainsFunc(evs, func(e Event) bool { _, ok := e.Body.(RunStarted); return ok }) {
+		return nil
+	}
 	if why := p.BudgetReached(); why != "" {
 		return fmt.Errorf("%w: project %s: %s; raise or remove the budget to go on", ErrBudgetReached, p.Name, why)
 	}
