@@ -446,12 +446,12 @@ func evolve(p *Project, e Event, ed *edit) *Project {
 			Attempt: t.Attempts, Started: e.Time, Updated: e.Time})
 	case RunProgress:
 		progress := b.Progress
-		q.spendUsage(b.RunID, b.Usage)
+		q.spendUsage(b.RunID, b.Usage, e.Sequence)
 		r := q.updateRun(b.RunID, func(r *Run) { r.Progress, r.LastHeartbeat, r.Updated = &progress, e.Time, e.Time })
 		q.updateTask(r.TaskID, func(t *Task) { t.Progress, t.LastHeartbeat = &progress, e.Time })
 		q.LastHeartbeat = e.Time
 	case RunFinished:
-		q.spendUsage(b.RunID, b.Usage)
+		q.spendUsage(b.RunID, b.Usage, e.Sequence)
 		r := q.endRun(b.RunID, b.Status, e.Time)
 		t := q.updateTask(r.TaskID, func(t *Task) {
 			t.RunID = ""
@@ -478,7 +478,7 @@ func evolve(p *Project, e Event, ed *edit) *Project {
 			t.spendRetry(TaskStale)
 		})
 	case Heartbeat:
-		q.spendUsage(b.RunID, b.Usage)
+		q.spendUsage(b.RunID, b.Usage, e.Sequence)
 		q.beat(b.RunID, b.TaskID, e.Time)
 	case TaskRetried:
 		q.Released = false
@@ -519,7 +519,7 @@ func evolve(p *Project, e Event, ed *edit) *Project {
 	case Archived:
 		q.Archived = true
 	case BudgetSet:
-		q.budget = Budget{Tokens: b.Tokens, Cost: b.Cost}
+		q.budget, q.reachedAt = Budget{Tokens: b.Tokens, Cost: b.Cost}, 0
 	default:
 		panic(fmt.Sprintf("reducer: unknown event %T", e.Body))
 	}

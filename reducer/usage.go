@@ -337,14 +337,24 @@ func decideUsage(r *Run, u *Usage) (*Usage, error) {
 	return &out, nil
 }
 
-// spendUsage records u (nil for none), the usage of run id so far: the
-// run's becomes u (its cost and model, when u has none, stay), and what
-// it adds to the run's last is added to its task's and the project's
-// spend.
-func (p *Project) spendUsage(id string, u *Usage) {
+// BudgetReachedAt is the sequence of the event whose usage made the
+// project's spend reach its budget, 0 while it has not (or since the
+// budget was set again): the daemon tells the owner of that event once.
+func (p *Project) BudgetReachedAt() uint64 { return p.reachedAt }
+
+// spendUsage records u (nil for none), the usage of run id so far, at
+// event seq: the run's becomes u (its cost and model, when u has none,
+// stay), and what it adds to the run's last is added to its task's and
+// the project's spend.
+func (p *Project) spendUsage(id string, u *Usage, seq uint64) {
 	if u == nil {
 		return
 	}
+	defer func() {
+		if p.reachedAt == 0 && p.BudgetReached() != "" {
+			p.reachedAt = seq
+		}
+	}()
 	var dt Tokens
 	var dc *Cost
 	r := p.updateRun(id, func(r *Run) {

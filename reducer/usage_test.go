@@ -155,8 +155,11 @@ func TestBudget(t *testing.T) {
 	l.do(start("a", "r1"), start("b", "r2"))
 	pr := progress("r1", "x")
 	pr.Usage = usage(60, 40, "0.5USD") // 100 tokens: the budget
+	assert.Zero(t, l.project().BudgetReachedAt())
 	l.do(pr)
 	assert.Equal(t, "100 tokens spent of a budget of 100", l.project().BudgetReached())
+	assert.Equal(t, l.seq, l.project().BudgetReachedAt(), "the progress that reached it")
+	reachedAt := l.seq
 
 	_, err := l.s.decide(withNow(start("c", "r3"), l.now+10))
 	require.ErrorIs(t, err, reducer.ErrBudgetReached)
@@ -169,10 +172,12 @@ func TestBudget(t *testing.T) {
 	_, err = l.s.decide(withNow(fin, l.now+10))
 	require.NoError(t, err, "a run with no cost reported yet may report one in any currency")
 	l.do(pr, finish("r2", reducer.RunSucceeded))
+	assert.Equal(t, reachedAt, l.project().BudgetReachedAt(), "reached once")
 
 	// Raised for tokens: the cost (1.0USD of 1USD) now stops it.
 	more := uint64(1000)
 	l.do(reducer.SetBudget{Project: projID, Tokens: &more, Cost: &reducer.Cost{Amount: "1", Currency: "USD"}, By: "owner"})
+	assert.Zero(t, l.project().BudgetReachedAt(), "set again")
 	_, err = l.s.decide(withNow(start("c", "r3"), l.now+10))
 	require.ErrorIs(t, err, reducer.ErrBudgetReached)
 	assert.Contains(t, err.Error(), "1USD spent of a budget of 1USD")
