@@ -22,6 +22,9 @@ const (
 	MaxCostPlaces = 18
 	// MaxModelLen is the longest model name of a run's usage.
 	MaxModelLen = MaxNameLen
+	// MaxTokens is the most tokens of one kind a run reports: far above
+	// any run's, and low enough that no sum of runs' overflows.
+	MaxTokens = 1_000_000_000_000
 )
 
 // Tokens counts tokens by kind; a kind left out of its JSON is 0.
@@ -302,6 +305,11 @@ func checkBudget(p *Project, evs []Event) error {
 func validUsage(u *Usage) error {
 	if u == nil {
 		return nil
+	}
+	for i, n := range u.Tokens.ByKind() {
+		if n > MaxTokens {
+			return fmt.Errorf("%w: usage has %d %s tokens, more than %d", ErrInvalidArgument, n, TokenKinds[i], uint64(MaxTokens))
+		}
 	}
 	if u.Cost != nil {
 		if err := u.Cost.valid("usage cost"); err != nil {

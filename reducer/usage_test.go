@@ -106,6 +106,7 @@ func TestUsageRefused(t *testing.T) {
 		"bad currency":        {reducer.ProgressRun{Project: projID, RunID: "r1", Usage: &reducer.Usage{Cost: &reducer.Cost{Amount: "1", Currency: "usd"}}}, reducer.ErrInvalidArgument, "usage cost currency \"usd\""},
 		"bad amount":          {reducer.ProgressRun{Project: projID, RunID: "r1", Usage: &reducer.Usage{Cost: &reducer.Cost{Amount: "-1", Currency: "USD"}}}, reducer.ErrInvalidArgument, "not a decimal"},
 		"model control":       {reducer.ProgressRun{Project: projID, RunID: "r1", Usage: &reducer.Usage{Model: "a\x00b"}}, reducer.ErrInvalidArgument, "usage model contains control character"},
+		"too many tokens":     {reducer.ProgressRun{Project: projID, RunID: "r1", Usage: usage(reducer.MaxTokens+1, 10, "")}, reducer.ErrInvalidArgument, "usage has 1000000000001 input tokens, more than 1000000000000"},
 		"usage without a run": {reducer.RecordHeartbeat{Project: projID, TaskID: "a", Usage: usage(1000, 1000, "")}, reducer.ErrInvalidArgument, "usage is a run's"},
 	} {
 		t.Run(name, func(t *testing.T) {
