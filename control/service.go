@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"time"
@@ -523,6 +524,7 @@ func (w write) answer(s *Service, res ledger.Result, err error) (*api.DaemonStat
 	if res.Project == nil {
 		return nil, fmt.Errorf("%s appended no event", w.kind)
 	}
+	s.tellBudget(res)
 	r := &api.ProjectResponse{Kind: w.kind, Project: api.ProjectSummaryOf(res.Project)}
 	switch w.kind {
 	case api.KindTaskAdded:
@@ -667,4 +669,32 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// Teller tells the owner a notice (confirm.Manager.Tell); Questions that
+// implement it hear of a project's budget reached.
+type Teller interface {
+	Tell(ctx context.Context, project, text string) error
+}
+
+// tellBudget tells the owner, once, that res's command made its
+// project's spend reach the budget (reducer.Project.BudgetReachedAt is
+// one of its events): in the background, for the committing goroutine
+// must not wait.
+func (s *Service) tellBudget(res ledger.Result) {
+	p := res.Project
+	at := p.BudgetReachedAt()
+	t, ok := s.Questions.(Teller)
+	if at == 0 || !ok || !slices.ContainsFunc(res.Events, func(e reducer.Event) bool { return e.Sequence == at }) {
+		return
+	}
+	text := fmt.Sprintf("Project %s reached its budget: %s. No new run starts until you raise or remove it (scv project budget %s).",
+		p.Name, p.BudgetReached(), p.Name)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := t.Tell(ctx, p.Name, text); err != nil {
+			slog.Warn("the owner was not told the budget was reached", "project", p.Name, "err", err)
+		}
+	}()
 }

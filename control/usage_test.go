@@ -106,3 +106,52 @@ func TestUsageOverTheSocket(t *testing.T) {
 	assert.Equal(t, st.Project.Spend, again.Project.Spend)
 	_ = context.Background
 }
+
+// TestBudgetNotice: the owner is told in the owner's chat, once, when a
+// run's usage makes the project's spend reach its budget, as a notice of
+// the question log (confirm_list's state notice); again only after the
+// budget was set again and reached again.
+func TestBudgetNotice(t *testing.T) {
+	d := startDaemon(t, nil)
+	c := d.client(t)
+	ctx := context.Background()
+	call := func(cmd api.Command) *api.DaemonStatus {
+		t.Helper()
+		st, err := c.Call(ctx, cmd)
+		require.NoError(t, err, "%s", cmd.Action())
+		return st
+	}
+	call(api.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
+	call(api.CmdProjectCreate{Name: "acme", Workspace: d.workspace})
+	call(api.CmdProjectTaskAdd{Project: "acme", Title: "build", DependsOn: []string{}})
+	hundred := uint64(100)
+	call(api.CmdProjectBudget{Project: "acme", Tokens: &hundred})
+	run := call(api.CmdProjectRunStart{Project: "acme", Task: "build", Agent: "a"}).Project.RunID
+	spend := func(n uint64) {
+		t.Helper()
+		call(api.CmdProjectHeartbeat{Project: "acme", Run: &run, Usage: &reducer.Usage{Tokens: reducer.Tokens{Input: n}}})
+	}
+	wait := uint64(10)
+	notices := func(after uint64) []api.Question {
+		t.Helper()
+		st := call(api.CmdConfirmList{After: &after, WaitSeconds: &wait})
+		return st.Questions
+	}
+	spend(50)
+	spend(100) // reached
+	spend(150)
+	got := notices(0)
+	require.Len(t, got, 1)
+	assert.Equal(t, api.ConfirmNotice, got[0].State)
+	assert.Equal(t, "local:owner", got[0].Chat)
+	assert.Equal(t, "Project acme reached its budget: 100 tokens spent of a budget of 100. No new run starts until you raise or remove it (scv project budget acme).", got[0].Question)
+
+	thousand := uint64(1000)
+	call(api.CmdProjectBudget{Project: "acme", Tokens: &thousand})
+	spend(999)
+	call(api.CmdProjectRunFinish{Project: "acme", Run: run, Status: reducer.RunSucceeded, Usage: &reducer.Usage{Tokens: reducer.Tokens{Input: 1000}}})
+	second := notices(got[0].Seq)
+	require.Len(t, second, 1)
+	assert.Contains(t, second[0].Question, "1000 tokens spent of a budget of 1000")
+	assert.Len(t, notices(0), 2, "told twice in all: once per budget reached")
+}

@@ -12,8 +12,21 @@ import (
 // c.ProjectRef by ID or name), or nil when there is none; CreateProject
 // is decided with p nil. The texts, lists and references of c are
 // checked first (limits.go), whether or not p exists. Decide does not
-// change p: a refused command appends nothing.
+// change p: a refused command appends nothing. A command that would start
+// a run, whichever, is refused once p's budget is reached (usage.go).
 func Decide(p *Project, c Command) ([]Event, error) {
+	evs, err := decide(p, c)
+	if err == nil {
+		err = checkBudget(p, evs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return evs, nil
+}
+
+// decide is Decide but for the budget.
+func decide(p *Project, c Command) ([]Event, error) {
 	if err := checkShape(c); err != nil {
 		return nil, err
 	}
@@ -158,9 +171,6 @@ func decideStartRun(p *Project, c StartRun) (Body, error) {
 	}
 	if _, taken := p.Run(c.RunID); taken {
 		return nil, fmt.Errorf("%w: run ID %s exists", ErrConflict, c.RunID)
-	}
-	if err := checkBudget(p); err != nil {
-		return nil, err
 	}
 	return RunStarted{RunID: c.RunID, TaskID: t.ID, Agent: c.Agent}, nil
 }
@@ -437,12 +447,12 @@ func evolve(p *Project, e Event, ed *edit) *Project {
 			Attempt: t.Attempts, Started: e.Time, Updated: e.Time})
 	case RunProgress:
 		progress := b.Progress
-		q.spendUsage(b.RunID, b.Usage)
+		q.spendUsage(b.RunID, b.Usage, e.Sequence)
 		r := q.updateRun(b.RunID, func(r *Run) { r.Progress, r.LastHeartbeat, r.Updated = &progress, e.Time, e.Time })
 		q.updateTask(r.TaskID, func(t *Task) { t.Progress, t.LastHeartbeat = &progress, e.Time })
 		q.LastHeartbeat = e.Time
 	case RunFinished:
-		q.spendUsage(b.RunID, b.Usage)
+		q.spendUsage(b.RunID, b.Usage, e.Sequence)
 		r := q.endRun(b.RunID, b.Status, e.Time)
 		q.updateTask(r.TaskID, func(t *Task) {
 			t.RunID = ""
@@ -466,7 +476,7 @@ func evolve(p *Project, e Event, ed *edit) *Project {
 			t.spendRetry(TaskStale)
 		})
 	case Heartbeat:
-		q.spendUsage(b.RunID, b.Usage)
+		q.spendUsage(b.RunID, b.Usage, e.Sequence)
 		q.beat(b.RunID, b.TaskID, e.Time)
 	case TaskRetried:
 		q.Released = false
@@ -504,7 +514,7 @@ func evolve(p *Project, e Event, ed *edit) *Project {
 	case Archived:
 		q.Archived = true
 	case BudgetSet:
-		q.budget = Budget{Tokens: b.Tokens, Cost: b.Cost}
+		q.budget, q.reachedAt = Budget{Tokens: b.Tokens, Cost: b.Cost}, 0
 	default:
 		panic(fmt.Sprintf("reducer: unknown event %T", e.Body))
 	}

@@ -44,7 +44,8 @@ type snapshot struct {
 	Archived  bool           `json:"archived,omitempty"`
 	Approvals []approvalSnap `json:"approvals,omitempty"`
 	// Version 3.
-	Budget *Budget `json:"budget,omitempty"`
+	Budget    *Budget `json:"budget,omitempty"`
+	ReachedAt uint64  `json:"budget_reached_at,omitempty"`
 }
 
 type approvalSnap struct {
@@ -123,7 +124,7 @@ func Snapshot(p *Project) ([]byte, error) {
 	}
 	if p.budget.Set() {
 		b := p.budget
-		s.Budget = &b
+		s.Budget, s.ReachedAt = &b, p.reachedAt
 	}
 	return json.Marshal(s)
 }
@@ -199,7 +200,7 @@ func Restore(data []byte) (*Project, error) {
 	p.runs, p.runIdx, p.running = vectorOf(runs), runIdx.Map(), running.Map()
 	p.approvals, p.approvalIx = vectorOf(approvals), approvalIx.Map()
 	if snap.Budget != nil {
-		p.budget = *snap.Budget
+		p.budget, p.reachedAt = *snap.Budget, snap.ReachedAt
 	}
 	p.restoreSpend()
 	return p, nil

@@ -52,6 +52,7 @@ type Project struct {
 	ready      *immutable.SortedMap[int, struct{}]          // readyKey of each task ReadyTasks lists
 	spend      Spend                                        // the sum of the runs' usage (usage.go)
 	budget     Budget                                       // the owner's; zero for none
+	reachedAt  uint64                                       // the usage event that made spend reach the budget, 0 while not
 }
 
 // Approval is a question to the owner that gates a project (and, with

@@ -22,6 +22,9 @@ const (
 	MaxCostPlaces = 18
 	// MaxModelLen is the longest model name of a run's usage.
 	MaxModelLen = MaxNameLen
+	// MaxTokens is the most tokens of one kind a run reports: far above
+	// any run's, and low enough that no sum of runs' overflows.
+	MaxTokens = 1_000_000_000_000
 )
 
 // Tokens counts tokens by kind; a kind left out of its JSON is 0.
@@ -286,8 +289,12 @@ func (p *Project) Budget() Budget { return p.budget }
 // "" when it has not (or there is none).
 func (p *Project) BudgetReached() string { return p.budget.Reached(p.spend) }
 
-// checkBudget refuses a new run of p once its budget is reached.
-func checkBudget(p *Project) error {
+// checkBudget refuses evs, the events of a command decided against p,
+// when one starts a run and p's budget is reached.
+func checkBudget(p *Project, evs []Event) error {
+	if !slices.ContainsFunc(evs, func(e Event) bool { _, ok := e.Body.(RunStarted); return ok }) {
+		return nil
+	}
 	if why := p.BudgetReached(); why != "" {
 		return fmt.Errorf("%w: project %s: %s; raise or remove the budget to go on", ErrBudgetReached, p.Name, why)
 	}
@@ -298,6 +305,11 @@ func checkBudget(p *Project) error {
 func validUsage(u *Usage) error {
 	if u == nil {
 		return nil
+	}
+	for i, n := range u.Tokens.ByKind() {
+		if n > MaxTokens {
+			return fmt.Errorf("%w: usage has %d %s tokens, more than %d", ErrInvalidArgument, n, TokenKinds[i], uint64(MaxTokens))
+		}
 	}
 	if u.Cost != nil {
 		if err := u.Cost.valid("usage cost"); err != nil {
@@ -333,14 +345,24 @@ func decideUsage(r *Run, u *Usage) (*Usage, error) {
 	return &out, nil
 }
 
-// spendUsage records u (nil for none), the usage of run id so far: the
-// run's becomes u (its cost and model, when u has none, stay), and what
-// it adds to the run's last is added to its task's and the project's
-// spend.
-func (p *Project) spendUsage(id string, u *Usage) {
+// BudgetReachedAt is the sequence of the event whose usage made the
+// project's spend reach its budget, 0 while it has not (or since the
+// budget was set again): the daemon tells the owner of that event once.
+func (p *Project) BudgetReachedAt() uint64 { return p.reachedAt }
+
+// spendUsage records u (nil for none), the usage of run id so far, at
+// event seq: the run's becomes u (its cost and model, when u has none,
+// stay), and what it adds to the run's last is added to its task's and
+// the project's spend.
+func (p *Project) spendUsage(id string, u *Usage, seq uint64) {
 	if u == nil {
 		return
 	}
+	defer func() {
+		if p.reachedAt == 0 && p.BudgetReached() != "" {
+			p.reachedAt = seq
+		}
+	}()
 	var dt Tokens
 	var dc *Cost
 	r := p.updateRun(id, func(r *Run) {
@@ -401,3 +423,41 @@ func decideBudget(c SetBudget) (Body, error) {
 // name the daemon is told by an agent, which is cut rather than refused
 // (as ClipProgress does).
 func ClipModel(s string) string { return clipText(s, MaxModelLen, "") }
+
+// String is s on one line, as people read it: "5745 tokens, 0.06USD"
+// (every currency, in their order); "-" when nothing was spent.
+func (s Spend) String() string {
+	if s.Tokens == (Tokens{}) && len(s.Cost) == 0 {
+		return "-"
+	}
+	out := fmt.Sprintf("%d tokens", s.Tokens.Total())
+	for _, c := range s.Cost {
+		out += ", " + c.String()
+	}
+	return out
+}
+
+// Spend is u as a spend: its tokens and its cost, if any.
+func (u Usage) Spend() Spend {
+	s := Spend{Tokens: u.Tokens}
+	if u.Cost != nil {
+		s.Cost = []Cost{*u.Cost}
+	}
+	return s
+}
+
+// String is b on one line: "50000 tokens, 1.5USD"; "none" when it limits
+// nothing.
+func (b Budget) String() string {
+	var parts []string
+	if b.Tokens != nil {
+		parts = append(parts, fmt.Sprintf("%d tokens", *b.Tokens))
+	}
+	if b.Cost != nil {
+		parts = append(parts, b.Cost.String())
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -106,6 +106,7 @@ func TestUsageRefused(t *testing.T) {
 		"bad currency":        {reducer.ProgressRun{Project: projID, RunID: "r1", Usage: &reducer.Usage{Cost: &reducer.Cost{Amount: "1", Currency: "usd"}}}, reducer.ErrInvalidArgument, "usage cost currency \"usd\""},
 		"bad amount":          {reducer.ProgressRun{Project: projID, RunID: "r1", Usage: &reducer.Usage{Cost: &reducer.Cost{Amount: "-1", Currency: "USD"}}}, reducer.ErrInvalidArgument, "not a decimal"},
 		"model control":       {reducer.ProgressRun{Project: projID, RunID: "r1", Usage: &reducer.Usage{Model: "a\x00b"}}, reducer.ErrInvalidArgument, "usage model contains control character"},
+		"too many tokens":     {reducer.ProgressRun{Project: projID, RunID: "r1", Usage: usage(reducer.MaxTokens+1, 10, "")}, reducer.ErrInvalidArgument, "usage has 1000000000001 input tokens, more than 1000000000000"},
 		"usage without a run": {reducer.RecordHeartbeat{Project: projID, TaskID: "a", Usage: usage(1000, 1000, "")}, reducer.ErrInvalidArgument, "usage is a run's"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -155,8 +156,11 @@ func TestBudget(t *testing.T) {
 	l.do(start("a", "r1"), start("b", "r2"))
 	pr := progress("r1", "x")
 	pr.Usage = usage(60, 40, "0.5USD") // 100 tokens: the budget
+	assert.Zero(t, l.project().BudgetReachedAt())
 	l.do(pr)
 	assert.Equal(t, "100 tokens spent of a budget of 100", l.project().BudgetReached())
+	assert.Equal(t, l.seq, l.project().BudgetReachedAt(), "the progress that reached it")
+	reachedAt := l.seq
 
 	_, err := l.s.decide(withNow(start("c", "r3"), l.now+10))
 	require.ErrorIs(t, err, reducer.ErrBudgetReached)
@@ -171,10 +175,12 @@ func TestBudget(t *testing.T) {
 	_, err = l.s.decide(withNow(fin, l.now+10))
 	require.NoError(t, err, "a run with no cost reported yet may report one in any currency")
 	l.do(pr, finish("r2", reducer.RunSucceeded))
+	assert.Equal(t, reachedAt, l.project().BudgetReachedAt(), "reached once")
 
 	// Raised for tokens: the cost (1.0USD of 1USD) now stops it.
 	more := uint64(1000)
 	l.do(reducer.SetBudget{Project: projID, Tokens: &more, Cost: &reducer.Cost{Amount: "1", Currency: "USD"}, By: "owner"})
+	assert.Zero(t, l.project().BudgetReachedAt(), "set again")
 	_, err = l.s.decide(withNow(start("c", "r3"), l.now+10))
 	require.ErrorIs(t, err, reducer.ErrBudgetReached)
 	assert.Contains(t, err.Error(), "1USD spent of a budget of 1USD")

@@ -181,6 +181,11 @@ func (v *chatView) show(n chatNews) {
 				}
 			}
 		case n.first || (seen && before == q.State):
+		case q.State == api.ConfirmNotice:
+			news = true
+			if !v.c.json {
+				fmt.Fprintf(out, "! %s  %s\n", q.ID, render.Clean(q.Question))
+			}
 		default:
 			news = true
 			if !v.c.json {

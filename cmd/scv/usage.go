@@ -157,30 +157,23 @@ func printSpendBlock(p *printer, s *api.ProjectSpend) error {
 	return p.table(t)
 }
 
-// spendText is a spend on one line: "1090 tokens, 0.55USD"; "-" for none.
+// spendText is a spend on one line; "-" for none.
 func spendText(s *reducer.Spend) string {
 	if s == nil {
 		return "-"
 	}
-	out := fmt.Sprintf("%d tokens", s.Tokens.Total())
-	if len(s.Cost) > 0 {
-		out += ", " + costsText(s.Cost)
-	}
-	return out
+	return s.String()
 }
 
-// usageText is a run's usage on one line.
+// usageText is a run's usage on one line; "-" for none.
 func usageText(u *reducer.Usage) string {
 	if u == nil {
 		return "-"
 	}
-	var cost []reducer.Cost
-	if u.Cost != nil {
-		cost = []reducer.Cost{*u.Cost}
-	}
-	return spendText(&reducer.Spend{Tokens: u.Tokens, Cost: cost})
+	return u.Spend().String()
 }
 
+// costsText is costs on one line; "-" for none.
 func costsText(cs []reducer.Cost) string {
 	if len(cs) == 0 {
 		return "-"
@@ -194,17 +187,10 @@ func costsText(cs []reducer.Cost) string {
 
 // budgetText is a budget on one line; "none" for none.
 func budgetText(b *reducer.Budget) string {
-	if b == nil || !b.Set() {
+	if b == nil {
 		return "none"
 	}
-	var parts []string
-	if b.Tokens != nil {
-		parts = append(parts, fmt.Sprintf("%d tokens", *b.Tokens))
-	}
-	if b.Cost != nil {
-		parts = append(parts, b.Cost.String())
-	}
-	return strings.Join(parts, ", ")
+	return b.String()
 }
 
 // spendLine is the line under a table of tasks: the total against the

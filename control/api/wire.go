@@ -66,6 +66,10 @@ const (
 	ConfirmWithdrawn ConfirmState = "withdrawn"
 	ConfirmFailed    ConfirmState = "failed"
 	ConfirmUnknown   ConfirmState = "unknown"
+	// ConfirmNotice is an extension (confirm_list): a notice to the
+	// owner, not a question (a project's budget reached,
+	// docs/usage.md); it is never pending and takes no answer.
+	ConfirmNotice ConfirmState = "notice"
 )
 
 // UnmarshalText accepts only the seed's variants.
@@ -88,7 +92,7 @@ func (s *Senders) UnmarshalText(b []byte) error { return parseEnum(s, b, Senders
 // UnmarshalText maps states this build does not know to ConfirmUnknown,
 // as the seed's #[serde(other)] does.
 func (s *ConfirmState) UnmarshalText(b []byte) error {
-	if parseEnum(s, b, ConfirmPending, ConfirmYes, ConfirmNo, ConfirmExpired, ConfirmWithdrawn, ConfirmFailed) != nil {
+	if parseEnum(s, b, ConfirmPending, ConfirmYes, ConfirmNo, ConfirmExpired, ConfirmWithdrawn, ConfirmFailed, ConfirmNotice) != nil {
 		*s = ConfirmUnknown
 	}
 	return nil

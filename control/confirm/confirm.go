@@ -336,6 +336,33 @@ func (m *Manager) Ask(ctx context.Context, c api.CmdConfirmAsk) (api.ConfirmInfo
 	return api.ConfirmInfo{}, notFound(id) // Load ran meanwhile
 }
 
+// Tell tells the owner text, a notice about project (its name): in
+// the chat the notify target or the only connected chat names, recorded
+// in the question log as a question already final (state notice), so
+// that `scv chat` and the web UI show it. A notice no chat can take is
+// logged, and dropped.
+func (m *Manager) Tell(ctx context.Context, project, text string) error {
+	chat, reason := m.route("")
+	if reason == "" && (m.Chats == nil || !m.Chats.Connected(chat)) {
+		reason = fmt.Sprintf(reasonNotConnected, chat)
+	}
+	if reason != "" {
+		m.logger().Warn("notice not told", "project", project, "text", text, keyErr, reason)
+		return nil
+	}
+	id := ulid.Make().String()
+	m.wmu.Lock()
+	_, err := m.record(ctx, record(id, KindNotice, m.now(), askedData{Question: text, Chat: chat, Project: project}))
+	m.wmu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := m.Chats.Deliver(ctx, chat, id, text); err != nil {
+		m.logger().Warn("notice not delivered", keyQuestion, id, keyErr, err)
+	}
+	return nil
+}
+
 // Status reports where question id stands (confirm_status) and keeps it
 // alive: a pending question's withdrawal clock starts again. A pending
 // question whose deadline has passed is expired first, even if Tick has

@@ -20,6 +20,9 @@ const (
 	// has recorded it too (approval_decided): a decision without it is
 	// recorded in the project again at the next start.
 	KindProjected = "projected"
+	// KindNotice is a notice to the owner (Tell): no question, the one
+	// record of its ID, final as it is told.
+	KindNotice = "notice"
 )
 
 // askedData is an asked record's evidence. Every field is written, empty
@@ -84,6 +87,17 @@ func (q *question) unprojected() bool {
 // step of a question never asked or already decided, evidence that does
 // not parse) is an error, and q stands as it was.
 func evolve(q *question, r local.ConfirmRecord) (*question, error) {
+	if r.Kind == KindNotice {
+		if q != nil {
+			return q, fmt.Errorf("record %d: notice %s told twice", r.Seq, r.QuestionID)
+		}
+		var d askedData
+		if err := json.Unmarshal([]byte(r.Data), &d); err != nil {
+			return q, fmt.Errorf("record %d: notice %s: %w", r.Seq, r.QuestionID, err)
+		}
+		return &question{ID: r.QuestionID, Text: d.Question, Chat: d.Chat, State: api.ConfirmNotice, Seq: r.Seq,
+			Asked: r.Timestamp, Deadline: r.Timestamp, Decided: r.Timestamp, DecidedBy: "a notice"}, nil // no approval: nothing to project
+	}
 	if r.Kind == KindAsked {
 		if q != nil {
 			return q, fmt.Errorf("record %d: question %s asked twice", r.Seq, r.QuestionID)

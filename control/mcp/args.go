@@ -190,6 +190,9 @@ func limit(s *jsonschema.Schema, daemons bool) {
 func limitUsage(p *jsonschema.Schema, daemons bool) {
 	for _, k := range p.Properties["tokens"].Properties {
 		k.Minimum = ptr(0.0)
+		if daemons {
+			k.Maximum = ptr(float64(reducer.MaxTokens))
+		}
 	}
 	if !daemons {
 		return

@@ -35,6 +35,7 @@ func TestMCPUsage(t *testing.T) {
 			assert.Equal(t, "^[A-Z]{3}$", cost["currency"].(map[string]any)["pattern"], tl.Name)
 			assert.Equal(t, float64(reducer.MaxModelLen), u["model"].(map[string]any)["maxLength"], tl.Name)
 			assert.Equal(t, 0.0, u["tokens"].(map[string]any)["properties"].(map[string]any)["input"].(map[string]any)["minimum"], tl.Name)
+			assert.Equal(t, float64(reducer.MaxTokens), u["tokens"].(map[string]any)["properties"].(map[string]any)["output"].(map[string]any)["maximum"], tl.Name)
 		default:
 			assert.NotContains(t, props, "usage", tl.Name)
 		}

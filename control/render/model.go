@@ -46,6 +46,9 @@ type Run struct {
 	Start, End time.Time
 	// Beats are the times of its heartbeats and progress reports.
 	Beats []time.Time
+	// Spent is what it spent, on one line ("1000 tokens, 0.5USD"), or ""
+	// when it reported nothing (docs/usage.md).
+	Spent string
 }
 
 // Marker is an instant on a task's row of the timeline. It is drawn on the

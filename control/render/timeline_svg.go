@@ -95,6 +95,9 @@ func TimelineSVG(w io.Writer, p Project) error {
 			if run.End.IsZero() {
 				tip += ", running"
 			}
+			if run.Spent != "" {
+				tip += "\nspent " + run.Spent
+			}
 			if tl.critical[ri] {
 				tip += "\non the critical path"
 			}

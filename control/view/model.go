@@ -84,6 +84,9 @@ func Model(p *reducer.Project, events []ledger.Row, opts Options) render.Project
 		if r.Status != reducer.RunRunning {
 			rr.End = time.UnixMilli(r.Updated).In(loc)
 		}
+		if r.Usage != (reducer.Usage{}) {
+			rr.Spent = r.Usage.Spend().String()
+		}
 		out.Runs = append(out.Runs, rr)
 		if r.Attempt > 1 {
 			out.Markers = append(out.Markers, render.Marker{TaskID: r.TaskID, RunID: r.ID, At: rr.Start,

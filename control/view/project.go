@@ -37,6 +37,11 @@ type Project struct {
 	Critical []string
 	// Model is the drawing's input they were drawn from.
 	Model render.Project
+	// Spent is what the project's runs spent on one line, Budget its
+	// budget ("" for none) and BudgetReached why the spend reached it;
+	// Spent is "" when nothing was spent and there is no budget, and the
+	// pages then show no cost at all (docs/usage.md).
+	Spent, Budget, BudgetReached string
 }
 
 // Task is a row of the tasks table.
@@ -47,6 +52,7 @@ type Task struct {
 	Retries, MaxRetries int
 	RunID, Progress     string
 	LastHeartbeat       time.Time
+	Spent               string // its runs' spend on one line, "-" for none
 }
 
 // TaskRef names a task.
@@ -64,6 +70,7 @@ type Run struct {
 	LastHeartbeat         time.Time
 	Beats                 int
 	Critical              bool
+	Spent                 string // its usage on one line, "-" for none
 }
 
 // Build is the view of p with its events (see Model).
@@ -84,13 +91,20 @@ func Build(p *reducer.Project, events []ledger.Row, opts Options) (*Project, err
 		Evidence: reducer.Evidence(p), Head: p.LastSequence, ChainHead: hex.EncodeToString(p.ChainHead),
 		Model: m, Critical: render.CriticalPath(m),
 	}
+	if b := p.Budget(); b.Set() || p.Spend().String() != "-" {
+		v.Spent, v.BudgetReached = p.Spend().String(), p.BudgetReached()
+		if b.Set() {
+			v.Budget = b.String()
+		}
+	}
 	titles := map[string]string{}
 	for _, t := range p.Tasks() {
 		titles[t.ID] = t.Title
 	}
 	for i, t := range p.Tasks() {
 		row := Task{ID: t.ID, Title: t.Title, Status: string(t.Status), Attempts: m.Tasks[i].Attempts,
-			Retries: int(t.Retries), MaxRetries: int(t.MaxRetries), RunID: t.RunID, LastHeartbeat: at(t.LastHeartbeat)}
+			Retries: int(t.Retries), MaxRetries: int(t.MaxRetries), RunID: t.RunID, LastHeartbeat: at(t.LastHeartbeat),
+			Spent: t.Spend.String()}
 		if t.Progress != nil {
 			row.Progress = *t.Progress
 		}
@@ -106,7 +120,7 @@ func Build(p *reducer.Project, events []ledger.Row, opts Options) (*Project, err
 	for i, r := range p.Runs() {
 		row := Run{ID: r.ID, TaskID: r.TaskID, TaskTitle: titles[r.TaskID], Agent: r.Agent, Status: string(r.Status),
 			Attempt: int(r.Attempt), Started: at(r.Started), Ended: m.Runs[i].End, LastHeartbeat: at(r.LastHeartbeat),
-			Beats: len(m.Runs[i].Beats), Critical: critical[r.ID]}
+			Beats: len(m.Runs[i].Beats), Critical: critical[r.ID], Spent: r.Usage.Spend().String()}
 		end := row.Ended
 		if end.IsZero() {
 			end = opts.Now
