@@ -328,9 +328,6 @@ func (p *Project) taskName(id string) string {
 }
 
 func decideNextTask(p *Project, c NextTask) (Body, error) {
-	if err := checkBudget(p); err != nil {
-		return nil, err
-	}
 	var pick *Task
 	p.eachReady(c.Labels, func(t *Task) bool {
 		pick = t
