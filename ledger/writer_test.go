@@ -135,6 +135,13 @@ func TestGroupNotSplit(t *testing.T) {
 	project := func(i int) reducer.Command {
 		return reducer.CreateProject{ProjectID: fmt.Sprint("P", i), Name: fmt.Sprint("p", i), Workspace: "/tmp"}
 	}
+	// queued waits until n requests wait in the queue: the first leads,
+	// and waits for the write lock before it takes any.
+	queued := func(n int) {
+		for l.Queued() < n {
+			time.Sleep(time.Millisecond)
+		}
+	}
 	var wg sync.WaitGroup
 	first := ledger.MaxBatch - 10
 	for i := range first {
@@ -142,11 +149,8 @@ func TestGroupNotSplit(t *testing.T) {
 			_, err := l.Execute(ctx, project(i))
 			assert.NoError(t, err)
 		})
-		if i == 0 {
-			time.Sleep(50 * time.Millisecond) // the first leads, and waits for the lock
-		}
 	}
-	time.Sleep(300 * time.Millisecond) // they queue before the group
+	queued(first)
 	group := make([]reducer.Command, 20)
 	for i := range group {
 		group[i] = project(first + i)
@@ -157,8 +161,8 @@ func TestGroupNotSplit(t *testing.T) {
 			assert.NoError(t, err)
 		}
 	})
-	time.Sleep(100 * time.Millisecond) // the group queues
+	queued(first + len(group))
 	close(drv.release)
 	wg.Wait()
-	assert.Equal(t, []int{first, 20}, m.sizes)
+	assert.Equal(t, []int{first, 20}, m.sizes, "the group, which the first transaction had no room for, in the next")
 }

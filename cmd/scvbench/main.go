@@ -8,9 +8,10 @@
 // graphs, a fleet of daemons on PostgreSQL against the server's own
 // pgbench, and a daemon's start on a long history against a plain
 // scan-and-decode of the same rows, the daemon's CPU per update of a
-// live agent's turn against the agent's own, and run_progress through
-// `scv mcp` against the same on the socket. It prints one table and
-// writes the numbers as JSON.
+// live agent's turn against the agent's own, run_progress through `scv
+// mcp` against the same on the socket, and JSON-RPC batches of
+// run_progress on one connection against the raw ceiling. It prints one
+// table and writes the numbers as JSON.
 //
 //	go run ./cmd/scvbench -o bin/bench.json
 //
