@@ -357,7 +357,7 @@ func (o *PlanApplyOptions) apply(f *plan.File, notes []string) error {
 			return err
 		}
 		if len(notes) > 0 {
-			fmt.Fprintln(p.w, "\nNot carried:")
+			fmt.Fprintln(p.w, "\nNotes:")
 			for _, n := range notes {
 				fmt.Fprintf(p.w, "  %s\n", render.Clean(n))
 			}

@@ -49,7 +49,11 @@ func (f *taskFields) add(c *client, cmd *cobra.Command, edit bool) {
 	}
 	fl.StringVar(&f.description, "description", "", clear("what the work is, markdown `TEXT` (-: read it from standard input)"))
 	fl.StringVar(&f.acceptance, "acceptance", "", clear("how to tell the work is done, `TEXT`"))
-	fl.Uint64Var(&f.priority, "priority", reducer.DefaultPriority, fmt.Sprintf("`N` from %d, the most urgent, to %d", reducer.MinPriority, reducer.MaxPriority))
+	prio, prioUsage := uint64(reducer.DefaultPriority), fmt.Sprintf("`N` from %d, the most urgent, to %d", reducer.MinPriority, reducer.MaxPriority)
+	if edit {
+		prio, prioUsage = 0, prioUsage+" (default: kept)"
+	}
+	fl.Uint64Var(&f.priority, "priority", prio, prioUsage)
 	labelUsage := "a label `L`; repeat it, or separate them with commas"
 	if edit {
 		labelUsage += "; the labels given replace the task's (--label \"\" removes them all)"
