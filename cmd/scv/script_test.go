@@ -41,7 +41,8 @@ var update = flag.Bool("update", false, "rewrite the transcripts of testdata/scr
 // daemon of its own, in-process, on the default paths of a home folder
 // of its own ($HOME/.local/state/scv/ledger.db), its socket in
 // $SCV_SOCKET, in time zone UTC; $SOCKDIR is a folder with a path short
-// enough for the sockets of other daemons a script starts. `scv` is this
+// enough for the sockets of other daemons a script starts; $MODROOT is
+// the module's root, for the testdata of other packages. `scv` is this
 // binary.
 func TestScripts(t *testing.T) {
 	t.Parallel()
@@ -71,12 +72,16 @@ func scriptSetup(env *testscript.Env) error {
 	if err != nil {
 		return err
 	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		return err
+	}
 	for k, v := range map[string]string{
 		// acpagent, the scripted ACP agent that make build puts beside
 		// scv, for the live agents of the transcripts.
 		"PATH": agentDir + string(os.PathListSeparator) + env.Getenv("PATH"), "ACPAGENT_STATE": filepath.Join(env.WorkDir, "agent-state"),
 		"HOME": home, "XDG_STATE_HOME": "", "XDG_RUNTIME_DIR": "", "XDG_CONFIG_HOME": filepath.Join(home, ".config"),
-		"SCV_DB": "", "SCV_SOCKET": sock, "SOCKDIR": sockDir, "TZ": "UTC", "NO_COLOR": "", "COLUMNS": "", "SCV_PARENT": "",
+		"SCV_DB": "", "SCV_SOCKET": sock, "SOCKDIR": sockDir, "MODROOT": root, "TZ": "UTC", "NO_COLOR": "", "COLUMNS": "", "SCV_PARENT": "",
 	} {
 		env.Setenv(k, v)
 	}
