@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -100,7 +101,7 @@ of its runs, or that added or edited a task under it).`,
 				if st.Task == nil {
 					return errors.New("the daemon's reply carries no task")
 				}
-				if err := printTaskDetail(p, st.Task); err != nil {
+				if err := printTaskDetail(p, st.Task, c.taskNames(args[0], st.Task)); err != nil {
 					return err
 				}
 				fmt.Fprintln(p.w, "\nRuns:")
@@ -120,9 +121,30 @@ of its runs, or that added or edited a task under it).`,
 	}
 }
 
+// taskNames names the tasks of project as the tables do, for the epic
+// and the dependencies of t (nothing to ask when it has none); when the
+// daemon cannot say, tasks are named by ID.
+func (c *client) taskNames(project string, t *api.TaskDetail) taskName {
+	if t.Parent == "" && len(t.DependsOn) == 0 {
+		return taskName{}
+	}
+	return c.projectTaskNames(project)
+}
+
+// projectTaskNames is taskNames of the tasks of project, or none when
+// the daemon cannot say.
+func (c *client) projectTaskNames(project string) taskName {
+	st, err := c.do(api.CmdProjectTasks{Project: project})
+	if err != nil || st.Project == nil {
+		return taskName{}
+	}
+	return taskNames(st.Project.Tasks)
+}
+
 // printTaskDetail writes a task's block, then its description and
-// acceptance, each under its heading.
-func printTaskDetail(p *printer, t *api.TaskDetail) error {
+// acceptance, each under its heading; names names its epic and
+// dependencies.
+func printTaskDetail(p *printer, t *api.TaskDetail, names taskName) error {
 	b := render.Block()
 	b.Add("task", t.ID)
 	b.Add("title", t.Title)
@@ -132,11 +154,15 @@ func printTaskDetail(p *printer, t *api.TaskDetail) error {
 	b.Add("status", string(t.Status))
 	b.Add("priority", fmt.Sprint(priorityOf(t.Priority)))
 	b.Add("labels", joinDash(t.Labels))
-	b.Add("epic", dash(t.Parent))
+	b.Add("epic", dash(names.of(t.Parent)))
 	if t.Children > 0 {
 		b.Add("children", fmt.Sprint(t.Children))
 	}
-	b.Add("depends on", joinDash(t.DependsOn))
+	deps := make([]string, len(t.DependsOn))
+	for i, d := range t.DependsOn {
+		deps[i] = names.of(d)
+	}
+	b.Add("depends on", joinDash(deps))
 	b.Add("discovered from", dash(t.DiscoveredFrom))
 	b.Add("retries", fmt.Sprintf("%d/%d", t.Retries, t.MaxRetries))
 	b.Add("attempts", fmt.Sprint(t.Attempts))
@@ -231,7 +257,7 @@ func (o *TaskNextOptions) run() error {
 			if err := printNewID(p, "run", r.RunID, "started", nil); err != nil {
 				return err
 			}
-			return printTaskDetail(p, st.Task)
+			return printTaskDetail(p, st.Task, o.c.taskNames(o.Project, st.Task))
 		})
 	var d daemonError
 	if errors.As(err, &d) && d.e.Data.Reason == api.ReasonNothingReady {
@@ -263,7 +289,9 @@ the oldest. Epics, and tasks waiting for an approval, are left out; with
 		ValidArgsFunction: c.completeProjects,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Project = args[0]
-			_, err := o.c.call(api.CmdProjectReady{Project: o.Project, Labels: o.Labels}, printReadyReply)
+			_, err := o.c.call(api.CmdProjectReady{Project: o.Project, Labels: o.Labels}, func(p *printer, st *api.DaemonStatus) error {
+				return printReadyReply(p, st, o.c.projectTaskNames)
+			})
 			return err
 		},
 	}
@@ -271,8 +299,9 @@ the oldest. Epics, and tasks waiting for an approval, are left out; with
 	return cmd
 }
 
-// printReadyReply is `scv project ready`.
-func printReadyReply(p *printer, st *api.DaemonStatus) error {
+// printReadyReply is `scv project ready`; namesOf names the epics, asked
+// only when a task has one.
+func printReadyReply(p *printer, st *api.DaemonStatus, namesOf func(project string) taskName) error {
 	r, err := projectOf(st, api.KindTasks)
 	if err != nil {
 		return err
@@ -281,9 +310,13 @@ func printReadyReply(p *printer, st *api.DaemonStatus) error {
 		_, err := fmt.Fprintln(p.w, "no task is ready")
 		return err
 	}
+	names := taskName{}
+	if slices.ContainsFunc(r.Tasks, func(t api.ProjectTask) bool { return t.Parent != "" }) {
+		names = namesOf(r.ProjectID)
+	}
 	t := render.NewTable("ID", "~TITLE", "PRIORITY", "~LABELS", "~EPIC")
 	for _, x := range r.Tasks {
-		t.Add(x.ID, x.Title, fmt.Sprint(priorityOf(x.Priority)), joinDash(x.Labels), dash(x.Parent))
+		t.Add(x.ID, x.Title, fmt.Sprint(priorityOf(x.Priority)), joinDash(x.Labels), dash(names.of(x.Parent)))
 	}
 	return p.table(t)
 }
