@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"scv/control"
@@ -21,6 +22,17 @@ const callTimeout = 30 * time.Second
 type streams struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+}
+
+// openInput opens the file name, or standard input for - (a FILE|- argument).
+func openInput(stdin io.Reader, name string) (io.ReadCloser, error) {
+	if name == "-" {
+		if stdin == nil {
+			return nil, usagef("-: no standard input to read")
+		}
+		return io.NopCloser(stdin), nil
+	}
+	return os.Open(name)
 }
 
 // client is one scv invocation: its streams, its global flags and its

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -360,19 +359,27 @@ task of each key.`,
   scv project plan apply acme plan.json --json | jq .plan`,
 		Args:              exactArgs("PROJECT", "FILE"),
 		ValidArgsFunction: c.completeProjects,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Project, o.File = args[0], args[1]
-			r, err := openInput(o.c.stdin, o.File)
-			if err != nil {
-				return err
-			}
-			defer r.Close()
+		RunE: o.runE(func(r io.Reader) (*plan.File, []string, error) {
 			f, err := plan.Parse(r)
-			if err != nil {
-				return err
-			}
-			return o.apply(f, nil)
-		},
+			return f, nil, err
+		}),
+	}
+}
+
+// runE reads PROJECT FILE's plan with read, then applies it.
+func (o *PlanApplyOptions) runE(read func(io.Reader) (*plan.File, []string, error)) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		o.Project, o.File = args[0], args[1]
+		r, err := openInput(o.c.stdin, o.File)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		f, notes, err := read(r)
+		if err != nil {
+			return err
+		}
+		return o.apply(f, notes)
 	}
 }
 
@@ -434,17 +441,6 @@ func wireTasks(f *plan.File) ([]api.PlanTask, error) {
 	return tasks, nil
 }
 
-// openInput opens the file name, or stdin for -.
-func openInput(stdin io.Reader, name string) (io.ReadCloser, error) {
-	if name == "-" {
-		if stdin == nil {
-			return nil, usagef("-: no standard input to read")
-		}
-		return io.NopCloser(stdin), nil
-	}
-	return os.Open(name)
-}
-
 func newPlanImportBeadsCmd(c *client) *cobra.Command {
 	o := &PlanApplyOptions{c: c}
 	return &cobra.Command{
@@ -461,19 +457,7 @@ the daemon's reply).`,
   bd export | scv project plan import-beads acme -`,
 		Args:              exactArgs("PROJECT", "FILE"),
 		ValidArgsFunction: c.completeProjects,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Project, o.File = args[0], args[1]
-			r, err := openInput(o.c.stdin, o.File)
-			if err != nil {
-				return err
-			}
-			defer r.Close()
-			f, notes, err := plan.FromBeads(r)
-			if err != nil {
-				return err
-			}
-			return o.apply(f, notes)
-		},
+		RunE:              o.runE(plan.FromBeads),
 	}
 }
 
