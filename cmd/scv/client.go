@@ -11,6 +11,8 @@ import (
 	"scv/control"
 	"scv/control/api"
 	"scv/control/follow"
+
+	"golang.org/x/term"
 )
 
 // callTimeout bounds one client command: dialling, sending and reading the
@@ -24,15 +26,25 @@ type streams struct {
 	stdout, stderr io.Writer
 }
 
-// openInput opens the file name, or standard input for - (a FILE|- argument).
-func openInput(stdin io.Reader, name string) (io.ReadCloser, error) {
+// openInput opens the file name, or standard input for - (a FILE|-
+// argument); what it holds is what, for the note on a terminal.
+func (c *client) openInput(name, what string) (io.ReadCloser, error) {
 	if name == "-" {
-		if stdin == nil {
+		if c.stdin == nil {
 			return nil, usagef("-: no standard input to read")
 		}
-		return io.NopCloser(stdin), nil
+		c.readingNote(what)
+		return io.NopCloser(c.stdin), nil
 	}
 	return os.Open(name)
+}
+
+// readingNote says, when standard input is a terminal, that what is read
+// from it.
+func (c *client) readingNote(what string) {
+	if f, ok := c.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		c.note("reading %s from standard input; end it with Ctrl-D", what)
+	}
 }
 
 // client is one scv invocation: its streams, its global flags and its

@@ -137,7 +137,7 @@ func (o *VerifyOptions) run() error {
 }
 
 func (o *VerifyOptions) runBundle() error {
-	r, err := openInput(o.c.stdin, o.Bundle)
+	r, err := o.c.openInput(o.Bundle, "the bundle")
 	if err != nil {
 		return fmt.Errorf("ledger verify: %w", err)
 	}

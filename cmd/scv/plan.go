@@ -52,7 +52,7 @@ nothing.
 		ValidArgsFunction: c.completeProjectTask(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Project, o.Task, o.set = args[0], args[1], cmd.Flags().Changed
-			if err := o.Fields.read(cmd, o.c.stdin); err != nil {
+			if err := o.Fields.read(cmd, o.c); err != nil {
 				return err
 			}
 			return o.run()
@@ -359,7 +359,7 @@ task of each key.`,
   scv project plan apply acme plan.json --json | jq .plan`,
 		Args:              exactArgs("PROJECT", "FILE"),
 		ValidArgsFunction: c.completeProjects,
-		RunE: o.runE(func(r io.Reader) (*plan.File, []string, error) {
+		RunE: o.runE("the plan", func(r io.Reader) (*plan.File, []string, error) {
 			f, err := plan.Parse(r)
 			return f, nil, err
 		}),
@@ -367,10 +367,10 @@ task of each key.`,
 }
 
 // runE reads PROJECT FILE's plan with read, then applies it.
-func (o *PlanApplyOptions) runE(read func(io.Reader) (*plan.File, []string, error)) func(*cobra.Command, []string) error {
+func (o *PlanApplyOptions) runE(what string, read func(io.Reader) (*plan.File, []string, error)) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		o.Project, o.File = args[0], args[1]
-		r, err := openInput(o.c.stdin, o.File)
+		r, err := o.c.openInput(o.File, what)
 		if err != nil {
 			return err
 		}
@@ -457,7 +457,7 @@ the daemon's reply).`,
   bd export | scv project plan import-beads acme -`,
 		Args:              exactArgs("PROJECT", "FILE"),
 		ValidArgsFunction: c.completeProjects,
-		RunE:              o.runE(plan.FromBeads),
+		RunE:              o.runE("the issues", plan.FromBeads),
 	}
 }
 

@@ -59,7 +59,7 @@ The first line printed is "task ID added": its second word is the ID.`,
 		ValidArgsFunction: c.completeProjects,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Project, o.Title = args[0], args[1]
-			if err := o.Fields.read(cmd, o.c.stdin); err != nil {
+			if err := o.Fields.read(cmd, o.c); err != nil {
 				return err
 			}
 			return o.run()

@@ -67,14 +67,15 @@ func (f *taskFields) add(c *client, cmd *cobra.Command, edit bool) {
 
 // read sets the pointers of the flags given, the description from stdin
 // for -.
-func (f *taskFields) read(cmd *cobra.Command, stdin io.Reader) error {
+func (f *taskFields) read(cmd *cobra.Command, c *client) error {
 	set := cmd.Flags().Changed
 	if set("description") {
 		if f.description == "-" {
-			if stdin == nil {
-				return usagef("--description -: no standard input to read")
+			r, err := c.openInput("-", "the description")
+			if err != nil {
+				return err
 			}
-			b, err := io.ReadAll(stdin)
+			b, err := io.ReadAll(r)
 			if err != nil {
 				return fmt.Errorf("--description -: read standard input: %w", err)
 			}
