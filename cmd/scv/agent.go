@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"scv/control/api"
 	"scv/control/follow"
@@ -367,8 +366,8 @@ runs of that task of the project instead.`,
 		Args:              rangeArgs(1, "NAME", "TEXT"),
 		ValidArgsFunction: c.completeAgents,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f, ok := c.stdin.(*os.File); ok && (len(args) < 2 || args[1] == "-") && term.IsTerminal(int(f.Fd())) {
-				c.note("reading the prompt from standard input; end it with Ctrl-D")
+			if len(args) < 2 || args[1] == "-" {
+				c.readingNote("the prompt")
 			}
 			text, err := promptText(args[1:], c.stdin)
 			if err != nil {

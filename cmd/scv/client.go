@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"time"
 
 	"scv/control"
 	"scv/control/api"
 	"scv/control/follow"
+
+	"golang.org/x/term"
 )
 
 // callTimeout bounds one client command: dialling, sending and reading the
@@ -22,6 +25,27 @@ const callTimeout = 30 * time.Second
 type streams struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+}
+
+// openInput opens the file name, or standard input for - (a FILE|-
+// argument); what it holds is what, for the note on a terminal.
+func (c *client) openInput(name, what string) (io.ReadCloser, error) {
+	if name == "-" {
+		if c.stdin == nil {
+			return nil, usagef("-: no standard input to read")
+		}
+		c.readingNote(what)
+		return io.NopCloser(c.stdin), nil
+	}
+	return os.Open(name)
+}
+
+// readingNote says, when standard input is a terminal, that what is read
+// from it.
+func (c *client) readingNote(what string) {
+	if f, ok := c.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		c.note("reading %s from standard input; end it with Ctrl-D", what)
+	}
 }
 
 // client is one scv invocation: its streams, its global flags and its

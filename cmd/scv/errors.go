@@ -25,6 +25,8 @@ const (
 	exitQFailed     = 6 // a question failed: no chat could take it, or the daemon restarted
 	exitWithdrawn   = 7 // a question was withdrawn: nobody followed it
 	exitPending     = 8 // confirm status: the question is still pending
+	// project task next: no task is ready (the daemon's nothing_ready).
+	exitNothingReady = 9
 	// agent start: the command is not on the PATH, as for delegate.
 	exitNotFound = supervise.ExitNotFound
 )

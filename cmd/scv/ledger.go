@@ -137,15 +137,11 @@ func (o *VerifyOptions) run() error {
 }
 
 func (o *VerifyOptions) runBundle() error {
-	var r io.Reader = o.c.stdin
-	if o.Bundle != "-" {
-		f, err := os.Open(o.Bundle)
-		if err != nil {
-			return fmt.Errorf("ledger verify: %w", err)
-		}
-		defer f.Close()
-		r = f
+	r, err := o.c.openInput(o.Bundle, "the bundle")
+	if err != nil {
+		return fmt.Errorf("ledger verify: %w", err)
 	}
+	defer r.Close()
 	rep, err := ledger.VerifyBundle(r, o.Heads)
 	if err != nil {
 		return err

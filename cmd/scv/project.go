@@ -33,12 +33,14 @@ func newProjectCmd(c *client) *cobra.Command {
 			func(pr *printer, st *api.DaemonStatus) error { return printProjectBlock(pr, st, "") }),
 		newProjectViewCmd(c, "tasks", "A project's tasks: status, retries, dependencies, run, progress",
 			func(p string) api.Command { return api.CmdProjectTasks{Project: p} }, printTasksReply),
+		newProjectReadyCmd(c),
 		newProjectReportCmd(c),
 		newProjectEventsCmd(c),
 		newProjectGraphCmd(c),
 		newProjectTimelineCmd(c),
 		newProjectHeartbeatCmd(c),
 		newTaskCmd(c),
+		newPlanCmd(c),
 		newRunCmd(c),
 		newProjectReleaseCmd(c),
 		newProjectArchiveCmd(c),
@@ -342,9 +344,29 @@ func printTasks(p *printer, tasks []api.ProjectTask) error {
 	}
 	names := taskNames(tasks)
 	spent := slices.ContainsFunc(tasks, func(t api.ProjectTask) bool { return t.Spend != nil })
-	cols := []string{"ID", "~TITLE", "!STATUS", "RETRIES", "~DEPENDS ON", "~RUN", "~PROGRESS", "HEARTBEAT"}
+	// PRIORITY and EPIC, when a task's priority is not the default, and
+	// when the project has epics.
+	prioritized := slices.ContainsFunc(tasks, func(t api.ProjectTask) bool { return t.Priority != nil })
+	epics := slices.ContainsFunc(tasks, func(t api.ProjectTask) bool { return t.Parent != "" })
+	cols := []string{"ID", "~TITLE", "!STATUS"}
+	if prioritized {
+		cols = append(cols, "PRIORITY")
+	}
+	if epics {
+		cols = append(cols, "~EPIC")
+	}
+	cols = append(cols, "RETRIES", "~DEPENDS ON", "~RUN", "~PROGRESS", "HEARTBEAT")
 	if spent {
 		cols = append(cols, "~SPENT")
+	}
+	var done map[string]int // an epic's children done
+	if epics {
+		done = map[string]int{}
+		for _, x := range tasks {
+			if x.Parent != "" && x.Status == reducer.TaskDone {
+				done[x.Parent]++
+			}
+		}
 	}
 	t := render.NewTable(cols...)
 	for _, x := range tasks {
@@ -356,14 +378,35 @@ func printTasks(p *printer, tasks []api.ProjectTask) error {
 			}
 			deps = strings.Join(named, ", ")
 		}
-		row := []string{x.ID, x.Title, string(x.Status), fmt.Sprintf("%d/%d", x.Retries, x.MaxRetries),
-			deps, orDash(x.RunID), orDash(x.Progress), p.agoPtr(x.LastHeartbeatUnixSeconds)}
+		row := []string{x.ID, x.Title, string(x.Status)}
+		if prioritized {
+			row = append(row, fmt.Sprint(priorityOf(x.Priority)))
+		}
+		if epics {
+			row = append(row, epicText(x, names, done))
+		}
+		row = append(row, fmt.Sprintf("%d/%d", x.Retries, x.MaxRetries),
+			deps, orDash(x.RunID), orDash(x.Progress), p.agoPtr(x.LastHeartbeatUnixSeconds))
 		if spent {
 			row = append(row, spendText(x.Spend))
 		}
 		t.Add(row...)
 	}
 	return p.table(t)
+}
+
+// epicText is a task's EPIC cell: an epic's children done of all
+// ("epic 2/5"), a child's epic, or -.
+func epicText(x api.ProjectTask, names taskName, done map[string]int) string {
+	switch {
+	case x.Children > 0 && x.Parent != "":
+		return fmt.Sprintf("epic %d/%d, in %s", done[x.ID], x.Children, names.of(x.Parent))
+	case x.Children > 0:
+		return fmt.Sprintf("epic %d/%d", done[x.ID], x.Children)
+	case x.Parent != "":
+		return names.of(x.Parent)
+	}
+	return "-"
 }
 
 // taskName is how the tables name a project's tasks: by title, where

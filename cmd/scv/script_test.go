@@ -41,7 +41,8 @@ var update = flag.Bool("update", false, "rewrite the transcripts of testdata/scr
 // daemon of its own, in-process, on the default paths of a home folder
 // of its own ($HOME/.local/state/scv/ledger.db), its socket in
 // $SCV_SOCKET, in time zone UTC; $SOCKDIR is a folder with a path short
-// enough for the sockets of other daemons a script starts. `scv` is this
+// enough for the sockets of other daemons a script starts; $MODROOT is
+// the module's root, for the testdata of other packages. `scv` is this
 // binary.
 func TestScripts(t *testing.T) {
 	t.Parallel()
@@ -71,12 +72,16 @@ func scriptSetup(env *testscript.Env) error {
 	if err != nil {
 		return err
 	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		return err
+	}
 	for k, v := range map[string]string{
 		// acpagent, the scripted ACP agent that make build puts beside
 		// scv, for the live agents of the transcripts.
 		"PATH": agentDir + string(os.PathListSeparator) + env.Getenv("PATH"), "ACPAGENT_STATE": filepath.Join(env.WorkDir, "agent-state"),
 		"HOME": home, "XDG_STATE_HOME": "", "XDG_RUNTIME_DIR": "", "XDG_CONFIG_HOME": filepath.Join(home, ".config"),
-		"SCV_DB": "", "SCV_SOCKET": sock, "SOCKDIR": sockDir, "TZ": "UTC", "NO_COLOR": "", "COLUMNS": "", "SCV_PARENT": "",
+		"SCV_DB": "", "SCV_SOCKET": sock, "SOCKDIR": sockDir, "MODROOT": root, "TZ": "UTC", "NO_COLOR": "", "COLUMNS": "", "SCV_PARENT": "",
 	} {
 		env.Setenv(k, v)
 	}
@@ -261,6 +266,7 @@ var transcripts = []struct{ doc, script string }{
 	{"README.md", "readme.txtar"},
 	{"docs/agents.md", "agents.txtar"},
 	{"docs/usage.md", "usage.txtar"},
+	{"docs/plan.md", "plan.txtar"},
 }
 
 // TestTranscriptsFollowOneAnother: a newcomer follows the walk-throughs
@@ -289,7 +295,9 @@ func TestTranscriptsFollowOneAnother(t *testing.T) {
 // indented line `$ COMMAND` is a command and the indented lines after it
 // what it prints. Each command runs in sh, as pasted into a shell (a
 // trailing `# comment` dropped), its stdout and stderr together;
-// `VAR=$(…)` sets VAR for the commands after it.
+// `VAR=$(…)` sets VAR for the commands after it. A fenced block of the
+// document (anywhere in it) right after a line `<!-- file: NAME -->` is
+// the file NAME in the folder the commands run in, as a reader saves it.
 func transcriptScript(doc, name, text string) (string, error) {
 	begin, end := "<!-- transcript: cmd/scv/testdata/script/"+name+" -->", "<!-- end of transcript -->"
 	_, rest, ok := strings.Cut(text, begin)
@@ -301,6 +309,9 @@ func transcriptScript(doc, name, text string) (string, error) {
 		return "", fmt.Errorf("%s has no %q", doc, end)
 	}
 	var script, files strings.Builder
+	for _, m := range docFile.FindAllStringSubmatch(text, -1) {
+		fmt.Fprintf(&files, "-- %s --\n%s\n", m[1], m[2])
+	}
 	fmt.Fprintf(&script, "# Generated from %s by TestTranscripts; do not edit: edit the\n"+
 		"# document and run `go test ./cmd/scv -run TestTranscripts -update`.\n"+
 		"# Each command of the walk-through, run by sh as a user pastes it,\n"+
@@ -317,8 +328,12 @@ func transcriptScript(doc, name, text string) (string, error) {
 			out = nil
 		}
 	}
+	fenced := false
 	for line := range strings.SplitSeq(region, "\n") {
-		if !strings.HasPrefix(line, "    ") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+		}
+		if fenced || !strings.HasPrefix(line, "    ") {
 			flush()
 			continue
 		}
@@ -344,6 +359,10 @@ func transcriptScript(doc, name, text string) (string, error) {
 	flush()
 	return script.String() + "\n" + files.String(), nil
 }
+
+// docFile is a file of a document's walk-through: a fenced block after
+// `<!-- file: NAME -->`.
+var docFile = regexp.MustCompile("(?s)<!-- file: (\\S+) -->\n```[^\n]*\n(.*?)\n```\n")
 
 // TestTranscripts: testdata/script/readme.txtar is README.md's
 // walk-through, and agents.txtar docs/agents.md's, so that TestScripts

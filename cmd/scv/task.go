@@ -16,6 +16,9 @@ func newTaskCmd(c *client) *cobra.Command {
 	return withExample(`  scv project task add acme build --max-retries 1
   scv project task update acme $T blocked --progress "waiting on CI"`, group("task", "Add tasks and record what was observed of them",
 		newTaskAddCmd(c),
+		newTaskEditCmd(c),
+		newTaskShowCmd(c),
+		newTaskNextCmd(c),
 		newTaskUpdateCmd(c),
 		newTaskRetryCmd(c),
 	))
@@ -28,6 +31,7 @@ type TaskAddOptions struct {
 	Title      string
 	DependsOn  listFlag
 	MaxRetries uint64
+	Fields     taskFields
 }
 
 func newTaskAddCmd(c *client) *cobra.Command {
@@ -40,20 +44,28 @@ task it depends on (--depends-on: IDs, or unique titles, of tasks of the
 same project) is done.
 --max-retries is how many failed runs are retried: 0 means the first
 failure is final, 2 allows three attempts in all.
+` + taskFieldsHelp + `
 
 The first line printed is "task ID added": its second word is the ID.`,
 		Example: `  scv project task add acme build --max-retries 1
   B=$(scv project task add acme build | awk 'NR==1{print $2}')
   scv project task add acme test --depends-on $B --max-retries 2
   scv project task add acme package --depends-on build,test   # by unique title
-  scv project task add acme -- -odd-title    # a title that starts with a dash`,
+  scv project task add acme -- -odd-title    # a title that starts with a dash
+  scv project task add acme schema --priority 0 --label db --parent storage \
+      --description "The tables of events." --acceptance "the migration tests pass"
+  git log -1 --format=%B | scv project task add acme "follow up" --description -`,
 		Args:              exactArgs("PROJECT", "TITLE"),
 		ValidArgsFunction: c.completeProjects,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Project, o.Title = args[0], args[1]
+			if err := o.Fields.read(cmd, o.c); err != nil {
+				return err
+			}
 			return o.run()
 		},
 	}
+	o.Fields.add(c, cmd, false)
 	cmd.Flags().Var(&o.DependsOn, "depends-on", "a task this task waits for, its `ID` or unique title; repeat it, or separate them with commas")
 	cmd.Flags().Uint64Var(&o.MaxRetries, "max-retries", 0, "how many failed runs are retried, `N` (default 0: the first failure is final)")
 	cmd.RegisterFlagCompletionFunc("depends-on", c.completeTaskFlag)
@@ -64,8 +76,11 @@ func (o *TaskAddOptions) run() error {
 	if o.MaxRetries > math.MaxUint32 {
 		return usagef("--max-retries %d is too large (at most %d)", o.MaxRetries, uint64(math.MaxUint32))
 	}
+	f := &o.Fields
 	_, err := o.c.call(api.CmdProjectTaskAdd{
 		Project: o.Project, Title: o.Title, DependsOn: o.DependsOn.list(), MaxRetries: uint32(o.MaxRetries),
+		Description: f.Description, Acceptance: f.Acceptance, Priority: f.Priority, Labels: f.labels(),
+		Parent: f.Parent, DiscoveredFrom: f.DiscoveredFrom,
 	}, func(p *printer, st *api.DaemonStatus) error {
 		r, err := projectOf(st, api.KindTaskAdded)
 		if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -116,6 +117,9 @@ func TestCommandTreeJSON(t *testing.T) {
 	question := st.Confirm.ID
 	jsonOf("confirm", "ask", "and this one?")
 	other := st.Confirm.ID
+	planFile, beadsFile := filepath.Join(ws, "plan.yaml"), filepath.Join(ws, "issues.jsonl")
+	require.NoError(t, os.WriteFile(planFile, []byte("version: 1\ntasks:\n  - {key: docs, title: docs, priority: 0}\n"), 0o644))
+	require.NoError(t, os.WriteFile(beadsFile, []byte(`{"id":"bd-1","title":"from beads","status":"open","priority":1,"issue_type":"task","assignee":"ana"}`+"\n"), 0o644))
 
 	type invocation struct {
 		args []string
@@ -137,6 +141,15 @@ func TestCommandTreeJSON(t *testing.T) {
 		{[]string{"project", "events", "acme"}, 0},
 		{[]string{"project", "heartbeat", "acme", "--run", run}, 0},
 		{[]string{"project", "task", "add", "acme", "lint"}, 0},
+		{[]string{"project", "plan", "apply", "acme", planFile}, 0},
+		{[]string{"project", "plan", "import-beads", "acme", beadsFile}, 0},
+		{[]string{"project", "plan", "export", "acme"}, 0},
+		{[]string{"project", "ready", "acme"}, 0},
+		{[]string{"project", "budget", "acme"}, 0},
+		{[]string{"project", "task", "edit", "acme", "docs", "--priority", "1", "--label", "doc"}, 0},
+		{[]string{"project", "task", "show", "acme", "docs"}, 0},
+		{[]string{"project", "task", "next", "acme", "--agent", "codex", "--label", "doc"}, 0},
+		{[]string{"project", "task", "next", "acme", "--agent", "codex", "--label", "doc"}, exitNothingReady},
 		{[]string{"project", "task", "update", "acme", test, "blocked", "--progress", "waiting"}, 0},
 		{[]string{"project", "run", "progress", "acme", run, "half way"}, 0},
 		{[]string{"project", "run", "finish", "acme", run, "succeeded"}, 0},
