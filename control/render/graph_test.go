@@ -209,7 +209,7 @@ func TestGraphSVG(t *testing.T) {
 			require.Len(t, n.find("rect", ""), 1, "task %s", task.ID)
 			texts := n.find("text", "")
 			require.Len(t, texts, 1, "task %s", task.ID)
-			assert.Contains(t, texts[0].allText(), attemptsText(task))
+			assert.Contains(t, texts[0].allText(), metaText(task))
 			assert.Contains(t, n.allText(), clean(task.Title), "the full title, in the tooltip")
 		}
 
