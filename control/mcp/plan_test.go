@@ -1,10 +1,12 @@
 package mcp_test
 
 import (
+	"context"
 	"regexp"
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -134,6 +136,16 @@ func TestMCPPlan(t *testing.T) {
 	n := len(e.events("acme"))
 	assert.Contains(t, call(t, bound, "task_next", nil, nil), "[forbidden]")
 	assert.Len(t, e.events("acme"), n, "nothing written")
+
+	// The report resource has the plan: priorities, the epic's progress,
+	// where work was found, and the descriptions.
+	rr, err := s.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: "scv://project/acme/report"})
+	require.NoError(t, err)
+	report := rr.Contents[0].Text
+	assert.Regexp(t, `(?m)\| release \| running \|.*\| P0 \| epic: 1/3 done \|  \|$`, report)
+	assert.Contains(t, report, "| P0 | release | run "+next.RunID+" of fix login |")
+	assert.Contains(t, report, "### fix login ("+fix+")\n\nThe login form rejects **valid** passwords.\n\nAcceptance: login_test passes\n")
+	assert.Contains(t, report, "epic "+epic+" (release): 1/3 children done, 1 running")
 
 	msg = call(t, s, "task_next", map[string]any{"labels": []string{"frontend"}}, nil)
 	assert.Regexp(t, `^nothing ready: no ready task of project acme has the labels frontend \(\d+ tasks? ready without them\) \[nothing_ready\]$`, msg)
