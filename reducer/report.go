@@ -11,8 +11,12 @@ import (
 const MaxCausesNamed = 3
 
 // Evidence returns the human-readable notes of a project report: how far
-// the tasks are, what the runs did, and one note for every task that
-// cannot progress. A task that is failed, blocked or stale is a root
+// the tasks are, what the runs did, each epic with its children's
+// progress ("epic E (release): 2/5 children done, 1 running"), each task
+// found during a run ("task T (x) was found during run R of task U (y)"),
+// and one note for every task that cannot progress. An epic failed,
+// blocked or stale with its children is a root cause that names its
+// first child of that status. A task that is failed, blocked or stale is a root
 // cause, and its note says why, with the event that shows it (and, for a
 // failure, whether its last run finished failed or went silent). A
 // pending task that waits, directly or through other tasks, on root
@@ -41,10 +45,16 @@ func Evidence(p *Project) []string {
 			plural(len(runs), "run"), counts[RunRunning], counts[RunSucceeded], counts[RunFailed], counts[RunCancelled], counts[RunStale]))
 	}
 
+	notes = append(notes, p.planNotes(tasks)...)
+
 	var roots []*Task // the root causes, in task order
 	sets := make([]*causeSet, len(tasks))
 	for i, t := range tasks {
 		switch {
+		case t.Epic() && (t.Status == TaskFailed || t.Status == TaskBlocked || t.Status == TaskStale):
+			sets[i] = singleCause(len(roots))
+			roots = append(roots, t)
+			notes = append(notes, fmt.Sprintf("epic %s (%s) cannot progress: %s [event %d]", t.ID, t.Title, p.epicCause(t), t.Since))
 		case t.Status == TaskFailed || t.Status == TaskBlocked || t.Status == TaskStale:
 			sets[i] = singleCause(len(roots))
 			roots = append(roots, t)
@@ -62,6 +72,48 @@ func Evidence(p *Project) []string {
 		}
 	}
 	return append(notes, p.approvalNotes()...)
+}
+
+// planNotes is a note per epic, with its children's progress ("epic E
+// (release): 2/5 children done, 1 running"), and a note per task found
+// during a run, naming the run and its task.
+func (p *Project) planNotes(tasks []*Task) []string {
+	var epics, found []string
+	for _, t := range tasks {
+		if t.Epic() {
+			note := fmt.Sprintf("epic %s (%s): %d/%d children done", t.ID, t.Title, t.kids[statusIndex(TaskDone)], t.Children)
+			for _, s := range []TaskStatus{TaskRunning, TaskFailed, TaskStale, TaskBlocked} {
+				if n := t.kids[statusIndex(s)]; n > 0 {
+					note += fmt.Sprintf(", %d %s", n, s)
+				}
+			}
+			epics = append(epics, note)
+		}
+		if t.DiscoveredFrom != "" {
+			note := fmt.Sprintf("task %s (%s) was found during run %s", t.ID, t.Title, t.DiscoveredFrom)
+			if r, ok := p.Run(t.DiscoveredFrom); ok {
+				note += " of task " + p.taskName(r.TaskID)
+			}
+			found = append(found, note)
+		}
+	}
+	return append(epics, found...)
+}
+
+// epicCause says why epic e, failed, blocked or stale as its children
+// are, cannot progress: its first child of that status, in task order.
+func (p *Project) epicCause(e *Task) string {
+	verb := map[TaskStatus]string{TaskFailed: "failed", TaskBlocked: "is blocked", TaskStale: "went silent"}[e.Status]
+	first := -1
+	for _, i := range p.childrenOf(e.ID) {
+		if p.tasks.Get(i).Status == e.Status && (first < 0 || i < first) {
+			first = i
+		}
+	}
+	if first < 0 {
+		return "a child " + verb
+	}
+	return fmt.Sprintf("its child %s %s", p.taskName(p.tasks.Get(first).ID), verb)
 }
 
 // approvalNotes is one note per approval, pending first: what was asked,

@@ -44,18 +44,24 @@ type argLimit struct {
 // argLimits are the bounds of the tools' arguments, by name: an argument
 // means the same in every tool that takes it.
 var argLimits = map[string]argLimit{
-	"project":      {chars: reducer.MaxRefLen},
-	"task":         {chars: reducer.MaxRefLen},
-	"run":          {chars: reducer.MaxRefLen},
-	"depends_on":   {chars: reducer.MaxRefLen, items: reducer.MaxDependsOn},
-	"title":        {chars: reducer.MaxNameLen},
-	"agent":        {chars: reducer.MaxNameLen},
-	"progress":     {chars: reducer.MaxProgressLen},
-	"reason":       {chars: reducer.MaxReasonLen},
-	"question":     {chars: reducer.MaxQuestionLen},
-	"limit":        {max: maxEvents},
-	"wait_seconds": {max: maxWait},
-	"status":       {oneOf: []string{string(reducer.RunSucceeded), string(reducer.RunFailed), string(reducer.RunCancelled)}},
+	"project":         {chars: reducer.MaxRefLen},
+	"task":            {chars: reducer.MaxRefLen},
+	"run":             {chars: reducer.MaxRefLen},
+	"depends_on":      {chars: reducer.MaxRefLen, items: reducer.MaxDependsOn},
+	"title":           {chars: reducer.MaxNameLen},
+	"description":     {chars: reducer.MaxDescriptionLen},
+	"acceptance":      {chars: reducer.MaxAcceptanceLen},
+	"labels":          {chars: reducer.MaxLabelLen, items: reducer.MaxLabels},
+	"parent":          {chars: reducer.MaxRefLen},
+	"discovered_from": {chars: reducer.MaxRefLen},
+	"priority":        {max: reducer.MaxPriority},
+	"agent":           {chars: reducer.MaxNameLen},
+	"progress":        {chars: reducer.MaxProgressLen},
+	"reason":          {chars: reducer.MaxReasonLen},
+	"question":        {chars: reducer.MaxQuestionLen},
+	"limit":           {max: maxEvents},
+	"wait_seconds":    {max: maxWait},
+	"status":          {oneOf: []string{string(reducer.RunSucceeded), string(reducer.RunFailed), string(reducer.RunCancelled)}},
 }
 
 // Tool annotations: what each kind of tool does to the ledger.

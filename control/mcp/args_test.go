@@ -84,7 +84,7 @@ func TestMCPArguments(t *testing.T) {
 		{"task_add", map[string]any{"title": nil}, "title: want a string"},
 		{"task_add", map[string]any{"title": "t", "max_retries": -1}, "max_retries: want 0 to 4294967295"},
 		{"task_add", map[string]any{"title": "t", "max_retries": 1.5}, "max_retries: want a whole number"},
-		{"task_add", map[string]any{"title": "t", long: 1}, strings.Repeat("y", 64) + "…: not an argument of this tool, which takes depends_on, max_retries, project, title"},
+		{"task_add", map[string]any{"title": "t", long: 1}, strings.Repeat("y", 64) + "…: not an argument of this tool, which takes acceptance, depends_on, description, discovered_from, labels, max_retries, parent, priority, project, title"},
 		{"task_claim", map[string]any{}, "task: required"},
 		{"project_status", map[string]any{"project": 1}, "project: want a string"},
 		{"project_events", map[string]any{"limit": 1001}, "limit: want 0 to 1000"},
@@ -162,7 +162,7 @@ func TestMCPDocListsTools(t *testing.T) {
 	s := e.session(mcp.Options{})
 	res, err := s.ListTools(context.Background(), nil)
 	require.NoError(t, err)
-	require.Len(t, res.Tools, 12)
+	require.Len(t, res.Tools, 14)
 	for _, tl := range res.Tools {
 		var row string
 		for line := range strings.SplitSeq(doc, "\n") {

@@ -54,11 +54,11 @@ func TestMCP(t *testing.T) {
 		ann[tl.Name] = tl.Annotations
 	}
 	assert.Equal(t, []string{"owner_answer_status", "owner_ask", "project_events", "project_list", "project_report",
-		"project_status", "project_tasks", "run_finish", "run_heartbeat", "run_progress", "task_add", "task_claim"}, toolNames(t, s))
-	for _, name := range []string{"project_list", "project_status", "project_tasks", "project_report", "project_events", "owner_answer_status"} {
+		"project_status", "project_tasks", "run_finish", "run_heartbeat", "run_progress", "task_add", "task_claim", "task_get", "task_next"}, toolNames(t, s))
+	for _, name := range []string{"project_list", "project_status", "project_tasks", "project_report", "project_events", "owner_answer_status", "task_get"} {
 		assert.True(t, ann[name].ReadOnlyHint, "%s only reads", name)
 	}
-	for _, name := range []string{"task_claim", "run_progress", "run_heartbeat", "run_finish", "task_add", "owner_ask"} {
+	for _, name := range []string{"task_claim", "task_next", "run_progress", "run_heartbeat", "run_finish", "task_add", "owner_ask"} {
 		assert.False(t, ann[name].ReadOnlyHint, "%s writes", name)
 		require.NotNil(t, ann[name].DestructiveHint, name)
 	}
@@ -286,7 +286,7 @@ func TestMCPScope(t *testing.T) {
 	assert.Len(t, e.events("other"), eventsBefore["other"])
 
 	ro := e.session(mcp.Options{ReadOnly: true})
-	assert.Equal(t, []string{"project_events", "project_list", "project_report", "project_status", "project_tasks"},
+	assert.Equal(t, []string{"project_events", "project_list", "project_report", "project_status", "project_tasks", "task_get"},
 		toolNames(t, ro))
 	_, err = ro.CallTool(context.Background(), &sdk.CallToolParams{Name: "task_add", Arguments: map[string]any{"project": "acme", "title": "x"}})
 	require.Error(t, err, "a read-only session has no task_add")

@@ -134,14 +134,44 @@ func reportMarkdown(r *api.ProjectReport) string {
 	if len(r.Tasks) == 0 {
 		b.WriteString("No tasks yet.\n")
 	} else {
-		b.WriteString("| ID | Title | Status | Retries | Depends on | Run | Progress |\n|---|---|---|---|---|---|---|\n")
+		b.WriteString("| ID | Title | Status | Retries | Depends on | Run | Progress | Priority | Epic | Found in |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		done := view.ChildrenDone(r.Tasks)
+		runTask := map[string]string{}
+		for _, run := range r.Runs {
+			runTask[run.ID] = run.TaskID
+		}
 		for _, t := range r.Tasks {
 			deps := make([]string, len(t.DependsOn))
 			for i, d := range t.DependsOn {
 				deps[i] = title[d]
 			}
+			prio, epic, found := "", title[t.Parent], ""
+			if t.Priority != nil {
+				prio = fmt.Sprintf("P%d", *t.Priority)
+			}
+			if t.Children > 0 {
+				epic = fmt.Sprintf("epic: %d/%d done", done[t.ID], t.Children)
+			}
+			if t.DiscoveredFrom != "" {
+				found = "run " + t.DiscoveredFrom
+				if task, ok := runTask[t.DiscoveredFrom]; ok {
+					found += " of " + title[task]
+				}
+			}
 			row(t.ID, t.Title, string(t.Status), fmt.Sprintf("%d/%d", t.Retries, t.MaxRetries), strings.Join(deps, ", "),
-				deref(t.RunID), deref(t.Progress))
+				deref(t.RunID), deref(t.Progress), prio, epic, found)
+		}
+		for _, t := range r.Tasks {
+			if t.Description == "" && t.Acceptance == "" {
+				continue
+			}
+			fmt.Fprintf(&b, "\n### %s (%s)\n\n", md(t.Title), t.ID)
+			if t.Description != "" {
+				b.WriteString(strings.TrimSpace(t.Description) + "\n")
+			}
+			if t.Acceptance != "" {
+				fmt.Fprintf(&b, "\nAcceptance: %s\n", strings.TrimSpace(t.Acceptance))
+			}
 		}
 	}
 	b.WriteString("\n## Runs\n\n")

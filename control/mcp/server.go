@@ -54,6 +54,9 @@ type server struct {
 
 	// scopeID and scopeName are the scope's project's, once known.
 	scopeID, scopeName string
+	// lastRun is the run the session claimed last (task_claim,
+	// task_next): its run when it is bound to none.
+	lastRun string
 }
 
 // NewServer is the MCP server of one session with opts, its tools
@@ -71,6 +74,7 @@ func NewServer(h api.Handler, opts Options) *sdk.Server {
 		UnsubscribeHandler: m.unsubscribe,
 	})
 	m.addReading()
+	m.addPlanReading()
 	if !opts.ReadOnly {
 		m.addWorking()
 		m.addOwner()
@@ -101,7 +105,7 @@ func (m *server) do(ctx context.Context, cmd api.Command) (*api.DaemonStatus, er
 func (m *server) instructions() string {
 	var b strings.Builder
 	b.WriteString("The scv project ledger: projects of tasks with dependencies; each task is done in runs. ")
-	b.WriteString("Claim a ready task with task_claim, report with run_progress and run_heartbeat while you work, and end with run_finish. ")
+	b.WriteString("Take the next ready task with task_next (or a given one with task_claim), read it with task_get, report with run_progress and run_heartbeat while you work, add the work you find with task_add, and end with run_finish. ")
 	if m.opts.Project != "" {
 		fmt.Fprintf(&b, "This session is confined to project %s. ", m.scopeLabel())
 	}
@@ -221,4 +225,44 @@ func (m *server) projectRun(ctx context.Context, project, run string) (string, s
 	}
 	r, err := m.run(run)
 	return p, r, err
+}
+
+// claimed records run as the session's last claimed.
+func (m *server) claimed(run string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lastRun = run
+}
+
+// sessionRun is the session's run: the one it is bound to, else the last
+// it claimed; nil if none.
+func (m *server) sessionRun() *string {
+	if m.opts.Run != "" {
+		return &m.opts.Run
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lastRun == "" {
+		return nil
+	}
+	r := m.lastRun
+	return &r
+}
+
+// sessionTask is the task of the session's run, in project p.
+func (m *server) sessionTask(ctx context.Context, p string) (string, error) {
+	r := m.sessionRun()
+	if r == nil {
+		return "", refused("task: give the task's ID or title (this session has no run whose task it would be)")
+	}
+	st, err := m.do(ctx, api.CmdProjectReport{Project: p})
+	if err != nil {
+		return "", err
+	}
+	for _, run := range st.Project.Report.Runs {
+		if run.ID == *r {
+			return run.TaskID, nil
+		}
+	}
+	return "", api.NewError(api.CodeNotFound, api.ReasonNotFound, "not found: run %s of the session in project %s", *r, p)
 }

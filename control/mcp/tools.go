@@ -185,10 +185,38 @@ type finishIn struct {
 }
 
 type taskAddIn struct {
-	Project    string   `json:"project,omitempty" jsonschema:"the project's name or ID (default: the session's project)"`
-	Title      string   `json:"title" jsonschema:"the task's title"`
-	DependsOn  []string `json:"depends_on,omitempty" jsonschema:"the tasks of the project that must be done first, each by its ID (or its title when no other task has it)"`
-	MaxRetries uint32   `json:"max_retries,omitempty" jsonschema:"failed runs that are retried (default 0: the first failure is final)"`
+	Project        string   `json:"project,omitempty" jsonschema:"the project's name or ID (default: the session's project)"`
+	Title          string   `json:"title" jsonschema:"the task's title"`
+	DependsOn      []string `json:"depends_on,omitempty" jsonschema:"the tasks of the project that must be done first, each by its ID (or its title when no other task has it)"`
+	MaxRetries     uint32   `json:"max_retries,omitempty" jsonschema:"failed runs that are retried (default 0: the first failure is final)"`
+	Description    string   `json:"description,omitempty" jsonschema:"the statement of the work, markdown"`
+	Acceptance     string   `json:"acceptance,omitempty" jsonschema:"how to tell the work is done"`
+	Priority       *uint32  `json:"priority,omitempty" jsonschema:"0 the most urgent to 4 the least (default 2)"`
+	Labels         []string `json:"labels,omitempty" jsonschema:"short names to pick tasks by (task_next's labels)"`
+	Parent         string   `json:"parent,omitempty" jsonschema:"the task's epic, a task of the project by its ID (or its title when no other task has it)"`
+	DiscoveredFrom *string  `json:"discovered_from,omitempty" jsonschema:"the run during which the work was found (default: the session's run, the one it is bound to or the last it claimed; an empty string for none)"`
+}
+
+type taskGetIn struct {
+	Project string `json:"project,omitempty" jsonschema:"the project's name or ID (default: the session's project)"`
+	Task    string `json:"task,omitempty" jsonschema:"the task's ID, or its title when no other task of the project has it (default: the task of the session's run)"`
+}
+
+type taskGetOut struct {
+	Task taskOut `json:"task" jsonschema:"the task with every field (description, acceptance, priority, labels, parent, discovered_from, children), its attempts and its runs in the order they started"`
+}
+
+type taskNextIn struct {
+	Project string   `json:"project,omitempty" jsonschema:"the project's name or ID (default: the session's project)"`
+	Agent   string   `json:"agent,omitempty" jsonschema:"who works on it (default: the MCP client's name)"`
+	Labels  []string `json:"labels,omitempty" jsonschema:"claim only a task with every one of these labels"`
+}
+
+type taskNextOut struct {
+	RunID   string             `json:"run_id" jsonschema:"the run: give it to run_progress, run_heartbeat and run_finish"`
+	Agent   string             `json:"agent" jsonschema:"the run's agent, as the ledger records it"`
+	Task    taskOut            `json:"task" jsonschema:"the task claimed, with every field: read its description and acceptance"`
+	Project api.ProjectSummary `json:"project"`
 }
 
 type taskAddOut struct {
@@ -211,7 +239,25 @@ func (m *server) addWorking() {
 			if err != nil {
 				return claimOut{}, err
 			}
+			m.claimed(st.Project.RunID)
 			return claimOut{RunID: st.Project.RunID, Agent: agent, Project: *st.Project.Project}, nil
+		})
+	tool(m, "task_next", "Take the next task", "Claim the project's next ready task (the most urgent, then the oldest; epics are never claimed) and start its run, in one write: no other claimer gets it. Returns the run's ID and the task with its description and acceptance. Nothing ready is an error that says why (nothing_ready).",
+		writes, func(ctx context.Context, req *sdk.CallToolRequest, in taskNextIn) (taskNextOut, error) {
+			if m.opts.Run != "" {
+				return taskNextOut{}, outOfScope("this session reports on run %s only: it claims no task", m.opts.Run)
+			}
+			p, err := m.project(ctx, in.Project)
+			if err != nil {
+				return taskNextOut{}, err
+			}
+			agent := m.agent(req, in.Agent)
+			st, err := m.do(ctx, api.CmdProjectTaskNext{Project: p, Agent: agent, Labels: in.Labels})
+			if err != nil {
+				return taskNextOut{}, err
+			}
+			m.claimed(st.Project.RunID)
+			return taskNextOut{RunID: st.Project.RunID, Agent: agent, Task: taskOf(st.Task), Project: *st.Project.Project}, nil
 		})
 	tool(m, "run_progress", "Report progress", "Record what a running run is doing. Progress is journaled at most once per the daemon's heartbeat interval; one sent sooner is accepted and not journaled (send it again later, or give it as run_finish's reason). Counts as a heartbeat.",
 		writes, func(ctx context.Context, _ *sdk.CallToolRequest, in progressIn) (projectOut, error) {
@@ -259,11 +305,8 @@ func (m *server) addWorking() {
 			}
 			return projectOut{Project: *st.Project.Project}, nil
 		})
-	tool(m, "task_add", "Add a task", "Add a task to the project, after the tasks it depends on.",
+	tool(m, "task_add", "Add a task", "Add a task to the project, after the tasks it depends on, with what it asks (description, acceptance), its priority, labels and epic (parent). Work found while doing a run records it: discovered_from is the session's run unless given.",
 		writes, func(ctx context.Context, _ *sdk.CallToolRequest, in taskAddIn) (taskAddOut, error) {
-			if m.opts.Run != "" {
-				return taskAddOut{}, outOfScope("this session reports on run %s only: it adds no task", m.opts.Run)
-			}
 			p, err := m.project(ctx, in.Project)
 			if err != nil {
 				return taskAddOut{}, err
@@ -272,12 +315,70 @@ func (m *server) addWorking() {
 			if deps == nil {
 				deps = []string{}
 			}
-			st, err := m.do(ctx, api.CmdProjectTaskAdd{Project: p, Title: in.Title, DependsOn: deps, MaxRetries: in.MaxRetries})
+			from := in.DiscoveredFrom
+			if from == nil {
+				from = m.sessionRun()
+			}
+			c := api.CmdProjectTaskAdd{Project: p, Title: in.Title, DependsOn: deps, MaxRetries: in.MaxRetries,
+				Priority: in.Priority, Labels: in.Labels, Description: nonEmpty(in.Description),
+				Acceptance: nonEmpty(in.Acceptance), Parent: nonEmpty(in.Parent)}
+			if from != nil && *from != "" {
+				c.DiscoveredFrom = from
+			}
+			st, err := m.do(ctx, c)
 			if err != nil {
 				return taskAddOut{}, err
 			}
 			return taskAddOut{TaskID: st.Project.TaskID, Project: *st.Project.Project}, nil
 		})
+}
+
+// addPlanReading adds the tools that read the plan: one task with every
+// field.
+func (m *server) addPlanReading() {
+	tool(m, "task_get", "Read a task", "One task with every field, for an agent to read its work: title, description, acceptance, priority, labels, epic (parent) and children, discovered_from, status, and its runs with their attempts. Without task, the task of the session's run.",
+		readOnly, func(ctx context.Context, _ *sdk.CallToolRequest, in taskGetIn) (taskGetOut, error) {
+			p, err := m.project(ctx, in.Project)
+			if err != nil {
+				return taskGetOut{}, err
+			}
+			task := in.Task
+			if task == "" {
+				if task, err = m.sessionTask(ctx, p); err != nil {
+					return taskGetOut{}, err
+				}
+			}
+			st, err := m.do(ctx, api.CmdProjectTaskShow{Project: p, Task: task})
+			if err != nil {
+				return taskGetOut{}, err
+			}
+			return taskGetOut{Task: taskOf(st.Task)}, nil
+		})
+}
+
+// taskOut is a task as task_get and task_next give it: every field and
+// its runs, without the events that shaped it (project_events has them).
+type taskOut struct {
+	api.ProjectTask
+	Attempts uint32           `json:"attempts" jsonschema:"the runs the task has had"`
+	Runs     []api.ProjectRun `json:"runs" jsonschema:"the task's runs, in the order they started"`
+}
+
+// taskOf is d as taskOut.
+func taskOf(d *api.TaskDetail) taskOut {
+	t := taskOut{ProjectTask: d.ProjectTask, Attempts: d.Attempts, Runs: d.Runs}
+	if t.Runs == nil {
+		t.Runs = []api.ProjectRun{}
+	}
+	return t
+}
+
+// nonEmpty is s, or nil when it is empty: an argument left out.
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // agent is the agent a run claimed in this session is recorded with:

@@ -13,11 +13,15 @@
 //
 // A Project holds its Tasks in the order they were added (a task's
 // dependencies come earlier), its Runs in the order they started, its
-// Markers (stale marks, approvals asked and answered, retries), Now, and
+// Markers (stale marks, approvals asked and answered, retries, work found), Now, and
 // GapAfter, the longest silence of a run drawn as plain bar. Statuses are
 // the ledger's words (docs/semantics.md): tasks pending, ready, running,
 // blocked, done, failed, stale; runs running, succeeded, failed,
-// cancelled, stale. Any other word is drawn as "unknown".
+// cancelled, stale. Any other word is drawn as "unknown". A task may
+// carry the plan's fields (docs/plan.md): a priority, an epic's progress
+// (Children, ChildrenDone), its epic (Parent), the task during whose run
+// it was found (FoundIn, FoundRun) and a description; each is drawn only
+// when set.
 //
 // Input that breaks the ledger's rules is drawn, not refused: a
 // dependency naming an unknown task, the task itself, a later task or one
@@ -31,17 +35,23 @@
 //     every dependency's points. The SVG uses it; a web UI can too.
 //   - GraphText(w, p, opts): the layers from the top, one line per task,
 //     numbered in print order: status mark, title (cut with an ellipsis),
-//     attempts and retries ("2 att, 1/2 retries"), and "← #k title" for
-//     each dependency, on the task's line when the whole list fits, else
-//     on the next. A legend closes it.
+//     the plan ("P1" for a priority, "epic 2/5 done" for an epic, which
+//     has no attempts), attempts and retries ("2 att, 1/2 retries"),
+//     "← #k title" for each dependency, then "in epic #k title" and
+//     "found in #k title", on the task's line when it all fits, else on
+//     the next. A legend closes it.
 //   - GraphSVG(w, p): one <g class="node status-S" data-task-id="ID"> per
-//     task (a <rect>, a <text> with title and attempts, the full title in
-//     a <title> tooltip), one <path class="edge" data-from data-to> per
-//     dependency, with an arrowhead.
+//     task ("epic" in the class of an epic; a <rect>, a <text> with title,
+//     plan and attempts, the full title, the epic, where it was found and
+//     the description, cut to 280 characters on one line, in a <title>
+//     tooltip), one <path class="edge" data-from data-to> per dependency,
+//     with an arrowhead, and one dotted <path class="found" data-from
+//     data-to> from the task of a run to each task found during it.
 //   - GraphDOT(w, p): a digraph, one node statement per task, labelled
 //     and coloured by status, then one edge statement per dependency.
 //   - TimelineText(w, p, opts): a time axis, one row per task with one
-//     bar per run from its start to its end (to Now while it runs), a
+//     bar per run from its start to its end (to Now while it runs; a
+//     row's label is the title and the plan, "ship (P1, epic 1/2 done)"), a
 //     character per outcome, heartbeat gaps and markers in characters of
 //     their own, '*' before the rows on the critical path, the critical
 //     path by title with its length, and a legend. Lengths are in two

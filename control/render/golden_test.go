@@ -66,7 +66,9 @@ func hostileProject() Project {
 		if i == 0 {
 			id = `"><script>alert(1)</script>`
 		}
-		p.Tasks = append(p.Tasks, Task{ID: id, Title: title, Status: taskStatuses[i%len(taskStatuses)], DependsOn: []string{p.Tasks[len(p.Tasks)-1].ID, "a"}, Attempts: i})
+		prio := i % 5
+		p.Tasks = append(p.Tasks, Task{ID: id, Title: title, Status: taskStatuses[i%len(taskStatuses)], DependsOn: []string{p.Tasks[len(p.Tasks)-1].ID, "a"}, Attempts: i,
+			Priority: &prio, Description: title, Parent: p.Tasks[len(p.Tasks)-1].ID, FoundIn: "b", FoundRun: "b2"})
 		p.Runs = append(p.Runs, Run{ID: "r-" + id, TaskID: id, Status: runStatuses[i%len(runStatuses)], Start: at(30 + i), End: at(32 + i)})
 		p.Markers = append(p.Markers, Marker{TaskID: id, At: at(31 + i), Kind: "<weird kind>", Label: title})
 	}

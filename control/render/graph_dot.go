@@ -8,9 +8,11 @@ import (
 )
 
 // GraphDOT writes p's task graph in Graphviz's DOT language: one node
-// statement per task (its ID quoted, its title, status and attempts as
-// label, coloured by status), then one edge statement per dependency,
-// from the dependency to the dependant, in the order of Graph.Edges.
+// statement per task (its ID quoted, its title, status, plan and attempts
+// as label, coloured by status), then one edge statement per dependency,
+// from the dependency to the dependant, in the order of Graph.Edges, and
+// one dotted edge of class "found" from the task of a run to each task
+// found during it.
 // Every string is quoted and escaped, so no title can end a statement.
 func GraphDOT(w io.Writer, p Project) error {
 	ix := indexTasks(p.Tasks)
@@ -22,13 +24,18 @@ func GraphDOT(w io.Writer, p Project) error {
 	for _, t := range p.Tasks {
 		st := statusWord(t.Status, taskStatuses)
 		k := taskLooks[st]
-		label := dotEscape(clean(t.Title)) + `\n` + dotEscape(clean(t.Status)+" · "+attemptsText(t))
+		label := dotEscape(clean(t.Title)) + `\n` + dotEscape(clean(t.Status)+" · "+metaText(t))
 		fmt.Fprintf(&b, "\t%s [label=\"%s\", fillcolor=\"%s\", color=\"%s\", class=\"status-%s\"];\n",
 			dotQuote(t.ID), label, k.fill, k.stroke, st)
 	}
 	for i, t := range p.Tasks {
 		for _, d := range ix.deps[i] {
 			fmt.Fprintf(&b, "\t%s -> %s;\n", dotQuote(p.Tasks[d].ID), dotQuote(t.ID))
+		}
+	}
+	for _, t := range p.Tasks {
+		if _, ok := ix.byID[t.FoundIn]; ok && t.FoundIn != t.ID {
+			fmt.Fprintf(&b, "\t%s -> %s [style=dotted, color=\"#0891b2\", constraint=false, class=\"found\"];\n", dotQuote(t.FoundIn), dotQuote(t.ID))
 		}
 	}
 	b.WriteString("}\n")

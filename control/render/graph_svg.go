@@ -28,15 +28,45 @@ func GraphSVG(w io.Writer, p Project) error {
 			esc(p.Tasks[e.From].ID), esc(p.Tasks[e.To].ID), edgePath(e.Points))
 	}
 	s.f("</g>\n")
+	// Work found during a run: a dotted line from the task of the run to
+	// the task found, under the nodes.
+	ix := indexTasks(p.Tasks)
+	at := make(map[string]Node, len(g.Nodes))
+	for _, n := range g.Nodes {
+		if _, ok := at[n.Task.ID]; !ok {
+			at[n.Task.ID] = n
+		}
+	}
+	for _, n := range g.Nodes {
+		if from, ok := at[n.Task.FoundIn]; ok && n.Task.FoundIn != n.Task.ID {
+			s.f(`<path class="found" data-from="%s" data-to="%s" d="M%d,%d L%d,%d"><title>%s</title></path>`+"\n",
+				esc(from.Task.ID), esc(n.Task.ID), from.X+from.W/2, from.Y+from.H/2, n.X+n.W/2, n.Y+n.H/2,
+				esc("found during a run of "+clean(from.Task.Title)))
+		}
+	}
+	title := func(id string) string {
+		if d, ok := ix.byID[id]; ok {
+			return clean(p.Tasks[d].Title)
+		}
+		return clean(id)
+	}
 	s.f(`<g class="nodes">` + "\n")
 	for _, n := range g.Nodes {
 		t := n.Task
 		st := statusWord(t.Status, taskStatuses)
-		s.f(`<g class="node status-%s" data-task-id="%s" transform="translate(%d,%d)">`+"\n", st, esc(t.ID), n.X, n.Y)
-		s.f("<title>%s</title>\n", esc(clean(t.Title)+"\n"+t.Status+", "+attemptsText(t)+"\n"+t.ID))
+		class := "node status-" + st
+		if t.Children > 0 {
+			class += " epic"
+		}
+		s.f(`<g class="%s" data-task-id="%s" transform="translate(%d,%d)">`+"\n", class, esc(t.ID), n.X, n.Y)
+		tip := clean(t.Title) + "\n" + t.Status + ", " + metaText(t) + "\n" + t.ID
+		if plan := planTip(t, title); plan != "" {
+			tip += "\n" + plan
+		}
+		s.f("<title>%s</title>\n", esc(tip))
 		s.f(`<rect width="%d" height="%d" rx="6"/>`+"\n", n.W, n.H)
 		s.f(`<text x="10" y="20"><tspan class="title">%s</tspan><tspan class="meta" x="10" y="38">%s</tspan></text>`+"\n",
-			svgText(t.Title, 25), esc(clean(t.Status)+" · "+attemptsText(t)))
+			svgText(t.Title, 25), esc(clean(t.Status)+" · "+metaText(t)))
 		s.f("</g>\n")
 	}
 	s.f("</g>\n")
@@ -71,6 +101,8 @@ func graphCSS() string {
 .scv-graph .node .title{font-size:13px;font-weight:600;fill:#111827}
 .scv-graph .node .meta{font-size:11px;fill:#374151}
 .scv-graph .empty{font-size:13px;fill:#6b7280}
+.scv-graph .found{fill:none;stroke:#0891b2;stroke-width:1.5;stroke-dasharray:2 4}
+.scv-graph .epic rect{stroke-width:3}
 `)
 	for _, st := range slices.Concat(taskStatuses, []string{"unknown"}) {
 		k := taskLooks[st]

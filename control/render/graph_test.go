@@ -209,7 +209,7 @@ func TestGraphSVG(t *testing.T) {
 			require.Len(t, n.find("rect", ""), 1, "task %s", task.ID)
 			texts := n.find("text", "")
 			require.Len(t, texts, 1, "task %s", task.ID)
-			assert.Contains(t, texts[0].allText(), attemptsText(task))
+			assert.Contains(t, texts[0].allText(), metaText(task))
 			assert.Contains(t, n.allText(), clean(task.Title), "the full title, in the tooltip")
 		}
 
@@ -348,7 +348,7 @@ func TestGraphDOT(t *testing.T) {
 		require.NoError(t, GraphDOT(&b, p))
 		stmts := parseDOT(t, b.String())
 		nodes := map[string]map[string]string{}
-		var edges []string
+		var edges, found []string
 		for _, st := range stmts {
 			switch {
 			case !st[0].quoted:
@@ -356,6 +356,9 @@ func TestGraphDOT(t *testing.T) {
 			case len(st) == 3 && st[1].text == "->" && !st[1].quoted:
 				require.True(t, st[2].quoted)
 				edges = append(edges, st[0].text+" -> "+st[2].text)
+			case len(st) > 3 && st[1].text == "->" && !st[1].quoted:
+				assert.Equal(t, "found", dotAttrs(t, st[3:])["class"])
+				found = append(found, st[0].text+" -> "+st[2].text)
 			default:
 				_, dup := nodes[st[0].text]
 				require.False(t, dup, "node %q stated twice", st[0].text)
@@ -366,7 +369,7 @@ func TestGraphDOT(t *testing.T) {
 		for _, task := range p.Tasks {
 			a, ok := nodes[task.ID]
 			require.True(t, ok, "no node for %q", task.ID)
-			assert.Equal(t, clean(task.Title)+`\n`+clean(task.Status)+" · "+attemptsText(task), a["label"], "the label reads back as the title")
+			assert.Equal(t, clean(task.Title)+`\n`+clean(task.Status)+" · "+metaText(task), a["label"], "the label reads back as the title")
 			assert.Equal(t, taskLook(task.Status).fill, a["fillcolor"])
 			assert.Equal(t, "status-"+statusWord(task.Status, taskStatuses), a["class"])
 		}
@@ -378,6 +381,13 @@ func TestGraphDOT(t *testing.T) {
 			}
 		}
 		assert.Equal(t, want, edges, "one edge per dependency")
+		var wantFound []string
+		for _, task := range p.Tasks {
+			if task.FoundIn != "" {
+				wantFound = append(wantFound, task.FoundIn+" -> "+task.ID)
+			}
+		}
+		assert.Equal(t, wantFound, found, "one dotted edge per task found during a run")
 	}
 }
 

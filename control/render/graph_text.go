@@ -10,9 +10,11 @@ import (
 
 // GraphText draws p's task graph for a terminal: a heading, then each
 // layer from the top, one line per task in layout order, numbered from #1:
-// its status mark, its title, its attempts and retries, and "← #k title"
-// for each of its dependencies (so every edge points up to a number
-// already printed), then a legend.
+// its status mark, its title, its plan (priority "P1", an epic's "epic
+// 2/5 done") and its attempts and retries, "← #k title" for each of its
+// dependencies (so every edge points up to a number already printed),
+// and "in epic #k title", "found in #k title" for its epic and the task
+// during whose run it was found; then a legend.
 func GraphText(w io.Writer, p Project, opts TextOptions) error {
 	g := Layout(p)
 	out := &textOut{opts: opts}
@@ -38,13 +40,22 @@ func GraphText(w io.Writer, p Project, opts TextOptions) error {
 	prefixW := 1 + numW + 2 + 1 + 2 // " #k [m] "
 	metaW, titleMax, depsMax := 0, 0, 0
 	refs := make([][]string, len(p.Tasks))
+	links := make([]string, len(p.Tasks))
+	ref := func(d int) string { return "#" + strconv.Itoa(number[d]) + " " + cut(clean(p.Tasks[d].Title), 16, ell) }
+	named := func(id string) string {
+		if d, ok := ix.byID[id]; ok {
+			return ref(d)
+		}
+		return clean(id)
+	}
 	for i, t := range p.Tasks {
-		metaW = max(metaW, cells(attemptsText(t)))
+		metaW = max(metaW, cells(metaText(t)))
 		titleMax = max(titleMax, cells(clean(t.Title)))
 		for _, d := range ix.deps[i] {
-			refs[i] = append(refs[i], "#"+strconv.Itoa(number[d])+" "+cut(clean(p.Tasks[d].Title), 16, ell))
+			refs[i] = append(refs[i], ref(d))
 		}
-		depsMax = max(depsMax, cells(arrow(opts)+strings.Join(refs[i], ", ")))
+		links[i] = strings.Join(planLinks(t, named), "; ")
+		depsMax = max(depsMax, cells(refsText(refs[i], links[i], opts)))
 	}
 	// The title column takes what is left after the attempts column and
 	// up to half of the rest for the dependencies.
@@ -64,17 +75,20 @@ func GraphText(w io.Writer, p Project, opts TextOptions) error {
 			var ln line
 			ln.add(" "+padLeft("#"+strconv.Itoa(number[v]), numW)+" ", "")
 			ln.add("["+tl.char(opts)+"]", tl.sgr)
-			ln.add(" "+pad(clean(t.Title), titleW, ell)+"  "+pad(attemptsText(t), metaW, ell), "")
-			if len(refs[v]) > 0 {
+			ln.add(" "+pad(clean(t.Title), titleW, ell)+"  "+pad(metaText(t), metaW, ell), "")
+			if all := refsText(refs[v], links[v], opts); all != "" {
 				// On the same line if the whole list fits, else on a line
 				// of its own.
-				room := width - (prefixW + titleW + 2 + metaW + 2) - cells(arrow(opts))
-				all := strings.Join(refs[v], ", ")
-				if cells(all) <= room {
-					ln.add("  "+arrow(opts)+all, "")
-				} else {
+				room := width - (prefixW + titleW + 2 + metaW + 2)
+				switch {
+				case cells(all) <= room:
+					ln.add("  "+all, "")
+				case links[v] == "":
 					out.emit(ln)
 					ln = line{{strings.Repeat(" ", prefixW) + arrow(opts) + fitList(refs[v], width-prefixW-cells(arrow(opts)), ell), ""}}
+				default:
+					out.emit(ln)
+					ln = line{{strings.Repeat(" ", prefixW) + cut(all, width-prefixW, ell), ""}}
 				}
 			}
 			out.emit(ln)
@@ -87,6 +101,19 @@ func GraphText(w io.Writer, p Project, opts TextOptions) error {
 	}
 	out.wrapped("legend: ", "  ", legend)
 	return out.flush(w)
+}
+
+// refsText is a task's dependencies after the arrow, then its plan's
+// links; "" for none.
+func refsText(refs []string, links string, o TextOptions) string {
+	var parts []string
+	if len(refs) > 0 {
+		parts = append(parts, arrow(o)+strings.Join(refs, ", "))
+	}
+	if links != "" {
+		parts = append(parts, links)
+	}
+	return strings.Join(parts, "; ")
 }
 
 func arrow(o TextOptions) string {

@@ -49,6 +49,7 @@ var markerLooks = map[string]look{
 	MarkerApprovalNo:      {"⊘", "N", "1;31", "#dc2626", "#7f1d1d"},
 	MarkerApprovalExpired: {"∅", "E", "2", "#6b7280", "#374151"},
 	MarkerRetry:           {"↻", "R", "1;33", "#d97706", "#78350f"},
+	MarkerFound:           {"✚", "F", "1;34", "#0891b2", "#164e63"},
 	"other":               {"◇", "^", "1", "#374151", "#111827"},
 }
 
@@ -67,6 +68,7 @@ var markerNames = map[string]string{
 	MarkerApprovalNo:      "refused",
 	MarkerApprovalExpired: "approval expired",
 	MarkerRetry:           "retry",
+	MarkerFound:           "work found",
 	"other":               "other marker",
 }
 

@@ -36,6 +36,18 @@ type Task struct {
 	// Attempts is the number of runs started; Retries the retries spent
 	// (failed and stale runs) of MaxRetries allowed.
 	Attempts, Retries, MaxRetries int
+	// The plan's fields (docs/plan.md), each drawn only when set.
+	// Priority is 0 (the most urgent) to 4, nil for the default (not
+	// drawn). Children is the number of an epic's tasks, ChildrenDone
+	// how many of them are done: a task with children is an epic, drawn
+	// with its progress instead of attempts. Parent is the ID of the
+	// task's epic; FoundIn the ID of the task during whose run FoundRun
+	// this one was found. Description is shown in tooltips, cut.
+	Priority               *int
+	Children, ChildrenDone int
+	Parent                 string
+	FoundIn, FoundRun      string
+	Description            string
 }
 
 // Run is one attempt at a task: one bar of the timeline.
@@ -90,12 +102,15 @@ const (
 	MarkerApprovalNo      = "approval_no"
 	MarkerApprovalExpired = "approval_expired"
 	MarkerRetry           = "retry"
+	// MarkerFound is work found during a run: a task added with the run
+	// as its discovered_from, drawn on the run's task's row.
+	MarkerFound = "found"
 )
 
 var (
 	taskStatuses = []string{TaskPending, TaskReady, TaskRunning, TaskBlocked, TaskDone, TaskFailed, TaskStale}
 	runStatuses  = []string{RunSucceeded, RunFailed, RunRunning, RunCancelled, RunStale}
-	markerKinds  = []string{MarkerStale, MarkerApprovalAsked, MarkerApprovalYes, MarkerApprovalNo, MarkerApprovalExpired, MarkerRetry}
+	markerKinds  = []string{MarkerStale, MarkerApprovalAsked, MarkerApprovalYes, MarkerApprovalNo, MarkerApprovalExpired, MarkerRetry, MarkerFound}
 )
 
 // statusWord is s if it is one of known, else "unknown": the word that

@@ -24,6 +24,7 @@ type timeline struct {
 // names neither task nor run, the project's own.
 type tlRow struct {
 	taskID, title, status string
+	plan, tip             string // planText and planTip of its task
 	project               bool
 	runs, markers         []int // indices into p.Runs and p.Markers
 	critical              bool  // holds a run on the critical path
@@ -58,12 +59,19 @@ func buildTimeline(p Project) timeline {
 	}
 	rowOf := map[string]int{}
 	tl.rowOf = rowOf
+	ix := indexTasks(p.Tasks)
+	title := func(id string) string {
+		if d, ok := ix.byID[id]; ok {
+			return clean(p.Tasks[d].Title)
+		}
+		return clean(id)
+	}
 	for _, t := range p.Tasks {
 		if _, ok := rowOf[t.ID]; ok {
 			continue
 		}
 		rowOf[t.ID] = len(tl.rows)
-		tl.rows = append(tl.rows, tlRow{taskID: t.ID, title: t.Title, status: t.Status})
+		tl.rows = append(tl.rows, tlRow{taskID: t.ID, title: t.Title, status: t.Status, plan: planText(t), tip: planTip(t, title)})
 	}
 	row := func(taskID string) *tlRow {
 		k, ok := rowOf[taskID]

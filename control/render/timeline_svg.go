@@ -71,7 +71,15 @@ func TimelineSVG(w io.Writer, p Project) error {
 		if !r.project {
 			s.f(`<circle class="dot status-%s" cx="%d" cy="%d" r="5"/>`, statusWord(r.status, taskStatuses), margin+8, rowTop(i)+tlRowH/2)
 		}
-		s.f(`<text class="label" x="%d" y="%d">%s<title>%s</title></text>`, margin+20, rowTop(i)+tlRowH/2+4, svgText(r.title, 30), esc(clean(r.title)))
+		label, tip := r.title, clean(r.title)
+		if r.plan != "" {
+			label += " (" + r.plan + ")"
+			tip += " (" + r.plan + ")"
+		}
+		if r.tip != "" {
+			tip += "\n" + r.tip
+		}
+		s.f(`<text class="label" x="%d" y="%d">%s<title>%s</title></text>`, margin+20, rowTop(i)+tlRowH/2+4, svgText(label, 30), esc(tip))
 		s.f("</g>\n")
 	}
 	s.f("</g>\n")

@@ -39,7 +39,11 @@ func TimelineText(w io.Writer, p Project, opts TextOptions) error {
 			labels[i] = line{{"  " + r.title, ""}}
 		} else {
 			k := taskLook(r.status)
-			labels[i] = line{{k.char(opts), k.sgr}, {" " + clean(r.title), ""}}
+			label := " " + clean(r.title)
+			if r.plan != "" {
+				label += " (" + r.plan + ")"
+			}
+			labels[i] = line{{k.char(opts), k.sgr}, {label, ""}}
 		}
 		labelMax = max(labelMax, lineCells(labels[i]))
 	}

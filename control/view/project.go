@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"time"
 
 	"scv/control/render"
@@ -53,6 +54,16 @@ type Task struct {
 	RunID, Progress     string
 	LastHeartbeat       time.Time
 	Spent               string // its runs' spend on one line, "-" for none
+	// The plan's fields (docs/plan.md): Priority is "P0" to "P4", ""
+	// for the default; an epic has Children, ChildrenDone of them done;
+	// Parent is the task's epic, FoundIn the task of the run FoundRun
+	// during which it was found (zero for none).
+	Priority                string
+	Description, Acceptance string
+	Labels                  []string
+	Children, ChildrenDone  int
+	Parent, FoundIn         TaskRef
+	FoundRun                string
 }
 
 // TaskRef names a task.
@@ -110,6 +121,18 @@ func Build(p *reducer.Project, events []ledger.Row, opts Options) (*Project, err
 		}
 		for _, d := range t.DependsOn {
 			row.DependsOn = append(row.DependsOn, TaskRef{ID: d, Title: titles[d]})
+		}
+		mt := m.Tasks[i]
+		if mt.Priority != nil {
+			row.Priority = "P" + strconv.Itoa(*mt.Priority)
+		}
+		row.Description, row.Acceptance, row.Labels = t.Description, t.Acceptance, t.Labels
+		row.Children, row.ChildrenDone = mt.Children, mt.ChildrenDone
+		if t.Parent != "" {
+			row.Parent = TaskRef{ID: t.Parent, Title: titles[t.Parent]}
+		}
+		if mt.FoundIn != "" {
+			row.FoundIn, row.FoundRun = TaskRef{ID: mt.FoundIn, Title: titles[mt.FoundIn]}, mt.FoundRun
 		}
 		v.Tasks = append(v.Tasks, row)
 	}

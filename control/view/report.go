@@ -26,6 +26,15 @@ var reportText string
 //go:embed base.css
 var baseCSS string
 
+// TaskTemplate defines the template "taskplan", the plan of a task row
+// (a Task) in the tasks table: its priority, an epic's progress, labels,
+// epic, the run it was found in, and its description and acceptance
+// under a <details>. The report and the web UI's project page both use
+// it.
+//
+//go:embed task.tmpl
+var TaskTemplate string
+
 //go:embed report.css
 var reportCSS string
 
@@ -35,7 +44,7 @@ var reportCSS string
 // /static/app.css.
 func StyleSheet() string { return baseCSS }
 
-var reportTmpl = template.Must(template.New("report").Funcs(Funcs).Parse(reportText))
+var reportTmpl = template.Must(template.Must(template.New("report").Funcs(Funcs).Parse(reportText)).Parse(TaskTemplate))
 
 // reportData is the report template's input.
 type reportData struct {

@@ -62,7 +62,8 @@ var pages = func() map[string]*template.Template {
 	}
 	out := map[string]*template.Template{}
 	for _, name := range []string{"projects", "project", "questions", "agents", "error"} {
-		out[name] = template.Must(template.New("layout.tmpl").Funcs(funcs).ParseFS(templateFS, "templates/layout.tmpl", "templates/questions_part.tmpl", "templates/"+name+".tmpl"))
+		t := template.Must(template.New("layout.tmpl").Funcs(funcs).ParseFS(templateFS, "templates/layout.tmpl", "templates/questions_part.tmpl", "templates/"+name+".tmpl"))
+		out[name] = template.Must(t.Parse(view.TaskTemplate))
 	}
 	return out
 }()

@@ -31,6 +31,11 @@
         var old = app();
         if (!fresh || !old) { return; }
         var x = window.scrollX, y = window.scrollY;
+        // What the reader opened (a task's description) stays open.
+        old.querySelectorAll("details[open][id]").forEach(function (d) {
+          var same = fresh.querySelector("details#" + CSS.escape(d.id));
+          if (same) { same.open = true; }
+        });
         old.replaceWith(document.adoptNode(fresh));
         window.scrollTo(x, y);
         document.title = doc.title;
