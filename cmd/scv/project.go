@@ -481,6 +481,7 @@ func printReportReply(p *printer, st *api.DaemonStatus) error {
 	if line := spendLine(rep.Spend); line != "" {
 		fmt.Fprintln(p.w, line)
 	}
+	printReportPlan(p, rep)
 	fmt.Fprintln(p.w, "\nRuns:")
 	if err := printRuns(p, rep.Runs, rep.Tasks); err != nil {
 		return err

@@ -243,7 +243,9 @@ func TestMCPDocSession(t *testing.T) {
 
 	e := newEnv(t, daemon.Config{HeartbeatEvery: 10 * time.Minute, StaleAfter: time.Hour})
 	e.must(api.CmdProjectCreate{Name: "acme", Workspace: e.ws})
-	build := e.must(api.CmdProjectTaskAdd{Project: "acme", Title: "build", DependsOn: []string{}, MaxRetries: 1}).Project.TaskID
+	desc, acc := "Build every package with -trimpath.", "go build ./... exits 0"
+	build := e.must(api.CmdProjectTaskAdd{Project: "acme", Title: "build", DependsOn: []string{}, MaxRetries: 1,
+		Description: &desc, Acceptance: &acc}).Project.TaskID
 	e.must(api.CmdProjectTaskAdd{Project: "acme", Title: "test", DependsOn: []string{build}})
 	s := connect(t, e.h, "claude-code", mcp.Options{Project: "acme"}, nil)
 
@@ -318,7 +320,7 @@ func TestMCPDocSession(t *testing.T) {
 			t.Fatalf("a line of the doc's session this test does not know: %q", line)
 		}
 	}
-	assert.Equal(t, 7, calls, "the session's calls")
+	assert.Equal(t, 9, calls, "the session's calls")
 }
 
 // Two requests of a session on standard input, as a client writes them
