@@ -43,22 +43,6 @@ func lineLimit(r *bufio.Reader) int {
 	return MaxLine
 }
 
-// batchElements splits a batch (valid JSON, an array) into its elements,
-// up to max+1 of them: more is over the limit, and not worth splitting.
-func batchElements(raw []byte, max int) []json.RawMessage {
-	var out []json.RawMessage
-	i := skipSpace(raw, skipSpace(raw, 0)+1)
-	for i < len(raw) && raw[i] != ']' && len(out) <= max {
-		end := skipValue(raw, i)
-		out = append(out, raw[i:end])
-		i = skipSpace(raw, end)
-		if i < len(raw) && raw[i] == ',' {
-			i = skipSpace(raw, i+1)
-		}
-	}
-	return out
-}
-
 // batchError is a batch's one reply when it is refused whole: not a
 // valid JSON array, empty, or over MaxBatch.
 func (s *Server) batchError(e *api.Error) []*reply {
@@ -90,7 +74,7 @@ func (s *Server) handleBatch(ctx context.Context, line []byte) (replies []*reply
 		}
 		return s.batchError(api.NewError(api.CodeParseError, api.ReasonParseError, "batch is not JSON: %s", why)), false
 	}
-	elems := batchElements(line, MaxBatch)
+	elems := arrayElements(line[skipSpace(line, 0):], MaxBatch)
 	switch {
 	case len(elems) == 0:
 		return s.batchError(api.NewError(api.CodeInvalidRequest, api.ReasonInvalidRequest, "empty batch: a batch holds at least one request")), false
@@ -133,37 +117,22 @@ func (s *Server) handleBatch(ctx context.Context, line []byte) (replies []*reply
 
 // appendBatchReply appends the reply line of a batch that handleBatch
 // answered with replies (whole: as an array) to b; it appends nothing
-// when no reply is left (notifications only). A result that the reply
-// before had too (handleAll shares them) is copied, not encoded again.
+// when no reply is left (notifications only).
 func appendBatchReply(b []byte, replies []*reply, whole bool) []byte {
 	if !whole {
 		return appendReply(b, replies[0])
 	}
 	n := 0
-	var last *api.DaemonStatus // encoded in b[from:to]
-	var from, to int
 	for _, r := range replies {
 		if r == nil {
 			continue
 		}
-		if n == 0 {
+		if n++; n == 1 {
 			b = append(b, '[')
 		} else {
 			b = append(b, ',')
 		}
-		n++
-		if r.Result != nil && r.Result == last {
-			b = append(b, `{"jsonrpc":"2.0","id":`...)
-			b = append(b, r.ID...)
-			b = append(b, `,"result":`...)
-			b = append(b, b[from:to]...)
-			b = append(b, '}')
-			continue
-		}
-		var f, t int
-		if b, f, t = appendResponseAt(b, r); t > f {
-			last, from, to = r.Result, f, t
-		}
+		b = appendResponse(b, r)
 	}
 	if n == 0 {
 		return b
@@ -199,27 +168,10 @@ func (s *Service) handleAll(ctx context.Context, cmds []api.Command, done func(i
 		}
 		ok[i] = true
 	}
-	// The writes of one project in one transaction answer with its
-	// state after the transaction (ledger.Result.Project): the writes
-	// that mint no ID (progress, heartbeats, …) share one reply per
-	// project and kind, which appendBatchReply encodes once. done is
-	// called by one goroutine at a time.
-	var shared struct {
-		p    *reducer.Project
-		kind api.ResponseKind
-		st   *api.DaemonStatus
-	}
 	wg.Add(len(rcs))
 	s.Ledger.SubmitAll(ctx, rcs, func(j int, res ledger.Result, err error) {
-		i, w := at[j], ws[j]
-		if err == nil && w.id == "" && res.Project != nil && res.Project == shared.p && w.kind == shared.kind {
-			sts[i] = shared.st
-		} else {
-			sts[i], errs[i] = w.answer(s, res, err)
-			if errs[i] == nil && w.id == "" {
-				shared.p, shared.kind, shared.st = res.Project, w.kind, sts[i]
-			}
-		}
+		i := at[j]
+		sts[i], errs[i] = ws[j].answer(s, res, err)
 		s.count(cmds[i], errs[i])
 		wg.Done()
 	})

@@ -242,7 +242,7 @@ func TestBatchRepliesAlike(t *testing.T) {
 		api.CmdProjectHeartbeat{Project: "acme"},
 		api.CmdProjectTaskAdd{Project: "acme", Title: "one", DependsOn: []string{}},
 		api.CmdProjectHeartbeat{Project: "acme"},
-		api.CmdProjectHeartbeat{Project: "acme"}, // its reply copied from the one before
+		api.CmdProjectHeartbeat{Project: "acme"},
 		api.CmdProjectHeartbeat{Project: "beta"},
 		api.CmdProjectHeartbeat{Project: "acme"},
 		api.CmdProjectTaskAdd{Project: "acme", Title: "two", DependsOn: []string{}},

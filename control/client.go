@@ -61,16 +61,7 @@ func status(raw json.RawMessage, err error) (*api.DaemonStatus, error) {
 // CallRaw sends cmd and returns the reply's result exactly as the daemon
 // wrote it.
 func (c *Client) CallRaw(ctx context.Context, cmd api.Command) (json.RawMessage, error) {
-	params, err := api.EncodeCommand(cmd)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.nextID++
-	id := strconv.FormatUint(c.nextID, 10)
-	line := append(appendRequest(nil, id, params), '\n')
-	resp, err := c.roundTrip(ctx, line)
+	resp, first, err := c.send(ctx, []api.Command{cmd}, false)
 	if err != nil {
 		return nil, err
 	}
@@ -78,15 +69,35 @@ func (c *Client) CallRaw(ctx context.Context, cmd api.Command) (json.RawMessage,
 	if _, refused := err.(*api.Error); err != nil && !refused {
 		return nil, err
 	}
-	if string(rid) != id {
+	if id := strconv.FormatUint(first, 10); string(rid) != id {
 		return nil, fmt.Errorf("reply id %s does not match request id %s", rid, id)
 	}
 	return result, err
 }
 
-// appendRequest appends the request object of a call with id and params.
-func appendRequest(b []byte, id string, params []byte) []byte {
-	return fmt.Appendf(b, `{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`, id, Method, params)
+// send writes cmds as one line, with the next ids from first on, a batch
+// (an array) if batch, and reads the reply's line.
+func (c *Client) send(ctx context.Context, cmds []api.Command, batch bool) (resp []byte, first uint64, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	first = c.nextID + 1
+	var line []byte
+	for i, cmd := range cmds {
+		params, err := api.EncodeCommand(cmd)
+		if err != nil {
+			return nil, 0, err
+		}
+		if i > 0 {
+			line = append(line, ',')
+		}
+		line = fmt.Appendf(line, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, first+uint64(i), Method, params)
+	}
+	if batch {
+		line = append(append([]byte{'['}, line...), ']')
+	}
+	c.nextID += uint64(len(cmds))
+	resp, err = c.roundTrip(ctx, append(line, '\n'))
+	return resp, first, err
 }
 
 // parseResponse splits one response object into its id and its result,
@@ -140,23 +151,7 @@ func (c *Client) CallBatch(ctx context.Context, cmds []api.Command) ([]Response,
 	if len(cmds) == 0 {
 		return nil, nil
 	}
-	line := []byte{'['}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	first := c.nextID + 1
-	for i, cmd := range cmds {
-		params, err := api.EncodeCommand(cmd)
-		if err != nil {
-			return nil, err
-		}
-		if i > 0 {
-			line = append(line, ',')
-		}
-		line = appendRequest(line, strconv.FormatUint(first+uint64(i), 10), params)
-	}
-	line = append(line, ']', '\n')
-	c.nextID += uint64(len(cmds))
-	resp, err := c.roundTrip(ctx, line)
+	resp, first, err := c.send(ctx, cmds, true)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +164,7 @@ func (c *Client) CallBatch(ctx context.Context, cmds []api.Command) ([]Response,
 	}
 	out := make([]Response, len(cmds))
 	seen := make([]bool, len(cmds))
-	for _, el := range arrayElements(resp) {
+	for _, el := range arrayElements(resp, -1) {
 		id, result, err := parseResponse(el)
 		n, perr := strconv.ParseUint(string(id), 10, 64)
 		if perr != nil || n < first || n-first >= uint64(len(cmds)) || seen[n-first] {

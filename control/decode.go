@@ -64,12 +64,13 @@ func splitMembers(ms []member, raw []byte) ([]member, error) {
 	return ms, nil
 }
 
-// arrayElements splits a JSON array into its elements; raw must be valid
-// JSON.
-func arrayElements(raw []byte) []json.RawMessage {
+// arrayElements splits a JSON array into its elements, or into its first
+// max+1 when max is not negative (a batch's: more is over the limit);
+// raw must be valid JSON.
+func arrayElements(raw []byte, max int) []json.RawMessage {
 	var out []json.RawMessage
 	i := skipSpace(raw, 1)
-	for raw[i] != ']' {
+	for raw[i] != ']' && (max < 0 || len(out) <= max) {
 		end := skipValue(raw, i)
 		out = append(out, raw[i:end])
 		i = skipSpace(raw, end)
@@ -406,7 +407,7 @@ func decodeValue(raw json.RawMessage, v reflect.Value) error {
 		if len(raw) == 0 || raw[0] != '[' {
 			return fmt.Errorf("invalid type: %s, expected a sequence", describe(raw))
 		}
-		elems := arrayElements(raw)
+		elems := arrayElements(raw, -1)
 		s := reflect.MakeSlice(v.Type(), len(elems), len(elems))
 		for i, e := range elems {
 			if err := decodeValue(e, s.Index(i)); err != nil {

@@ -788,22 +788,13 @@ func appendReply(b []byte, r *reply) []byte {
 
 // appendResponse appends r, one JSON-RPC response object, to b.
 func appendResponse(b []byte, r *reply) []byte {
-	b, _, _ = appendResponseAt(b, r)
-	return b
-}
-
-// appendResponseAt is appendResponse, saying too where in b r's result
-// went, b[from:to] (to is 0 when r has none, or it failed to encode).
-func appendResponseAt(b []byte, r *reply) (out []byte, from, to int) {
 	prefix := b // what b held before r, kept if r fails to encode
 	var err error
 	if r.Result != nil {
 		b = append(b, `{"jsonrpc":"2.0","id":`...)
 		b = append(b, r.ID...)
 		b = append(b, `,"result":`...)
-		from = len(b)
 		if b, err = appendStatus(b, r.Result); err == nil {
-			to = len(b)
 			b = append(b, '}')
 		}
 	} else {
@@ -813,9 +804,9 @@ func appendResponseAt(b []byte, r *reply) (out []byte, from, to int) {
 	}
 	if err != nil {
 		m, _ := marshal(errorReply(r.ID, api.NewError(api.CodeInternal, api.ReasonInternal, "encode reply: %v", err)))
-		b, to = append(prefix, m...), 0
+		b = append(prefix, m...)
 	}
-	return b, from, to
+	return b
 }
 
 // rawConn is c's file descriptor, for writeNow; nil when c has none (no

@@ -16,9 +16,9 @@ import (
 )
 
 // EncoderResult compares the daemon's two reply encoders under the
-// 256-client run-progress load: the stock build, whose appendResponseAt
+// 256-client run-progress load: the stock build, whose appendResponse
 // appends the common replies by hand (appendStatus), and a build of the
-// same tree whose appendResponseAt always uses marshal (encoding/json).
+// same tree whose appendResponse always uses marshal (encoding/json).
 // The second build exists only in this run: the harness patches a copy of
 // control/server.go and builds with `go build -overlay`; the tree is not
 // changed.
@@ -40,9 +40,9 @@ type EncoderWin struct {
 	Level   LevelResult `json:"level"`
 }
 
-// The patch: appendResponseAt's branch to appendStatus is never taken.
+// The patch: appendResponse's branch to appendStatus is never taken.
 const (
-	encoderFunc   = "func appendResponseAt("
+	encoderFunc   = "func appendResponse("
 	encoderBranch = "if r.Result != nil {"
 	encoderPatch  = "if r.Result != nil && false {"
 )
@@ -55,13 +55,13 @@ func patchMarshal(s string) (string, error) {
 	}
 	i := strings.Index(s[f:], encoderBranch)
 	if i < 0 || i > 400 {
-		return "", fmt.Errorf("appendResponseAt does not start with %q any more: the experiment needs updating", encoderBranch)
+		return "", fmt.Errorf("appendResponse does not start with %q any more: the experiment needs updating", encoderBranch)
 	}
 	i += f
 	return s[:i] + encoderPatch + s[i+len(encoderBranch):], nil
 }
 
-// buildMarshalDaemon builds the daemon with appendResponseAt always using
+// buildMarshalDaemon builds the daemon with appendResponse always using
 // marshal, to bin.
 func buildMarshalDaemon(ctx context.Context, dir, bin string) error {
 	pkg, err := goListDir(ctx, "scv/control")
@@ -106,7 +106,7 @@ func goListDir(ctx context.Context, pkg string) (string, error) {
 // build.
 func encoders(ctx context.Context, cfg Config, bin, dir string, logf func(string, ...any)) (EncoderResult, error) {
 	clients := cfg.Levels[len(cfg.Levels)-1]
-	res := EncoderResult{Clients: clients, Patch: "control/server.go appendResponseAt: `" + encoderBranch + "` → `" + encoderPatch + "`"}
+	res := EncoderResult{Clients: clients, Patch: "control/server.go appendResponse: `" + encoderBranch + "` → `" + encoderPatch + "`"}
 	alt := filepath.Join(dir, "scv-marshal")
 	t := time.Now()
 	if err := buildMarshalDaemon(ctx, dir, alt); err != nil {

@@ -12,7 +12,7 @@ import (
 
 // TestMarshalPatchApplies: the encoder experiment's patch still finds the
 // branch it turns off in today's control/server.go, once, inside
-// appendResponseAt, which every reply goes through (appendReply's, and
+// appendResponse, which every reply goes through (appendReply's, and
 // each of a batch's); a refactor that moves the branch fails here rather
 // than in `make bench`.
 func TestMarshalPatchApplies(t *testing.T) {
@@ -28,7 +28,7 @@ func TestMarshalPatchApplies(t *testing.T) {
 	require.NotContains(t, patched, encoderBranch)
 	fn := patched[strings.Index(patched, encoderFunc):]
 	fn = fn[:strings.Index(fn, "\n}\n")]
-	require.Contains(t, fn, encoderPatch, "the patch lands in appendResponseAt")
+	require.Contains(t, fn, encoderPatch, "the patch lands in appendResponse")
 	_, err = patchMarshal(strings.Replace(src, encoderBranch, "if r.Result == nil {", 1))
 	require.Error(t, err, "a moved branch is reported")
 }

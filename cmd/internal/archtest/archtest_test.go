@@ -129,8 +129,8 @@ var handlerTests = []string{"scv/control/follow", "scv/control/agents"}
 // imports scv/control/api alone; the owner's side of a delegation,
 // control/supervise, and the MCP server, control/mcp, import no ledger
 // package either, and the command line no package of the MCP SDK; and
-// the root package control holds at most 3,000 lines of code besides its
-// tests.
+// the root package control holds at most 3,200 lines of code besides its
+// tests (3,000 until JSON-RPC batches, framing and client, came in).
 func TestSubsystemsDoNotImportTheWire(t *testing.T) {
 	t.Parallel()
 	var offences []string
@@ -187,7 +187,7 @@ func TestSubsystemsDoNotImportTheWire(t *testing.T) {
 		lines += bytes.Count(b, []byte("\n"))
 	}
 	require.Greater(t, lines, 1000, "control's files were read")
-	assert.LessOrEqual(t, lines, 3000, "lines of code in package control, tests aside")
+	assert.LessOrEqual(t, lines, 3200, "lines of code in package control, tests aside")
 }
 
 // moduleDeps is every package of the module that pkg's code reaches,
