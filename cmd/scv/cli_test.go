@@ -255,3 +255,38 @@ func TestTaskNamesUnknown(t *testing.T) {
 	require.NoError(t, printTasks(&printer{w: &out, now: time.Now()}, tasks))
 	assert.Regexp(t, `(?m)^E +ship +pending +0/0 +build, GONE +- `, out.String())
 }
+
+// TestTasksPlanColumns: PRIORITY shows once a task's priority is not the
+// default, EPIC once the project has epics: a child's epic by title, an
+// epic's children done of all, and an epic inside another.
+func TestTasksPlanColumns(t *testing.T) {
+	one := func(n int) *int { return &n }
+	tasks := []api.ProjectTask{
+		{ID: "01J0A", Title: "app", Status: reducer.TaskRunning, Children: 2},
+		{ID: "01J0B", Title: "store", Status: reducer.TaskRunning, Parent: "01J0A", Children: 2, Priority: one(1)},
+		{ID: "01J0C", Title: "schema", Status: reducer.TaskDone, Parent: "01J0B", Priority: one(0)},
+		{ID: "01J0D", Title: "queries", Status: reducer.TaskRunning, Parent: "01J0B"},
+		{ID: "01J0E", Title: "docs", Status: reducer.TaskDone, Parent: "01J0A", Priority: one(4)},
+		{ID: "01J0F", Title: "lint", Status: reducer.TaskReady},
+	}
+	var out bytes.Buffer
+	require.NoError(t, printTasks(&printer{w: &out, now: time.Unix(0, 0)}, tasks))
+	lines := strings.Split(out.String(), "\n")
+	require.Len(t, lines, 8, out.String())
+	assert.Regexp(t, `^ID +TITLE +STATUS +PRIORITY +EPIC +RETRIES `, lines[0])
+	for i, cells := range [][]string{
+		{"01J0A", "app", "running", "2", "epic 1/2"},
+		{"01J0B", "store", "running", "1", "epic 1/2, in app"},
+		{"01J0C", "schema", "done", "0", "store"},
+		{"01J0D", "queries", "running", "2", "store"},
+		{"01J0E", "docs", "done", "4", "app"},
+		{"01J0F", "lint", "ready", "2", "-"},
+	} {
+		assert.Regexp(t, "^"+strings.Join(cells, " +")+" +0/0 ", lines[i+1])
+	}
+
+	// Without priorities or epics, the table is as it always was.
+	out.Reset()
+	require.NoError(t, printTasks(&printer{w: &out, now: time.Unix(0, 0)}, tasks[5:]))
+	assert.Regexp(t, `^ID +TITLE +STATUS +RETRIES `, out.String())
+}
