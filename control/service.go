@@ -66,6 +66,7 @@ type Ledger interface {
 	SubmitAll(ctx context.Context, cmds []reducer.Command, done func(i int, res ledger.Result, err error))
 	Project(ctx context.Context, ref string) (*reducer.Project, error)
 	EventsPage(ctx context.Context, projectID string, after uint64, limit int) (ledger.Page, error)
+	EventsWhere(ctx context.Context, projectID string, upto uint64, keep func(data []byte) bool) ([]ledger.Row, error)
 	Compact(ctx context.Context, project string, opts ledger.CompactOptions) (ledger.Compaction, error)
 	Projects(ctx context.Context, all bool) ([]ledger.Summary, error)
 }
@@ -539,34 +540,9 @@ func (w write) answer(s *Service, res ledger.Result, err error) (*api.DaemonStat
 		t, _ := res.Project.Task(run.TaskID)
 		st.Task = api.TaskDetailOf(res.Project, t)
 	case reducer.ApplyPlan:
-		st.Plan = planApplied(c, res)
+		st.Plan = api.PlanAppliedOf(c, res.Events, res.Project)
 	}
 	return st, nil
-}
-
-// planApplied is what plan c did: its events counted, and the task of
-// each of its keys.
-func planApplied(c reducer.ApplyPlan, res ledger.Result) *api.PlanApplied {
-	out := &api.PlanApplied{Tasks: make(map[string]string, len(c.Items))}
-	for _, e := range res.Events {
-		switch e.Body.(type) {
-		case reducer.TaskAdded:
-			out.Added++
-		case reducer.TaskEdited:
-			out.Edited++
-		}
-	}
-	out.Unchanged = len(c.Items) - out.Added - out.Edited
-	for i, it := range c.Items {
-		if t, ok := res.Project.TaskByKey(it.Key); ok {
-			out.Tasks[it.Key] = t.ID
-		} else if t, ok := res.Project.Task(it.Key); ok {
-			out.Tasks[it.Key] = t.ID
-		} else {
-			out.Tasks[it.Key] = c.IDs[i]
-		}
-	}
-	return out
 }
 
 // taskShow answers project_task_show: the project's status, and the task
@@ -585,22 +561,14 @@ func (s *Service) taskShow(ctx context.Context, c api.CmdProjectTaskShow) (*api.
 	for _, r := range d.Runs {
 		runs[r.ID] = true
 	}
-	d.Events = []api.ProjectEvent{}
-	for after := uint64(0); ; {
-		page, err := s.Ledger.EventsPage(ctx, p.ID, after, reducer.MaxEventsPage)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range page.Rows {
-			if api.Concerns([]byte(r.Data), t.ID, runs) {
-				d.Events = append(d.Events, api.ProjectEvent{Sequence: r.Sequence, ProjectID: r.ProjectID, Kind: r.Kind,
-					TimestampUnixSeconds: uint64(r.Timestamp), Data: []byte(r.Data)})
-			}
-			after = r.Sequence
-		}
-		if len(page.Rows) < reducer.MaxEventsPage || after >= p.LastSequence {
-			break
-		}
+	rows, err := s.Ledger.EventsWhere(ctx, p.ID, p.LastSequence, func(data []byte) bool { return api.Concerns(data, t.ID, runs) })
+	if err != nil {
+		return nil, err
+	}
+	d.Events = make([]api.ProjectEvent, len(rows))
+	for i, r := range rows {
+		d.Events[i] = api.ProjectEvent{Sequence: r.Sequence, ProjectID: r.ProjectID, Kind: r.Kind,
+			TimestampUnixSeconds: uint64(r.Timestamp), Data: []byte(r.Data)}
 	}
 	st := s.status(&api.ProjectResponse{Kind: api.KindStatus, Project: api.ProjectSummaryOf(p)})
 	st.Task = d

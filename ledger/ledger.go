@@ -821,6 +821,29 @@ func (l *Ledger) Events(ctx context.Context, projectID string, after uint64, lim
 	return p.Rows, err
 }
 
+// EventsWhere returns the live events of a project up to sequence upto
+// whose stored data keep accepts, in order, reading a page at a time
+// (project_task_show's events of one task: O(the project's history)).
+func (l *Ledger) EventsWhere(ctx context.Context, projectID string, upto uint64, keep func(data []byte) bool) ([]Row, error) {
+	out := []Row{}
+	for after := uint64(0); after < upto; {
+		page, err := l.Events(ctx, projectID, after, reducer.MaxEventsPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page {
+			if keep([]byte(r.Data)) {
+				out = append(out, r)
+			}
+			after = r.Sequence
+		}
+		if len(page) < reducer.MaxEventsPage {
+			break
+		}
+	}
+	return out, nil
+}
+
 // MarkStale is one sweep for silent runs: for every project with a
 // running run (the database's projects table says which, cached or not)
 // that has one silent for longer than window at the ledger's clock, it

@@ -133,3 +133,28 @@ func Concerns(data []byte, task string, runs map[string]bool) bool {
 	}
 	return ids.TaskID == task || ids.Parent == task || runs[ids.RunID] || runs[ids.DiscoveredFrom]
 }
+
+// PlanAppliedOf is what plan c did, given the events it appended to p:
+// its events counted, and the task of each of its keys.
+func PlanAppliedOf(c reducer.ApplyPlan, events []reducer.Event, p *reducer.Project) *PlanApplied {
+	out := &PlanApplied{Tasks: make(map[string]string, len(c.Items))}
+	for _, e := range events {
+		switch e.Body.(type) {
+		case reducer.TaskAdded:
+			out.Added++
+		case reducer.TaskEdited:
+			out.Edited++
+		}
+	}
+	out.Unchanged = len(c.Items) - out.Added - out.Edited
+	for i, it := range c.Items {
+		if t, ok := p.TaskByKey(it.Key); ok {
+			out.Tasks[it.Key] = t.ID
+		} else if t, ok := p.Task(it.Key); ok {
+			out.Tasks[it.Key] = t.ID
+		} else {
+			out.Tasks[it.Key] = c.IDs[i]
+		}
+	}
+	return out
+}

@@ -130,7 +130,8 @@ var handlerTests = []string{"scv/control/follow", "scv/control/agents"}
 // control/supervise, and the MCP server, control/mcp, import no ledger
 // package either, and the command line no package of the MCP SDK; and
 // the root package control holds at most 3,200 lines of code besides its
-// tests (3,000 until JSON-RPC batches, framing and client, came in).
+// tests (3,000 until JSON-RPC batches, framing and client, came in;
+// 3,200 until the plan's and the budget's actions did).
 func TestSubsystemsDoNotImportTheWire(t *testing.T) {
 	t.Parallel()
 	var offences []string
@@ -187,7 +188,7 @@ func TestSubsystemsDoNotImportTheWire(t *testing.T) {
 		lines += bytes.Count(b, []byte("\n"))
 	}
 	require.Greater(t, lines, 1000, "control's files were read")
-	assert.LessOrEqual(t, lines, 3200, "lines of code in package control, tests aside")
+	assert.LessOrEqual(t, lines, 3300, "lines of code in package control, tests aside")
 }
 
 // moduleDeps is every package of the module that pkg's code reaches,
