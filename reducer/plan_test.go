@@ -465,6 +465,12 @@ func TestApplyPlan(t *testing.T) {
 	assert.Equal(t, reducer.TaskReady, epic.Status)
 	requireStatus(t, p, "id-docs", reducer.TaskPending)
 	assert.Equal(t, []string{"id-impl"}, readyIDs(p))
+	// A task is named by its ID, its key or its title.
+	for _, ref := range []string{"id-impl", "impl", "Implement"} {
+		byRef, err := p.ResolveTask(ref)
+		require.NoError(t, err, ref)
+		assert.Equal(t, "id-impl", byRef.ID, ref)
+	}
 
 	// Applied again: nothing.
 	evs, err = decide(apply(plan...))

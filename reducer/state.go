@@ -213,11 +213,15 @@ func (p *Project) Approval(id string) (*Approval, bool) {
 // PendingApprovals is the number of approvals not decided yet.
 func (p *Project) PendingApprovals() int { return p.pending }
 
-// ResolveTask finds the task ref names: its ID, else its title when that
-// title is unique in the project. An ambiguous title is refused
-// (ErrInvalidArgument) with the IDs it could mean.
+// ResolveTask finds the task ref names: its ID, else its plan key
+// (docs/plan.md), else its title when that title is unique in the
+// project. An ambiguous title is refused (ErrInvalidArgument) with the
+// IDs it could mean.
 func (p *Project) ResolveTask(ref string) (*Task, error) {
 	if t, ok := p.Task(ref); ok {
+		return t, nil
+	}
+	if t, ok := p.TaskByKey(ref); ok {
 		return t, nil
 	}
 	l, ok := p.titles.Get(ref)

@@ -256,6 +256,20 @@ func TestTaskNamesUnknown(t *testing.T) {
 	assert.Regexp(t, `(?m)^E +ship +pending +0/0 +build, GONE +- `, out.String())
 }
 
+// TestTaskNamesKeys: a title that is another task's plan key would name
+// that task on a command line, so it is shown as the task's ID.
+func TestTaskNamesKeys(t *testing.T) {
+	t.Parallel()
+	names := taskNames([]api.ProjectTask{
+		{ID: "A", Title: "build", Key: "compile"},
+		{ID: "B", Title: "compile"},
+		{ID: "C", Title: "ship"},
+	})
+	assert.Equal(t, "build", names.of("A"))
+	assert.Equal(t, "B", names.of("B"))
+	assert.Equal(t, "ship", names.of("C"))
+}
+
 // TestTasksPlanColumns: PRIORITY shows once a task's priority is not the
 // default, EPIC once the project has epics: a child's epic by title, an
 // epic's children done of all, and an epic inside another.

@@ -411,7 +411,7 @@ func epicText(x api.ProjectTask, names taskName, done map[string]int) string {
 
 // taskName is how the tables name a project's tasks: by title, where
 // the title names the task on a command line too (no other task has it,
-// and it is no task's ID), else by ID.
+// and it is no task's ID or plan key), else by ID.
 type taskName map[string]string
 
 func taskNames(tasks []api.ProjectTask) taskName {
@@ -419,6 +419,9 @@ func taskNames(tasks []api.ProjectTask) taskName {
 	for _, t := range tasks {
 		uses[t.Title]++
 		uses[t.ID] += 2 // an ID is never a usable title
+		if t.Key != "" {
+			uses[t.Key] += 2 // nor a key
+		}
 	}
 	names := taskName{}
 	for _, t := range tasks {
