@@ -39,6 +39,7 @@ import (
 	"scv/control/restart"
 	"scv/control/startstop"
 	"scv/control/sweeper"
+	"scv/control/work"
 	"scv/control/web"
 	"scv/ledger"
 	"scv/ledger/driver"
@@ -173,6 +174,7 @@ type Daemon struct {
 	locks     []*os.File
 	registry  *delegations.Registry
 	agents    *agents.Manager
+	work      *work.Manager
 	channels  *channels.Manager
 	questions *confirm.Manager
 	restarter *restart.Restarter
@@ -272,6 +274,8 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	dels := agents.Delegations{Registry: d.registry, Agents: d.agents}
 	svc.Delegations = dels
 	svc.Agents = d.agents
+	d.work = &work.Manager{Agents: d.agents, Handler: svc, Projects: d.ledger, Clock: d.cfg.Clock, Logger: d.log.With("component", "work")}
+	svc.Work = d.work
 	d.channels = channels.New(d.db)
 	d.channels.Path = d.cfg.ConfigPath
 	d.channels.Logger = d.log.With("component", "channels")
@@ -301,7 +305,7 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	d.wire()
 	// Stopped in the reverse order: the live agents before the questions
 	// their permission requests wait on, all before the ledger closes.
-	d.services = append(startstop.Group{d.sweeper, d.registry, d.questions, d.agents}, d.httpServices()...)
+	d.services = append(startstop.Group{d.sweeper, d.registry, d.questions, d.agents, d.work}, d.httpServices()...)
 	if err := d.services.Start(ctx); err != nil {
 		return err
 	}
@@ -442,6 +446,9 @@ func (d *Daemon) wire() {
 	}
 	if d.agents != nil {
 		d.agents.Store, d.agents.Projects = d.db, d.ledger
+	}
+	if d.work != nil {
+		d.work.Projects = d.ledger
 	}
 	if d.channels != nil {
 		d.channels.Store = d.db
