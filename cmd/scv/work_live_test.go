@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"scv/control"
+	"scv/control/api"
+)
+
+// events is every event of the project, oldest first.
+func (e *liveEnv) events(project string) []api.ProjectEvent {
+	e.t.Helper()
+	var all []api.ProjectEvent
+	after := uint64(0)
+	for {
+		page := e.jsonOf("project", "events", project, "--after", strconv.FormatUint(after, 10)).Project.Events
+		if len(page) == 0 {
+			return all
+		}
+		all = append(all, page...)
+		after = page[len(page)-1].Sequence
+	}
+}
+
+// workLines is the work's JSON lines: its log's entries, then the work.
+func workLines(t *testing.T, out string) ([]api.WorkEntry, api.WorkInfo) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.NotEmpty(t, lines)
+	var entries []api.WorkEntry
+	for _, l := range lines[:len(lines)-1] {
+		var e api.WorkEntry
+		require.NoError(t, json.Unmarshal([]byte(l), &e), l)
+		entries = append(entries, e)
+	}
+	var w api.WorkInfo
+	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &w))
+	return entries, w
+}
+
+// TestWorkPlanOfEightTasks works a plan of 8 tasks with dependencies with
+// 2 agents, with the real binaries: every task done, each run started
+// after its task's dependencies were done, never more than 2 runs at once
+// and never 2 on one task (from the runs' start and end events), and the
+// summary's numbers the ledger's.
+func TestWorkPlanOfEightTasks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binaries")
+	}
+	e := newLiveEnv(t, buildScv(t, shortDir(t), "work-test"), "--heartbeat-every", "100ms")
+	e.ok("project", "create", "acme", "--workspace", e.ws)
+	deps := map[string][]string{
+		"a": nil, "b": {"a"}, "c": {"a"}, "d": {"b", "c"},
+		"e": nil, "f": {"e"}, "g": {"d", "f"}, "h": {"g"},
+	}
+	ids := map[string]string{}
+	daemon := &control.Remote{Socket: e.d.sock}
+	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		// The description is the scripted agent's script (the default
+		// prompt has it on lines of its own).
+		desc := "say working on " + k + "\nsleep 150ms"
+		on := []string{}
+		for _, dep := range deps[k] {
+			on = append(on, ids[dep])
+		}
+		st, err := daemon.Handle(context.Background(), api.CmdProjectTaskAdd{Project: "acme", Title: k, Description: &desc, DependsOn: on})
+		require.NoError(t, err)
+		ids[k] = st.Project.TaskID
+	}
+	title := map[string]string{}
+	for k, id := range ids {
+		title[id] = k
+	}
+
+	r := e.scv("--json", "project", "work", "acme", "--agents", "2", "--", "acpagent")
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s\ndaemon: %s", r.stdout, r.stderr, e.d.logs())
+	entries, w := workLines(t, r.stdout)
+	assert.Equal(t, api.WorkEnded, w.State)
+	assert.Contains(t, w.Why, "all 8 tasks of project acme are done")
+
+	// From the ledger's events: the runs' starts and ends in order.
+	done := map[string]bool{}
+	live := map[string]string{} // run → task
+	onTask := map[string]bool{}
+	most, started, succeeded := 0, 0, 0
+	agents := map[string]bool{}
+	for _, ev := range e.events("acme") {
+		var d struct {
+			RunID  string `json:"run_id"`
+			TaskID string `json:"task_id"`
+			Agent  string `json:"agent"`
+			Status string `json:"status"`
+		}
+		require.NoError(t, json.Unmarshal(ev.Data, &d))
+		switch ev.Kind {
+		case "run_started":
+			started++
+			k := title[d.TaskID]
+			for _, dep := range deps[k] {
+				assert.True(t, done[dep], "task %s started before its dependency %s was done", k, dep)
+			}
+			assert.False(t, onTask[d.TaskID], "two runs at once on task %s", k)
+			onTask[d.TaskID] = true
+			live[d.RunID] = d.TaskID
+			most = max(most, len(live))
+			agents[d.Agent] = true
+		case "run_finished":
+			task, ok := live[d.RunID]
+			require.True(t, ok, "run %s finished without starting", d.RunID)
+			delete(live, d.RunID)
+			onTask[task] = false
+			if d.Status == "succeeded" {
+				succeeded++
+				done[title[task]] = true
+			}
+		}
+	}
+	assert.Empty(t, live, "runs left running")
+	assert.LessOrEqual(t, most, 2, "more than 2 runs at once")
+	assert.Len(t, done, 8, "every task done")
+	assert.Equal(t, map[string]bool{"acme-1": true, "acme-2": true}, agents)
+
+	// The summary is the ledger's.
+	assert.Equal(t, uint64(8), w.Summary.TasksDone)
+	assert.Zero(t, w.Summary.TasksFailed)
+	assert.Zero(t, w.Summary.TasksLeft)
+	assert.Equal(t, uint64(started), w.Summary.Runs)
+	assert.Equal(t, uint64(started), w.Turns.Started)
+	assert.Equal(t, uint64(succeeded), w.Turns.Succeeded)
+	assert.Len(t, e.runs("acme"), started)
+	var turns int
+	for _, en := range entries {
+		if en.Kind == "turn_started" {
+			turns++
+		}
+	}
+	assert.Equal(t, started, turns, "a log line for each turn's start")
+
+	// Its agents are stopped; the work is seen ended.
+	list := e.jsonOf("agent", "list").Agents
+	assert.Empty(t, *list)
+	assert.Contains(t, e.ok("project", "work", "acme", "--status"), "8 done, 0 failed, 0 left")
+}
+
+// TestWorkRetriesAndRefusals: a task whose first turn refuses is retried
+// and done on its second; bad requests start nothing.
+func TestWorkRetriesAndRefusals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binaries")
+	}
+	e := newLiveEnv(t, buildScv(t, shortDir(t), "work-test"), "--heartbeat-every", "100ms")
+	e.ok("project", "create", "acme", "--workspace", e.ws)
+	e.ok("project", "task", "add", "acme", "flaky", "--max-retries", "1")
+	e.ok("project", "task", "add", "acme", "after", "--depends-on", "flaky")
+	tmpl := filepath.Join(e.dir, "prompt.tmpl")
+	require.NoError(t, os.WriteFile(tmpl, []byte("say {{.Task.Title}} attempt {{.Task.Attempt}}\n{{if and (eq .Task.Title \"flaky\") (eq .Task.Attempt 1)}}refuse{{end}}\n"), 0o600))
+
+	// Refused before anything starts.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"project", "work", "acme", "--agents", "0", "--", "acpagent"}, "agents: want 1 to 64"},
+		{[]string{"project", "work", "acme", "--agents", "65", "--", "acpagent"}, "agents: want 1 to 64"},
+		{[]string{"project", "work", "nope", "--agents", "1", "--", "acpagent"}, "nope"},
+		{[]string{"project", "work", "acme", "--agents", "1", "--", "true"}, "before it answered initialize"},
+	} {
+		r := e.scv(c.args...)
+		assert.Equal(t, 1, r.code, "%v: %s %s", c.args, r.stdout, r.stderr)
+		assert.Contains(t, r.stderr, c.want, "%v", c.args)
+	}
+	bad := filepath.Join(e.dir, "bad.tmpl")
+	require.NoError(t, os.WriteFile(bad, []byte("{{.Nope}}"), 0o600))
+	r := e.scv("project", "work", "acme", "--agents", "1", "--prompt-template", bad, "--", "acpagent")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "prompt_template")
+	assert.Empty(t, *e.jsonOf("agent", "list").Agents, "nothing left running")
+	assert.Empty(t, e.runs("acme"), "nothing claimed")
+
+	r = e.scv("project", "work", "acme", "--agents", "2", "--prompt-template", tmpl, "--", "acpagent")
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s\ndaemon: %s", r.stdout, r.stderr, e.d.logs())
+	assert.Contains(t, r.stdout, "ended flaky: refusal (run failed)")
+	assert.Contains(t, r.stdout, "ended flaky: end_turn (run succeeded)")
+	assert.Contains(t, r.stdout, "ended after: end_turn (run succeeded)")
+	assert.Regexp(t, `tasks +2 done, 0 failed, 0 left`, r.stdout)
+	assert.Regexp(t, `runs +3 \(turns: 3 started, 2 succeeded, 1 failed, 0 cancelled\)`, r.stdout)
+	assert.Len(t, e.runs("acme"), 3)
+}
