@@ -8,12 +8,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
 	"scv/control/api"
+	"scv/control/work"
 )
 
 // events is every event of the project, oldest first.
@@ -194,4 +196,70 @@ func TestWorkRetriesAndRefusals(t *testing.T) {
 	assert.Regexp(t, `tasks +2 done, 0 failed, 0 left`, r.stdout)
 	assert.Regexp(t, `runs +3 \(turns: 3 started, 2 succeeded, 1 failed, 0 cancelled\)`, r.stdout)
 	assert.Len(t, e.runs("acme"), 3)
+}
+
+// TestWorkCrashingAgentAndApproval: an agent that crashes every turn is
+// started again 3 times, then its slot stops (the other's turns are slow,
+// so that the crashing one takes tasks), and the other finishes the plan; a task behind the owner's approval is not taken until it is
+// approved, and the work waits for it.
+func TestWorkCrashingAgentAndApproval(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binaries")
+	}
+	e := newLiveEnv(t, buildScv(t, shortDir(t), "work-test"), "--heartbeat-every", "100ms")
+	e.ok("channel", "set", "local:owner", "--enable")
+	e.ok("project", "create", "acme", "--workspace", e.ws)
+	for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
+		e.ok("project", "task", "add", "acme", k, "--max-retries", "5")
+	}
+	deploy := e.jsonOf("project", "task", "add", "acme", "deploy").Project.TaskID
+	q := e.jsonOf("confirm", "ask", "deploy?", "--project", "acme", "--task", "deploy", "--timeout", "10m").Confirm.ID
+	tmpl := filepath.Join(e.dir, "prompt.tmpl")
+	require.NoError(t, os.WriteFile(tmpl, []byte("say {{.Task.Title}}\n{{if eq .Agent \"acme-2\"}}crash{{else}}sleep 300ms{{end}}\n"), 0o600))
+
+	wait := e.background("--json", "project", "work", "acme", "--agents", "2", "--prompt-template", tmpl, "--", "acpagent")
+	// The work waits for the owner, and says so.
+	var w api.WorkInfo
+	require.Eventually(t, func() bool {
+		r := e.scv("--json", "project", "work", "acme", "--status")
+		if r.code != 0 { // not yet started
+			return false
+		}
+		var st api.DaemonStatus
+		if json.Unmarshal([]byte(r.stdout), &st) != nil || st.Work == nil {
+			return false
+		}
+		w = *st.Work
+		return strings.Contains(w.Waiting, "waits for the owner's approval")
+	}, 60*time.Second, 50*time.Millisecond, "the work waits for the approval")
+	assert.Equal(t, api.WorkRunning, w.State)
+	for _, r := range e.runs("acme") {
+		assert.NotEqual(t, deploy, r.TaskID, "deploy taken before it was approved")
+	}
+	e.ok("confirm", "answer", q, "yes")
+
+	r := wait()
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s\ndaemon: %s", r.stdout, r.stderr, e.d.logs())
+	entries, w := workLines(t, r.stdout)
+	assert.Equal(t, uint64(7), w.Summary.TasksDone)
+	require.Len(t, w.Slots, 2)
+	assert.Equal(t, "stopped", w.Slots[1].State)
+	assert.Equal(t, uint64(1+work.MaxRestarts), w.Slots[1].Starts, "acme-2 started, then again %d times", work.MaxRestarts)
+	assert.Contains(t, w.Slots[1].Why, "its agent ended 4 times")
+	assert.Equal(t, uint64(1), w.Slots[0].Starts)
+	var crashed, stopped int
+	for _, en := range entries {
+		switch {
+		case en.Kind == "turn_ended" && en.Agent == "acme-2":
+			assert.Equal(t, "crashed", en.StopReason)
+			assert.Equal(t, "failed", en.Status)
+			crashed++
+		case en.Kind == "slot_stopped":
+			stopped++
+		}
+	}
+	assert.Equal(t, 1+work.MaxRestarts, crashed)
+	assert.Equal(t, 1, stopped)
+	assert.Equal(t, uint64(1+work.MaxRestarts), w.Turns.Failed)
+	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
 }
