@@ -185,6 +185,12 @@ func (o *ProjectWorkOptions) follow(w api.WorkInfo) error {
 				if err != nil {
 					return follow.Stop, err
 				}
+				if w.Next < last.Next {
+					// A restarted daemon resumed the work: its log starts anew.
+					o.c.note("the daemon restarted; the work goes on, its log anew")
+					last.Next = 0
+					return follow.Now, nil
+				}
 				if err := print(w); err != nil {
 					return follow.Stop, err
 				}

@@ -263,3 +263,62 @@ func TestWorkCrashingAgentAndApproval(t *testing.T) {
 	assert.Equal(t, uint64(1+work.MaxRestarts), w.Turns.Failed)
 	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
 }
+
+// TestWorkResumesAfterSIGKILL: the daemon killed in the middle of the
+// work's turns and started again resumes the work (its settings in the
+// local store): every task done once, no run left running, the turns the
+// kill cut failed.
+func TestWorkResumesAfterSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binaries")
+	}
+	e := newLiveEnv(t, buildScv(t, shortDir(t), "work-test"), "--heartbeat-every", "100ms")
+	e.ok("project", "create", "acme", "--workspace", e.ws)
+	for _, k := range []string{"a", "b", "c", "d"} {
+		e.ok("project", "task", "add", "acme", k, "--max-retries", "2")
+	}
+	tmpl := filepath.Join(e.dir, "prompt.tmpl")
+	require.NoError(t, os.WriteFile(tmpl, []byte("say {{.Task.Title}}\nsleep 1s\n"), 0o600))
+	follower := e.background("--json", "project", "work", "acme", "--agents", "2", "--prompt-template", tmpl, "--", "acpagent")
+	require.Eventually(t, func() bool {
+		n := 0
+		for _, r := range e.runs("acme") {
+			if r.Status == "running" {
+				n++
+			}
+		}
+		return n == 2
+	}, 30*time.Second, 20*time.Millisecond, "two turns under way")
+
+	require.True(t, e.d.p.Kill(), "SIGKILL the daemon")
+	<-e.d.p.Exited()
+	e.d = startTestDaemon(t, e.d.bin, e.d.db, e.d.sock, "", "--heartbeat-every", "100ms")
+
+	r := follower()
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s\ndaemon: %s", r.stdout, r.stderr, e.d.logs())
+	_, w := workLines(t, r.stdout)
+	assert.Equal(t, api.WorkEnded, w.State)
+	assert.Equal(t, uint64(4), w.Summary.TasksDone)
+
+	succeeded := map[string]int{}
+	cut := 0
+	for _, run := range e.runs("acme") {
+		switch run.Status {
+		case "succeeded":
+			succeeded[run.TaskID]++
+		case "failed":
+			require.NotNil(t, run.Progress)
+			assert.Contains(t, *run.Progress, "the daemon ended in the middle of turn")
+			cut++
+		default:
+			t.Errorf("run %s left %s", run.ID, run.Status)
+		}
+	}
+	assert.Len(t, succeeded, 4, "every task done")
+	for task, n := range succeeded {
+		assert.Equal(t, 1, n, "task %s done once", task)
+	}
+	assert.Equal(t, 2, cut, "the two turns the kill cut failed")
+	assert.Contains(t, e.d.logs(), `msg="work resumed"`)
+	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
+}

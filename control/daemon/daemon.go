@@ -274,7 +274,7 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	dels := agents.Delegations{Registry: d.registry, Agents: d.agents}
 	svc.Delegations = dels
 	svc.Agents = d.agents
-	d.work = &work.Manager{Agents: d.agents, Handler: svc, Projects: d.ledger, Clock: d.cfg.Clock, Logger: d.log.With("component", "work")}
+	d.work = &work.Manager{Store: d.db, Agents: d.agents, Handler: svc, Projects: d.ledger, Clock: d.cfg.Clock, Logger: d.log.With("component", "work")}
 	svc.Work = d.work
 	d.channels = channels.New(d.db)
 	d.channels.Path = d.cfg.ConfigPath
@@ -448,7 +448,7 @@ func (d *Daemon) wire() {
 		d.agents.Store, d.agents.Projects = d.db, d.ledger
 	}
 	if d.work != nil {
-		d.work.Projects = d.ledger
+		d.work.Store, d.work.Projects = d.db, d.ledger
 	}
 	if d.channels != nil {
 		d.channels.Store = d.db

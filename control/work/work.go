@@ -7,6 +7,7 @@ package work
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"scv/control/api"
+	"scv/ledger/local"
 	"scv/reducer"
 )
 
@@ -52,6 +54,9 @@ const (
 // daemon service, Stop ends every work and stops its agents. Set the
 // fields, then Start.
 type Manager struct {
+	// Store keeps each work's settings while it runs, so that a restarted
+	// daemon resumes it (nil: works end with the daemon).
+	Store    local.Works
 	Agents   Agents
 	Handler  api.Handler // the daemon's way in (control.Service): the claims and the runs' ends
 	Projects Projects
@@ -83,15 +88,111 @@ func (m *Manager) logger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
-// Start lets works start.
-func (m *Manager) Start(context.Context) error {
+// Start lets works start, and resumes the works of the store: each
+// takes its agents back as the live agents' manager resumes them (or
+// starts them anew), and goes on.
+func (m *Manager) Start(ctx context.Context) error {
+	var rows []local.Work
+	if m.Store != nil {
+		var err error
+		if rows, err = m.Store.Works(ctx); err != nil {
+			return err
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.running = true
 	m.works = map[string]*work{}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	for _, row := range rows {
+		w, err := m.resume(ctx, row)
+		if err != nil {
+			m.logger().Error("work dropped: it cannot be resumed", "project", row.Project, "err", err)
+			if _, err := m.Store.DeleteWork(ctx, row.Project); err != nil {
+				m.logger().Error("forget the work", "project", row.Project, "err", err)
+			}
+			continue
+		}
+		m.works[w.project] = w
+		m.loops.Add(1)
+		go func() {
+			defer m.loops.Done()
+			var wg sync.WaitGroup
+			for _, s := range w.slots {
+				wg.Go(func() { w.attach(m.ctx, s) })
+			}
+			wg.Wait()
+			w.loop(m.ctx)
+		}()
+	}
 	return nil
 }
+
+// resume is the work of row, its slots to be attached.
+func (m *Manager) resume(ctx context.Context, row local.Work) (*work, error) {
+	var c api.CmdProjectWork
+	if err := json.Unmarshal([]byte(row.Spec), &c); err != nil {
+		return nil, err
+	}
+	tmpl, err := parseTemplate(c.PromptTemplate)
+	if err != nil {
+		return nil, err
+	}
+	p, err := m.Projects.Project(ctx, row.Project)
+	if err != nil {
+		return nil, err
+	}
+	w := m.newWork(c, tmpl, p, time.UnixMilli(row.Started))
+	for i := 1; i <= int(c.Agents); i++ {
+		w.slots = append(w.slots, &slot{name: slotName(p, i), state: "starting"})
+	}
+	w.log.Info("work resumed", "agents", c.Agents)
+	return w, nil
+}
+
+// attach takes s's agent back once the live agents' manager has resumed
+// it, or starts it anew when it was not kept or could not be resumed.
+func (w *work) attach(ctx context.Context, s *slot) {
+	for ctx.Err() == nil {
+		state, found := "", false
+		for _, a := range w.m.Agents.ListAgents() {
+			if a.Name == s.name {
+				state, found = string(a.State), true
+			}
+		}
+		switch {
+		case found && state == string(api.AgentIdle):
+			w.mu.Lock()
+			s.starts++
+			s.state = "idle"
+			w.addLocked(api.WorkEntry{Kind: "agent_started", Agent: s.name, Text: "resumed after the daemon's restart"})
+			w.mu.Unlock()
+			return
+		case found && state != string(api.AgentStopped):
+			time.Sleep(50 * time.Millisecond) // being resumed, or stopped
+			continue
+		}
+		if err := w.startAgent(w.ctx, s); err != nil {
+			w.mu.Lock()
+			s.state, s.why = "stopped", "its agent could not be started again after the daemon's restart: "+err.Error()
+			w.addLocked(api.WorkEntry{Kind: "slot_stopped", Agent: s.name, Text: s.why})
+			w.mu.Unlock()
+		}
+		return
+	}
+}
+
+// newWork is a running work of c on p, with no slots yet.
+func (m *Manager) newWork(c api.CmdProjectWork, tmpl *template.Template, p *reducer.Project, started time.Time) *work {
+	w := &work{m: m, c: c, tmpl: tmpl, project: p.ID, name: p.Name, started: started,
+		log:  m.logger().With("work", p.Name),
+		wake: make(chan struct{}, 1), state: api.WorkRunning, news: make(chan struct{}), done: make(chan struct{})}
+	w.ctx = api.WithCaller(context.Background(), "work of project "+p.Name)
+	return w
+}
+
+// slotName names the i-th agent of p's work.
+func slotName(p *reducer.Project, i int) string { return p.Name + "-" + strconv.Itoa(i) }
 
 // Stop ends every work: its turns are cancelled and its agents stopped.
 func (m *Manager) Stop() {
@@ -171,10 +272,7 @@ func (m *Manager) StartWork(ctx context.Context, c api.CmdProjectWork) (api.Work
 	if p.Workspace == "" {
 		return api.WorkInfo{}, api.Errorf(api.ErrInvalidArgument, "project %s has no workspace for its agents to work in", p.Name)
 	}
-	w := &work{m: m, c: c, tmpl: tmpl, project: p.ID, name: p.Name, started: m.now(),
-		log:  m.logger().With("work", p.Name),
-		wake: make(chan struct{}, 1), state: api.WorkRunning, news: make(chan struct{}), done: make(chan struct{})}
-	w.ctx = api.WithCaller(context.Background(), "work of project "+p.Name)
+	w := m.newWork(c, tmpl, p, m.now())
 	m.mu.Lock()
 	if !m.running {
 		m.mu.Unlock()
@@ -190,16 +288,28 @@ func (m *Manager) StartWork(ctx context.Context, c api.CmdProjectWork) (api.Work
 	loopCtx := m.ctx
 	m.mu.Unlock()
 
+	fail := func(err error) (api.WorkInfo, error) {
+		w.stopAgents()
+		m.mu.Lock()
+		delete(m.works, p.ID)
+		m.mu.Unlock()
+		m.loops.Done()
+		return api.WorkInfo{}, err
+	}
 	for i := 1; i <= int(c.Agents); i++ {
-		s := &slot{name: p.Name + "-" + strconv.Itoa(i), state: "starting"}
+		s := &slot{name: slotName(p, i), state: "starting"}
 		w.slots = append(w.slots, s)
 		if err := w.startAgent(ctx, s); err != nil {
-			w.stopAgents()
-			m.mu.Lock()
-			delete(m.works, p.ID)
-			m.mu.Unlock()
-			m.loops.Done()
-			return api.WorkInfo{}, err
+			return fail(err)
+		}
+	}
+	if m.Store != nil {
+		spec, err := json.Marshal(c)
+		if err == nil {
+			err = m.Store.PutWork(ctx, local.Work{Project: p.ID, Spec: string(spec), Started: w.started.UnixMilli()})
+		}
+		if err != nil {
+			return fail(err)
 		}
 	}
 	w.log.Info("work started", "agents", c.Agents, "command", c.Command, "labels", c.Labels)
@@ -274,7 +384,7 @@ func (w *work) loop(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if ctx.Err() != nil {
-			w.end("the daemon is stopping")
+			w.pause()
 			return
 		}
 		w.fill()
@@ -476,7 +586,7 @@ func (w *work) revive(s *slot, why string) {
 	}
 	s.restarts = append(s.restarts, now)
 	w.mu.Unlock()
-	_, _ = w.m.Agents.StopAgent(w.ctx, s.name) // whatever is left of it
+	_, _ = w.m.Agents.StopAgent(w.ctx, s.name) // whatever is left of it (closing: never here)
 	if err := w.startAgent(w.ctx, s); err != nil {
 		w.mu.Lock()
 		s.state, s.why = "stopped", "its agent could not be started again: "+err.Error()
@@ -545,7 +655,25 @@ func waitingFor(p *reducer.Project) string {
 	return ""
 }
 
-// end ends the work: its agents are stopped.
+// pause ends the work in this daemon, which is stopping. A work the
+// store keeps is resumed by the next daemon: its agents are left to the
+// live agents' manager, which stops them (their turns cancelled) and
+// keeps them for the next start; else the work ends.
+func (w *work) pause() {
+	if w.m.Store == nil {
+		w.end("the daemon is stopping")
+		return
+	}
+	w.mu.Lock()
+	w.closing = true
+	w.state, w.ended, w.why = api.WorkEnded, w.m.now(), "the daemon is stopping; the next one resumes the work"
+	w.addLocked(api.WorkEntry{Kind: "ended", Text: w.why})
+	close(w.done)
+	w.mu.Unlock()
+	w.log.Info("work paused: the daemon is stopping")
+}
+
+// end ends the work: its agents are stopped, and the store forgets it.
 func (w *work) end(why string) {
 	w.mu.Lock()
 	if w.state == api.WorkRunning || why == "the daemon is stopping" {
@@ -555,6 +683,11 @@ func (w *work) end(why string) {
 	w.mu.Unlock()
 	w.stopAgents()
 	w.awaits.Wait()
+	if w.m.Store != nil {
+		if _, err := w.m.Store.DeleteWork(context.Background(), w.project); err != nil {
+			w.log.Error("forget the work", "err", err)
+		}
+	}
 	w.mu.Lock()
 	w.state, w.ended = api.WorkEnded, w.m.now()
 	for _, s := range w.slots {
