@@ -673,6 +673,14 @@ func (m *Manager) Hold(why string, end bool) []string {
 	return busy
 }
 
+// Held says why no turn may begin now (a restart is about to go), or "".
+func (m *Manager) Held() string {
+	if why := m.held.Load(); why != nil {
+		return *why
+	}
+	return ""
+}
+
 // Release lets turns begin again.
 func (m *Manager) Release() { m.held.Store(nil) }
 

@@ -29,6 +29,8 @@ type Agents interface {
 	CancelTurn(ctx context.Context, agent string) (api.AgentInfo, error)
 	PromptRun(ctx context.Context, agent, text, project, task, run string) (api.AgentInfo, <-chan api.AgentUpdate, error)
 	ListAgents() []api.AgentInfo
+	// Held says why no turn may begin now (a restart is about to go), or "".
+	Held() string
 }
 
 // Projects reads the project ledger (*ledger.Ledger).
@@ -443,8 +445,15 @@ func (w *work) fill() {
 }
 
 // claim gives s the next ready task as a turn; it reports whether one
-// was taken.
+// was taken. While the daemon holds turns back for a restart, nothing is
+// claimed: the work waits, and the next daemon resumes it.
 func (w *work) claim(s *slot) bool {
+	if why := w.m.Agents.Held(); why != "" {
+		w.mu.Lock()
+		w.waiting = "no turn may begin: " + why
+		w.mu.Unlock()
+		return false
+	}
 	st, err := w.m.Handler.Handle(w.ctx, api.CmdProjectTaskNext{Project: w.project, Agent: s.name, Labels: w.c.Labels})
 	switch {
 	case errors.Is(err, reducer.ErrNothingReady):
@@ -501,7 +510,7 @@ func (w *work) claim(s *slot) bool {
 	}
 	if errors.Is(err, reducer.ErrUnavailable) { // the daemon restarts: no turn begins
 		w.mu.Lock()
-		w.stopTakingLocked(err.Error())
+		w.waiting = err.Error()
 		w.mu.Unlock()
 		return false
 	}
@@ -621,6 +630,9 @@ func (w *work) over() (string, bool) {
 	}
 	// Running, every agent idle: something is waited for, or nothing is
 	// left to take.
+	if w.m.Agents.Held() != "" {
+		return "", false // the daemon restarts: the next one resumes the work
+	}
 	p, err := w.m.Projects.Project(w.ctx, w.project)
 	if err != nil {
 		return "", false
