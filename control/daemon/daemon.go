@@ -274,7 +274,8 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	dels := agents.Delegations{Registry: d.registry, Agents: d.agents}
 	svc.Delegations = dels
 	svc.Agents = d.agents
-	d.work = &work.Manager{Store: d.db, Agents: d.agents, Handler: svc, Projects: d.ledger, Clock: d.cfg.Clock, Logger: d.log.With("component", "work")}
+	d.work = &work.Manager{Store: d.db, Agents: d.agents, Handler: svc, Projects: d.ledger, Clock: d.cfg.Clock,
+		Logger: d.log.With("component", "work"), Metrics: d.recorder()} // a nil *Recorder records nothing
 	svc.Work = d.work
 	d.channels = channels.New(d.db)
 	d.channels.Path = d.cfg.ConfigPath

@@ -33,6 +33,12 @@ type Agents interface {
 	Held() string
 }
 
+// Metrics counts the work's turns (*metrics.Recorder).
+type Metrics interface {
+	TurnStarted()
+	TurnEnded(status string)
+}
+
 // Projects reads the project ledger (*ledger.Ledger).
 type Projects interface {
 	Project(ctx context.Context, ref string) (*reducer.Project, error)
@@ -67,6 +73,8 @@ type Manager struct {
 	// Recheck is how often a waiting work looks at the ledger again (0:
 	// DefaultRecheck).
 	Recheck time.Duration
+	// Metrics counts the turns (*metrics.Recorder; nil: nothing).
+	Metrics Metrics
 
 	mu      sync.Mutex
 	works   map[string]*work // by project ID: running, or the last that ended
@@ -494,6 +502,9 @@ func (w *work) claim(s *slot) bool {
 			w.addLocked(api.WorkEntry{Kind: "turn_started", Agent: s.name, Task: task, TaskTitle: st.Task.Title, Run: run})
 			w.mu.Unlock()
 			w.log.Info("turn started", "agent", s.name, "task", task, "run", run)
+			if w.m.Metrics != nil {
+				w.m.Metrics.TurnStarted()
+			}
 			w.awaits.Go(func() { w.await(s, task, st.Task.Title, run, ended) })
 			return true
 		}
@@ -550,6 +561,9 @@ func (w *work) await(s *slot, task, title, run string, ended <-chan api.AgentUpd
 	}
 	w.mu.Unlock()
 	w.log.Info("turn ended", "agent", s.name, "task", task, "run", run, "stop_reason", u.StopReason, "run_status", status)
+	if w.m.Metrics != nil {
+		w.m.Metrics.TurnEnded(string(status))
+	}
 	if crashed {
 		w.revive(s, u.Text)
 	}
