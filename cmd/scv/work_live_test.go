@@ -154,7 +154,8 @@ func TestWorkPlanOfEightTasks(t *testing.T) {
 }
 
 // TestWorkRetriesAndRefusals: a task whose first turn refuses is retried
-// and done on its second; bad requests start nothing.
+// and done on its second; bad requests start nothing; the agents are
+// handed `scv mcp --project P` in session/new.
 func TestWorkRetriesAndRefusals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binaries")
@@ -164,7 +165,7 @@ func TestWorkRetriesAndRefusals(t *testing.T) {
 	e.ok("project", "task", "add", "acme", "flaky", "--max-retries", "1")
 	e.ok("project", "task", "add", "acme", "after", "--depends-on", "flaky")
 	tmpl := filepath.Join(e.dir, "prompt.tmpl")
-	require.NoError(t, os.WriteFile(tmpl, []byte("say {{.Task.Title}} attempt {{.Task.Attempt}}\n{{if and (eq .Task.Title \"flaky\") (eq .Task.Attempt 1)}}refuse{{end}}\n"), 0o600))
+	require.NoError(t, os.WriteFile(tmpl, []byte("say {{.Task.Title}} attempt {{.Task.Attempt}}\n{{if and (eq .Task.Title \"flaky\") (eq .Task.Attempt 1)}}refuse{{end}}\n{{if eq .Task.Title \"after\"}}mcp{{end}}\n"), 0o600))
 
 	// Refused before anything starts.
 	for _, c := range []struct {
@@ -195,7 +196,12 @@ func TestWorkRetriesAndRefusals(t *testing.T) {
 	assert.Contains(t, r.stdout, "ended after: end_turn (run succeeded)")
 	assert.Regexp(t, `tasks +2 done, 0 failed, 0 left`, r.stdout)
 	assert.Regexp(t, `runs +3 \(turns: 3 started, 2 succeeded, 1 failed, 0 cancelled\)`, r.stdout)
-	assert.Len(t, e.runs("acme"), 3)
+	runs := e.runs("acme")
+	assert.Len(t, runs, 3)
+	// The agents were handed the ledger's tools: scv mcp --project P.
+	last := runs[len(runs)-1]
+	require.NotNil(t, last.Progress)
+	assert.Regexp(t, `mcp: scv: /\S+/scv mcp --project [0-9A-Z]{26}$`, *last.Progress)
 }
 
 // TestWorkCrashingAgentAndApproval: an agent that crashes every turn is

@@ -36,6 +36,33 @@ type spec struct {
 	Session       string   `json:"session,omitempty"`
 	Parent        string   `json:"parent,omitempty"` // the caller's SCV_PARENT
 	Chat          string   `json:"chat,omitempty"`
+	// MCP is the MCP servers handed to the agent in session/new and
+	// session/load (StartAgentWith).
+	MCP []MCPServer `json:"mcp,omitempty"`
+}
+
+// MCPServer is a stdio MCP server an agent is handed with its session:
+// Command (an absolute path) and Args, run by the agent with Env
+// (NAME=VALUE) added to its own.
+type MCPServer struct {
+	Name    string   `json:"name"`
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+	Env     []string `json:"env,omitempty"`
+}
+
+// mcpServers is ms as ACP names them.
+func mcpServers(ms []MCPServer) []acp.McpServer {
+	out := []acp.McpServer{}
+	for _, m := range ms {
+		env := []acp.EnvVariable{}
+		for _, kv := range m.Env {
+			k, v, _ := strings.Cut(kv, "=")
+			env = append(env, acp.EnvVariable{Name: k, Value: v})
+		}
+		out = append(out, acp.McpServer{Stdio: &acp.McpServerStdio{Name: m.Name, Command: m.Command, Args: m.Args, Env: env}})
+	}
+	return out
 }
 
 // Timing of an agent's stop.
@@ -226,7 +253,7 @@ func (a *agent) handshake(ctx context.Context) error {
 	load := a.conversation != ""
 	a.mu.Unlock()
 	if !load {
-		s, err := a.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: a.spec.Workspace, McpServers: []acp.McpServer{}})
+		s, err := a.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: a.spec.Workspace, McpServers: mcpServers(a.spec.MCP)})
 		if err != nil {
 			return a.startError(ctx, "session/new", timeout, err)
 		}
@@ -250,7 +277,7 @@ func (a *agent) handshake(ctx context.Context) error {
 		a.mu.Unlock()
 	}()
 	l, err := a.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(a.conversation),
-		Cwd: a.spec.Workspace, McpServers: []acp.McpServer{}})
+		Cwd: a.spec.Workspace, McpServers: mcpServers(a.spec.MCP)})
 	if err != nil {
 		return a.startError(ctx, "session/load", timeout, err)
 	}

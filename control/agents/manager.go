@@ -274,10 +274,17 @@ func (m *Manager) find(ref string) (*agent, error) {
 // does not speak ACP is refused, naming what it did, with nothing left
 // running.
 func (m *Manager) StartAgent(ctx context.Context, c api.CmdAgentStart) (api.AgentInfo, api.DelegationInfo, error) {
+	return m.StartAgentWith(ctx, c, nil)
+}
+
+// StartAgentWith is StartAgent, the agent handed the MCP servers mcp in
+// session/new (and in session/load after a restart).
+func (m *Manager) StartAgentWith(ctx context.Context, c api.CmdAgentStart, mcp []MCPServer) (api.AgentInfo, api.DelegationInfo, error) {
 	sp, err := m.check(ctx, c)
 	if err != nil {
 		return api.AgentInfo{}, api.DelegationInfo{}, err
 	}
+	sp.MCP = mcp
 	m.mu.Lock()
 	if !m.running {
 		m.mu.Unlock()

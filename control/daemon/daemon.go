@@ -275,7 +275,8 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	svc.Delegations = dels
 	svc.Agents = d.agents
 	d.work = &work.Manager{Store: d.db, Agents: d.agents, Handler: svc, Projects: d.ledger, Clock: d.cfg.Clock,
-		Logger: d.log.With("component", "work"), Metrics: d.recorder()} // a nil *Recorder records nothing
+		Logger: d.log.With("component", "work"), Metrics: d.recorder(), // a nil *Recorder records nothing
+		Scv: d.cfg.Executable, Socket: d.cfg.Socket}
 	svc.Work = d.work
 	d.channels = channels.New(d.db)
 	d.channels.Path = d.cfg.ConfigPath

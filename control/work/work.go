@@ -17,6 +17,7 @@ import (
 	"text/template"
 	"time"
 
+	"scv/control/agents"
 	"scv/control/api"
 	"scv/ledger/local"
 	"scv/reducer"
@@ -24,7 +25,7 @@ import (
 
 // Agents starts and prompts the work's agents (*agents.Manager).
 type Agents interface {
-	StartAgent(ctx context.Context, c api.CmdAgentStart) (api.AgentInfo, api.DelegationInfo, error)
+	StartAgentWith(ctx context.Context, c api.CmdAgentStart, mcp []agents.MCPServer) (api.AgentInfo, api.DelegationInfo, error)
 	StopAgent(ctx context.Context, agent string) (api.AgentInfo, error)
 	CancelTurn(ctx context.Context, agent string) (api.AgentInfo, error)
 	PromptRun(ctx context.Context, agent, text, project, task, run string) (api.AgentInfo, <-chan api.AgentUpdate, error)
@@ -75,6 +76,10 @@ type Manager struct {
 	Recheck time.Duration
 	// Metrics counts the turns (*metrics.Recorder; nil: nothing).
 	Metrics Metrics
+	// Scv is the scv binary and Socket the daemon's socket: each agent is
+	// handed `scv mcp --project P` as an MCP server in session/new, the
+	// ledger's tools (none when Scv is "").
+	Scv, Socket string
 
 	mu      sync.Mutex
 	works   map[string]*work // by project ID: running, or the last that ended
@@ -332,8 +337,13 @@ func (m *Manager) StartWork(ctx context.Context, c api.CmdProjectWork) (api.Work
 
 // startAgent starts slot s's agent as agent_start starts one.
 func (w *work) startAgent(ctx context.Context, s *slot) error {
-	_, _, err := w.m.Agents.StartAgent(ctx, api.CmdAgentStart{Name: s.name, Command: w.c.Command, Env: w.c.Env,
-		Workspace: w.workspace(ctx), Ask: w.c.Ask, AllowTerminal: w.c.AllowTerminal})
+	var mcp []agents.MCPServer
+	if w.m.Scv != "" {
+		mcp = []agents.MCPServer{{Name: "scv", Command: w.m.Scv, Args: []string{"mcp", "--project", w.project},
+			Env: []string{"SCV_SOCKET=" + w.m.Socket}}}
+	}
+	_, _, err := w.m.Agents.StartAgentWith(ctx, api.CmdAgentStart{Name: s.name, Command: w.c.Command, Env: w.c.Env,
+		Workspace: w.workspace(ctx), Ask: w.c.Ask, AllowTerminal: w.c.AllowTerminal}, mcp)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil {
