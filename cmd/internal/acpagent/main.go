@@ -549,7 +549,7 @@ func init() { // not an initializer: the steps run steps (as)
 			}
 			return ""
 		}},
-				{"refuse", "", "end the turn with refusal", func(*turn, string) acp.StopReason { return acp.StopReasonRefusal }},
+		{"refuse", "", "end the turn with refusal", func(*turn, string) acp.StopReason { return acp.StopReasonRefusal }},
 	}
 }
 
