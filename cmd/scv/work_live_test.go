@@ -328,3 +328,41 @@ func TestWorkResumesAfterSIGKILL(t *testing.T) {
 	assert.Contains(t, e.d.logs(), `msg="work resumed"`)
 	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
 }
+
+// TestWorkStop: --stop --now cancels the running turns (their runs
+// cancelled, no retry spent), the work ends, its follower exits 1 with
+// tasks left; a second work of the project while one runs is a conflict.
+func TestWorkStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binaries")
+	}
+	e := newLiveEnv(t, buildScv(t, shortDir(t), "work-test"), "--heartbeat-every", "100ms")
+	e.ok("project", "create", "acme", "--workspace", e.ws)
+	for _, k := range []string{"a", "b", "c"} {
+		e.ok("project", "task", "add", "acme", k)
+	}
+	tmpl := filepath.Join(e.dir, "prompt.tmpl")
+	require.NoError(t, os.WriteFile(tmpl, []byte("say {{.Task.Title}}\nsleep 60s\n"), 0o600))
+	follower := e.background("project", "work", "acme", "--agents", "2", "--prompt-template", tmpl, "--", "acpagent")
+	require.Eventually(t, func() bool { return len(e.runs("acme")) == 2 }, 30*time.Second, 20*time.Millisecond, "two turns under way")
+
+	r := e.scv("project", "work", "acme", "--agents", "1", "--", "acpagent")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "project acme has work running already (2 agents")
+
+	assert.Contains(t, e.ok("project", "work", "acme", "--stop", "--now"), "its running turns are cancelled")
+	r = follower()
+	assert.Equal(t, 1, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	assert.Contains(t, r.stdout, "-- stopping: stopped by request")
+	assert.Regexp(t, `tasks +0 done, 0 failed, 3 left`, r.stdout)
+	assert.Contains(t, r.stderr, "ended with 0 tasks failed and 3 left")
+	runs := e.runs("acme")
+	require.Len(t, runs, 2, "no task taken after the stop")
+	for _, run := range runs {
+		assert.Equal(t, "cancelled", string(run.Status))
+	}
+	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
+	r = e.scv("project", "work", "acme", "--stop")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, "has ended already")
+}
