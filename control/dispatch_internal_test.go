@@ -73,6 +73,9 @@ var SeedCommandParams = []string{
 	`{"action":"project_task_next","project":"acme","agent":"codex"}`,
 	`{"action":"project_plan_apply","project":"acme","tasks":[{"key":"a","title":"A","priority":0,"depends_on":["b"]},{"key":"b","title":"B"}]}`,
 	`{"action":"project_budget","project":"acme","tokens":100000,"cost":"5USD"}`,
+	`{"action":"project_work","project":"acme","agents":2,"command":["acpagent"],"env":["HOME=/tmp"],"labels":["go"],"max_turns":10,"prompt_template":"{{.Task.Title}}","ask":false,"allow_terminal":false}`,
+	`{"action":"project_work_status","project":"acme","after":0,"wait_seconds":0}`,
+	`{"action":"project_work_stop","project":"acme","now":true}`,
 }
 
 // SeedMalformedParams are params objects the strict decoder refuses.

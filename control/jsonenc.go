@@ -125,6 +125,12 @@ func appendStatus(b []byte, st *api.DaemonStatus) ([]byte, error) {
 			return nil, err
 		}
 	}
+	if st.Work != nil {
+		b = append(b, `,"work":`...)
+		if b, err = appendMarshal(b, st.Work); err != nil {
+			return nil, err
+		}
+	}
 	return append(b, '}'), nil
 }
 

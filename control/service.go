@@ -42,6 +42,9 @@ type Service struct {
 	// Agents runs the live agents; nil answers the agent actions
 	// unimplemented.
 	Agents Agents
+	// Work runs the projects' work; nil answers the work actions
+	// unimplemented.
+	Work Work
 	// Metrics counts the requests answered, from every front-end (nil:
 	// nothing).
 	Metrics Metrics
@@ -90,6 +93,13 @@ type Delegations interface {
 	// Update records the background jobs a process of the delegation
 	// (the peer of ctx) reports, refusing one that does not own it.
 	Update(ctx context.Context, c api.CmdDelegationUpdate) (api.DelegationInfo, error)
+}
+
+// Work runs the projects' work (*work.Manager).
+type Work interface {
+	StartWork(ctx context.Context, c api.CmdProjectWork) (api.WorkInfo, error)
+	WorkStatus(ctx context.Context, c api.CmdProjectWorkStatus) (api.WorkInfo, error)
+	StopWork(ctx context.Context, c api.CmdProjectWorkStop) (api.WorkInfo, error)
 }
 
 // Agents runs the live agents (*agents.Manager).
@@ -248,6 +258,11 @@ func (s *Service) handle(ctx context.Context, cmd api.Command) (*api.DaemonStatu
 			break
 		}
 		return s.agents(ctx, c)
+	case api.CmdProjectWork, api.CmdProjectWorkStatus, api.CmdProjectWorkStop:
+		if s.Work == nil {
+			break
+		}
+		return s.work(ctx, c)
 	case api.CmdRestartWhenIdle:
 		if s.Restarter == nil {
 			break
@@ -371,6 +386,28 @@ func (s *Service) delegations(ctx context.Context, cmd api.Command) (*api.Daemon
 		st.Delegations = s.Delegations.Summary()
 		st.Delegations.Entries = []api.DelegationInfo{info}
 	}
+	return st, nil
+}
+
+// work answers the work's actions: the work in `work`.
+func (s *Service) work(ctx context.Context, cmd api.Command) (*api.DaemonStatus, error) {
+	var (
+		info api.WorkInfo
+		err  error
+	)
+	switch c := cmd.(type) {
+	case api.CmdProjectWork:
+		info, err = s.Work.StartWork(ctx, c)
+	case api.CmdProjectWorkStatus:
+		info, err = s.Work.WorkStatus(ctx, c)
+	case api.CmdProjectWorkStop:
+		info, err = s.Work.StopWork(ctx, c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	st := s.status(nil)
+	st.Work = &info
 	return st, nil
 }
 

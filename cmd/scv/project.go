@@ -45,6 +45,7 @@ func newProjectCmd(c *client) *cobra.Command {
 		newProjectReleaseCmd(c),
 		newProjectArchiveCmd(c),
 		newProjectBudgetCmd(c),
+		newProjectWorkCmd(c),
 	)
 	cmd.Example = `  scv project create acme
   scv project list

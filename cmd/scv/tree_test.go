@@ -182,7 +182,9 @@ func TestCommandTreeJSON(t *testing.T) {
 		{[]string{"delegations", "kill", "--orphans"}, 0},
 		{[]string{"delegations", "update", "--background-jobs", "0", "--handle", "nope"}, 1},
 		{[]string{"agent", "list"}, 0},
-		{[]string{"agent", "start", "--", "true"}, 1}, // speaks no ACP: refused
+		{[]string{"agent", "start", "--", "true"}, 1},                           // speaks no ACP: refused
+		{[]string{"project", "work", "acme", "--agents", "1", "--", "true"}, 1}, // speaks no ACP: refused
+		{[]string{"project", "work", "acme", "--status"}, 1},                    // no work since the daemon started
 		{[]string{"agent", "prompt", "nope", "hi"}, 1},
 		{[]string{"agent", "cancel", "nope"}, 1},
 		{[]string{"agent", "stop", "nope"}, 1},

@@ -36,6 +36,33 @@ type spec struct {
 	Session       string   `json:"session,omitempty"`
 	Parent        string   `json:"parent,omitempty"` // the caller's SCV_PARENT
 	Chat          string   `json:"chat,omitempty"`
+	// MCP is the MCP servers handed to the agent in session/new and
+	// session/load (StartAgentWith).
+	MCP []MCPServer `json:"mcp,omitempty"`
+}
+
+// MCPServer is a stdio MCP server an agent is handed with its session:
+// Command (an absolute path) and Args, run by the agent with Env
+// (NAME=VALUE) added to its own.
+type MCPServer struct {
+	Name    string   `json:"name"`
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+	Env     []string `json:"env,omitempty"`
+}
+
+// mcpServers is ms as ACP names them.
+func mcpServers(ms []MCPServer) []acp.McpServer {
+	out := []acp.McpServer{}
+	for _, m := range ms {
+		env := []acp.EnvVariable{}
+		for _, kv := range m.Env {
+			k, v, _ := strings.Cut(kv, "=")
+			env = append(env, acp.EnvVariable{Name: k, Value: v})
+		}
+		out = append(out, acp.McpServer{Stdio: &acp.McpServerStdio{Name: m.Name, Command: m.Command, Args: m.Args, Env: env}})
+	}
+	return out
 }
 
 // Timing of an agent's stop.
@@ -91,8 +118,9 @@ type agent struct {
 	stopReason   string
 	runID        string
 	run          *turnRun
-	turnDone     chan struct{}   // closed when the running turn has ended; nil between turns
-	promptSent   <-chan struct{} // closed once the running turn's session/prompt was written
+	turnDone     chan struct{}        // closed when the running turn has ended; nil between turns
+	ended        chan api.AgentUpdate // receives the running turn's turn_ended (buffered)
+	promptSent   <-chan struct{}      // closed once the running turn's session/prompt was written
 	turnCtx      context.Context
 	endTurn      context.CancelFunc // ends the waits of the running turn (permission questions)
 	message      []byte             // the running turn's agent message since its last newline (its tail)
@@ -225,7 +253,7 @@ func (a *agent) handshake(ctx context.Context) error {
 	load := a.conversation != ""
 	a.mu.Unlock()
 	if !load {
-		s, err := a.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: a.spec.Workspace, McpServers: []acp.McpServer{}})
+		s, err := a.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: a.spec.Workspace, McpServers: mcpServers(a.spec.MCP)})
 		if err != nil {
 			return a.startError(ctx, "session/new", timeout, err)
 		}
@@ -249,7 +277,7 @@ func (a *agent) handshake(ctx context.Context) error {
 		a.mu.Unlock()
 	}()
 	l, err := a.conn.LoadSession(ctx, acp.LoadSessionRequest{SessionId: acp.SessionId(a.conversation),
-		Cwd: a.spec.Workspace, McpServers: []acp.McpServer{}})
+		Cwd: a.spec.Workspace, McpServers: mcpServers(a.spec.MCP)})
 	if err != nil {
 		return a.startError(ctx, "session/load", timeout, err)
 	}
@@ -297,9 +325,12 @@ func (a *agent) startError(ctx context.Context, step string, timeout time.Durati
 
 // begin starts the turn PromptAgent counted: text goes out as
 // session/prompt, and the answer ends the turn (finishTurn). run records
-// it, or is nil.
-func (a *agent) begin(text string, run *turnRun) {
+// it, or is nil. The channel returned receives the turn's turn_ended
+// update.
+func (a *agent) begin(text string, run *turnRun) <-chan api.AgentUpdate {
+	ended := make(chan api.AgentUpdate, 1)
 	a.mu.Lock()
+	a.ended = ended
 	a.state = api.AgentWorking
 	a.idleSince = time.Time{}
 	a.run = run
@@ -318,6 +349,7 @@ func (a *agent) begin(text string, run *turnRun) {
 			SessionId: acp.SessionId(conv), Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
 		a.finishTurn(turn, resp, err)
 	}()
+	return ended
 }
 
 // finishTurn ends the running turn with the agent's answer (or the error
@@ -347,7 +379,10 @@ func (a *agent) finishTurn(turn uint32, resp acp.PromptResponse, err error) {
 		status, failWhy = reducer.RunFailed, "the agent ended its turn: "+reason
 	}
 	if run != nil {
-		if err := run.finish(status, failWhy); err != nil {
+		if err := run.finish(status, failWhy); errors.Is(err, reducer.ErrRunNotRunning) {
+			// The agent ended its run itself (through MCP): its verdict stands.
+			a.log.Info("the turn's run had ended already", "run", run.run)
+		} else if err != nil {
 			a.log.Warn("record the end of a turn", "run", run.run, "err", err)
 		}
 		args := []any{"turn", turn, "stop_reason", reason, "run", run.run, "run_status", status}
@@ -367,14 +402,15 @@ func (a *agent) finishTurn(turn uint32, resp acp.PromptResponse, err error) {
 	if !gone {
 		a.state, a.idleSince = api.AgentIdle, a.m.now()
 	}
-	done := a.turnDone
-	a.turnDone = nil
+	done, ended := a.turnDone, a.ended
+	a.turnDone, a.ended = nil, nil
 	end := api.AgentUpdate{Kind: "turn_ended", Turn: turn, StopReason: reason, Text: failWhy}
 	if run != nil {
 		end.Status = string(status) // the run's; an agent of no project has none
 	}
 	a.add(end)
 	a.mu.Unlock()
+	ended <- end
 	if !gone {
 		if err := a.save(); err != nil {
 			a.log.Error("keep the agent's turn", "err", err)

@@ -274,10 +274,17 @@ func (m *Manager) find(ref string) (*agent, error) {
 // does not speak ACP is refused, naming what it did, with nothing left
 // running.
 func (m *Manager) StartAgent(ctx context.Context, c api.CmdAgentStart) (api.AgentInfo, api.DelegationInfo, error) {
+	return m.StartAgentWith(ctx, c, nil)
+}
+
+// StartAgentWith is StartAgent, the agent handed the MCP servers mcp in
+// session/new (and in session/load after a restart).
+func (m *Manager) StartAgentWith(ctx context.Context, c api.CmdAgentStart, mcp []MCPServer) (api.AgentInfo, api.DelegationInfo, error) {
 	sp, err := m.check(ctx, c)
 	if err != nil {
 		return api.AgentInfo{}, api.DelegationInfo{}, err
 	}
+	sp.MCP = mcp
 	m.mu.Lock()
 	if !m.running {
 		m.mu.Unlock()
@@ -479,24 +486,43 @@ func (m *Manager) StopAgent(ctx context.Context, ref string) (api.AgentInfo, err
 // agent of a project is a run of its task, started first: if the ledger
 // refuses it (the task is done, say), nothing is sent.
 func (m *Manager) PromptAgent(ctx context.Context, c api.CmdAgentPrompt) (api.AgentInfo, api.AgentUpdates, error) {
+	info, u, _, err := m.prompt(ctx, c, claim{})
+	return info, u, err
+}
+
+// claim is a run started before its turn: the atomic claim of a task
+// (reducer.NextTask) that the turn works on.
+type claim struct{ project, task, run string }
+
+// PromptRun sends text as the agent's next turn, a turn whose run the
+// caller has started already (project_task_next claimed its task): the
+// turn is that run, its end the run's end, as PromptAgent's are. ended
+// receives the turn's turn_ended update. If the turn cannot begin, the
+// run is left as it was, for the caller to end.
+func (m *Manager) PromptRun(ctx context.Context, agent, text, project, task, run string) (api.AgentInfo, <-chan api.AgentUpdate, error) {
+	info, _, ended, err := m.prompt(ctx, api.CmdAgentPrompt{Agent: agent, Text: text}, claim{project, task, run})
+	return info, ended, err
+}
+
+func (m *Manager) prompt(ctx context.Context, c api.CmdAgentPrompt, cl claim) (api.AgentInfo, api.AgentUpdates, <-chan api.AgentUpdate, error) {
 	a, err := m.find(c.Agent)
 	if err != nil {
-		return api.AgentInfo{}, api.AgentUpdates{}, err
+		return api.AgentInfo{}, api.AgentUpdates{}, nil, err
 	}
 	if strings.TrimSpace(c.Text) == "" {
-		return api.AgentInfo{}, api.AgentUpdates{}, api.Errorf(api.ErrInvalidArgument, "text: the prompt is empty")
+		return api.AgentInfo{}, api.AgentUpdates{}, nil, api.Errorf(api.ErrInvalidArgument, "text: the prompt is empty")
 	}
 	a.mu.Lock()
 	switch a.state {
 	case api.AgentWorking:
 		a.mu.Unlock()
-		return api.AgentInfo{}, api.AgentUpdates{}, api.Errorf(api.ErrConflict,
+		return api.AgentInfo{}, api.AgentUpdates{}, nil, api.Errorf(api.ErrConflict,
 			"agent %s is in turn %d: wait for it to end, or cancel it (scv agent cancel %s)", a.name, a.turn, a.name)
 	case api.AgentIdle:
 	default:
 		st := a.state
 		a.mu.Unlock()
-		return api.AgentInfo{}, api.AgentUpdates{}, api.Errorf(api.ErrConflict, "agent %s is %s", a.name, st)
+		return api.AgentInfo{}, api.AgentUpdates{}, nil, api.Errorf(api.ErrConflict, "agent %s is %s", a.name, st)
 	}
 	// Reserved: the turn is counted and a second prompt refused, until
 	// it begins or is refused.
@@ -504,12 +530,12 @@ func (m *Manager) PromptAgent(ctx context.Context, c api.CmdAgentPrompt) (api.Ag
 	a.turn++
 	project, task := a.spec.Project, a.spec.Task
 	a.mu.Unlock()
-	idle := func(err error) (api.AgentInfo, api.AgentUpdates, error) {
+	idle := func(err error) (api.AgentInfo, api.AgentUpdates, <-chan api.AgentUpdate, error) {
 		a.mu.Lock()
 		a.state = api.AgentIdle
 		a.turn--
 		a.mu.Unlock()
-		return api.AgentInfo{}, api.AgentUpdates{}, err
+		return api.AgentInfo{}, api.AgentUpdates{}, nil, err
 	}
 	if why := m.held.Load(); why != nil {
 		return idle(api.Errorf(api.ErrUnavailable, "agent %s takes no prompt now: %s", a.name, *why))
@@ -529,7 +555,11 @@ func (m *Manager) PromptAgent(ctx context.Context, c api.CmdAgentPrompt) (api.Ag
 		task = t.ID
 	}
 	var run *turnRun
-	if project != "" {
+	switch {
+	case cl.run != "":
+		project, task = cl.project, cl.task
+		run = m.newTurnRun(a.caller(ctx), project, cl.run, a.progressText)
+	case project != "":
 		st, err := m.Handler.Handle(a.caller(ctx), api.CmdProjectRunStart{Project: project, Task: task, Agent: a.name})
 		if err != nil {
 			return idle(err)
@@ -537,15 +567,15 @@ func (m *Manager) PromptAgent(ctx context.Context, c api.CmdAgentPrompt) (api.Ag
 		run = m.newTurnRun(a.caller(ctx), project, st.Project.RunID, a.progressText)
 	}
 	a.mu.Lock()
-	a.spec.Task = task
+	a.spec.Project, a.spec.Task = project, task
 	a.mu.Unlock()
 	next := a.updates.seq()
-	a.begin(c.Text, run)
+	ended := a.begin(c.Text, run)
 	if err := a.save(); err != nil {
 		a.log.Error("keep the agent's turn", "err", err)
 	}
 	info := a.info()
-	return info, api.AgentUpdates{Agent: a.name, Turn: info.Turn, Working: true, Next: next, Updates: []api.AgentUpdate{}}, nil
+	return info, api.AgentUpdates{Agent: a.name, Turn: info.Turn, Working: true, Next: next, Updates: []api.AgentUpdate{}}, ended, nil
 }
 
 // CancelTurn asks the agent to end its running turn.
@@ -648,6 +678,14 @@ func (m *Manager) Hold(why string, end bool) []string {
 		a.mu.Unlock()
 	}
 	return busy
+}
+
+// Held says why no turn may begin now (a restart is about to go), or "".
+func (m *Manager) Held() string {
+	if why := m.held.Load(); why != nil {
+		return *why
+	}
+	return ""
 }
 
 // Release lets turns begin again.

@@ -381,6 +381,7 @@ var commands = []Command{
 	CmdDelegationUpdate{},
 	CmdProjectTaskEdit{}, CmdProjectTaskShow{}, CmdProjectReady{}, CmdProjectTaskNext{}, CmdProjectPlanApply{},
 	CmdProjectBudget{},
+	CmdProjectWork{}, CmdProjectWorkStatus{}, CmdProjectWorkStop{},
 }
 
 // EncodeCommand writes c as serde writes the seed's DaemonCommand: the

@@ -172,6 +172,8 @@ type DaemonStatus struct {
 	Task *TaskDetail `json:"task,omitempty"`
 	// Plan is an extension (project_plan_apply): what the plan did.
 	Plan *PlanApplied `json:"plan,omitempty"`
+	// Work is an extension (project_work and its kin): a project's work.
+	Work *WorkInfo `json:"work,omitempty"`
 }
 
 // ProjectListItem is one project of project_list: the seed's

@@ -40,6 +40,7 @@ import (
 	"scv/control/startstop"
 	"scv/control/sweeper"
 	"scv/control/web"
+	"scv/control/work"
 	"scv/ledger"
 	"scv/ledger/driver"
 	"scv/ledger/local"
@@ -173,6 +174,7 @@ type Daemon struct {
 	locks     []*os.File
 	registry  *delegations.Registry
 	agents    *agents.Manager
+	work      *work.Manager
 	channels  *channels.Manager
 	questions *confirm.Manager
 	restarter *restart.Restarter
@@ -272,6 +274,10 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	dels := agents.Delegations{Registry: d.registry, Agents: d.agents}
 	svc.Delegations = dels
 	svc.Agents = d.agents
+	d.work = &work.Manager{Store: d.db, Agents: d.agents, Handler: svc, Projects: d.ledger, Clock: d.cfg.Clock,
+		Logger: d.log.With("component", "work"), Metrics: d.recorder(), // a nil *Recorder records nothing
+		Scv: d.cfg.Executable, Socket: d.cfg.Socket}
+	svc.Work = d.work
 	d.channels = channels.New(d.db)
 	d.channels.Path = d.cfg.ConfigPath
 	d.channels.Logger = d.log.With("component", "channels")
@@ -301,7 +307,7 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	d.wire()
 	// Stopped in the reverse order: the live agents before the questions
 	// their permission requests wait on, all before the ledger closes.
-	d.services = append(startstop.Group{d.sweeper, d.registry, d.questions, d.agents}, d.httpServices()...)
+	d.services = append(startstop.Group{d.sweeper, d.registry, d.questions, d.agents, d.work}, d.httpServices()...)
 	if err := d.services.Start(ctx); err != nil {
 		return err
 	}
@@ -442,6 +448,9 @@ func (d *Daemon) wire() {
 	}
 	if d.agents != nil {
 		d.agents.Store, d.agents.Projects = d.db, d.ledger
+	}
+	if d.work != nil {
+		d.work.Store, d.work.Projects = d.db, d.ledger
 	}
 	if d.channels != nil {
 		d.channels.Store = d.db

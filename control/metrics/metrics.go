@@ -81,6 +81,8 @@ type Recorder struct {
 	httpRequests  *prometheus.CounterVec
 	httpRefused   *prometheus.CounterVec
 	sourceErrors  *prometheus.CounterVec
+	turnsStarted  prometheus.Counter
+	turnsEnded    *prometheus.CounterVec
 }
 
 // New makes the metrics, and a registry that holds them, src's, and the
@@ -117,8 +119,10 @@ func New(src Sources) *Recorder {
 	r.httpRequests = counterVec("http", "requests_total", "Requests to the web UI and /metrics that passed its checks, by status code.", "code")
 	r.httpRefused = counterVec("http", "refused_total", "Requests to the web UI refused, by reason (token, host, origin).", "reason")
 	r.sourceErrors = counterVec("metrics", "source_errors_total", "Scrape-time readings that failed, by source.", "source")
+	r.turnsStarted = counter("work", "turns_started_total", "Turns the projects' work started (docs/work.md).")
+	r.turnsEnded = counterVec("work", "turns_ended_total", "Turns of the projects' work that ended, by their run's outcome.", "status")
 	r.reg.MustRegister(r.appendSeconds, r.batchCommands, r.events, r.requests, r.requestErrors, r.connsOpen,
-		r.connsTotal, r.staleMarked, r.coalesced, r.compactions, r.httpRequests, r.httpRefused,
+		r.connsTotal, r.staleMarked, r.coalesced, r.compactions, r.httpRequests, r.httpRefused, r.turnsStarted, r.turnsEnded,
 		// The collector of the sources exports their error counts after
 		// it read them, so that a scrape counts its own failures.
 		&sourceCollector{src: src, errs: r.sourceErrors},
@@ -205,6 +209,22 @@ func (r *Recorder) HeartbeatCoalesced() {
 		return
 	}
 	r.coalesced.Inc()
+}
+
+// TurnStarted counts a turn the work started.
+func (r *Recorder) TurnStarted() {
+	if r == nil {
+		return
+	}
+	r.turnsStarted.Inc()
+}
+
+// TurnEnded counts a turn of the work that ended, by its run's status.
+func (r *Recorder) TurnEnded(status string) {
+	if r == nil {
+		return
+	}
+	r.turnsEnded.WithLabelValues(word(status)).Inc()
 }
 
 // Compacted counts one compaction.

@@ -19,6 +19,7 @@ import "context"
 type Store interface {
 	Delegations
 	Agents
+	Works
 	Channels
 	Questions
 }
@@ -45,6 +46,18 @@ type Agents interface {
 	DeleteAgent(ctx context.Context, handle string) (bool, error)
 	// Agents lists the live agents, oldest first.
 	Agents(ctx context.Context) ([]Agent, error)
+}
+
+// Works is the projects' work the daemon runs.
+type Works interface {
+	// PutWork writes w, inserting it or replacing the row of its project.
+	// A Spec that is not a JSON object is refused with
+	// reducer.ErrInvalidArgument.
+	PutWork(ctx context.Context, w Work) error
+	// DeleteWork removes project's work and reports whether it was there.
+	DeleteWork(ctx context.Context, project string) (bool, error)
+	// Works lists the works, oldest first.
+	Works(ctx context.Context) ([]Work, error)
 }
 
 // Channels is the channel account settings.
@@ -117,6 +130,19 @@ type Agent struct {
 	// "" between turns.
 	RunID string `db:"run_id"`
 	// Started is when the daemon first started it, in Unix milliseconds.
+	Started int64 `db:"started_unix_ms"`
+}
+
+// Work is one row of the projects' work: N live agents the daemon keeps
+// on a project's ready tasks. It is kept so that a restarted daemon
+// resumes the work; it is not project history and has no events (its
+// turns are runs, which do).
+type Work struct {
+	Project string `db:"project"` // the project's ID
+	// Spec is what the work was started with, a JSON object that the work
+	// package writes and reads.
+	Spec string `db:"spec"`
+	// Started is when the work started, in Unix milliseconds.
 	Started int64 `db:"started_unix_ms"`
 }
 

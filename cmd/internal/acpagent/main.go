@@ -68,6 +68,20 @@ type session struct {
 	History []entry `json:"history"`
 	// Usage is the last usage_update sent, sent again after session/load.
 	Usage *acp.SessionUsageUpdate `json:"usage,omitempty"`
+	// MCP is the stdio MCP servers session/new or session/load handed
+	// it, as NAME: COMMAND ARGS...
+	MCP []string `json:"mcp,omitempty"`
+}
+
+// mcpOf is servers as session.MCP keeps them.
+func mcpOf(servers []acp.McpServer) []string {
+	var out []string
+	for _, m := range servers {
+		if m.Stdio != nil {
+			out = append(out, m.Stdio.Name+": "+strings.Join(append([]string{m.Stdio.Command}, m.Stdio.Args...), " "))
+		}
+	}
+	return out
 }
 
 type agent struct {
@@ -185,7 +199,7 @@ func (a *agent) NewSession(_ context.Context, p acp.NewSessionRequest) (acp.NewS
 		return acp.NewSessionResponse{}, err
 	}
 	id := acp.SessionId("sess-" + hex.EncodeToString(r[:]))
-	if err := a.save(id, &session{Cwd: p.Cwd, History: []entry{}}); err != nil {
+	if err := a.save(id, &session{Cwd: p.Cwd, History: []entry{}, MCP: mcpOf(p.McpServers)}); err != nil {
 		return acp.NewSessionResponse{}, err
 	}
 	return acp.NewSessionResponse{SessionId: id, Models: a.models()}, nil
@@ -207,6 +221,10 @@ func (a *agent) LoadSession(ctx context.Context, p acp.LoadSessionRequest) (acp.
 	}
 	s, err := a.load(p.SessionId)
 	if err != nil {
+		return acp.LoadSessionResponse{}, err
+	}
+	s.MCP = mcpOf(p.McpServers)
+	if err := a.save(p.SessionId, s); err != nil {
 		return acp.LoadSessionResponse{}, err
 	}
 	for _, e := range s.History {
@@ -521,6 +539,15 @@ func init() { // not an initializer: the steps run steps (as)
 				return acp.StopReasonEndTurn
 			}
 			return acp.StopReason(args)
+		}},
+		{"mcp", "", "say the MCP servers the session was handed (NAME: COMMAND ARGS...), or none", func(t *turn, _ string) acp.StopReason {
+			if len(t.s.MCP) == 0 {
+				t.say("mcp: none")
+			}
+			for _, m := range t.s.MCP {
+				t.say("mcp: %s", m)
+			}
+			return ""
 		}},
 		{"refuse", "", "end the turn with refusal", func(*turn, string) acp.StopReason { return acp.StopReasonRefusal }},
 	}
