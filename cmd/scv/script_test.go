@@ -27,12 +27,12 @@ import (
 )
 
 // TestMain lets the test binary be `scv` itself for the transcripts
-// (testscript.RunMain): `exec scv …` in a script, and `scv` on the PATH
+// (testscript.Main): `exec scv …` in a script, and `scv` on the PATH
 // of the shells a script starts.
 func TestMain(m *testing.M) {
-	os.Exit(testscript.RunMain(m, map[string]func() int{
-		"scv": func() int { return run(os.Args[1:], os.Stdout, os.Stderr) },
-	}))
+	testscript.Main(m, map[string]func(){
+		"scv": func() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) },
+	})
 }
 
 var update = flag.Bool("update", false, "rewrite the transcripts of testdata/script from README.md and docs/ (TestTranscripts)")

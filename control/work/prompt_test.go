@@ -20,7 +20,7 @@ func TestPromptTemplate(t *testing.T) {
 	tmpl, err := parseTemplate("")
 	require.NoError(t, err)
 	out, err := render(tmpl, Prompt{Project: "acme", ProjectID: "P1", Workspace: "/w", Agent: "acme-1", RunID: "R1",
-		Task: PromptTask{ID: "T1", Title: "build", Description: "say hi\nsleep 1s", Acceptance: "tests pass", Attempt: 2},
+		Task:         PromptTask{ID: "T1", Title: "build", Description: "say hi\nsleep 1s", Acceptance: "tests pass", Attempt: 2},
 		Dependencies: []PromptDependency{{ID: "T0", Title: "plan", Status: "done", Outcome: "the plan is ready"}}})
 	require.NoError(t, err)
 	assert.Equal(t, `Task: build (T1) of project acme, run R1, attempt 2.
