@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -113,6 +114,7 @@ func claimAll(t *testing.T, daemons []*daemon, claimers, want int) {
 		clients[i] = daemons[i%len(daemons)].client(t)
 	}
 	errs := make(chan error, claimers)
+	begin := time.Now()
 	for i := range claimers {
 		wg.Add(1)
 		go func() {
@@ -139,7 +141,11 @@ func claimAll(t *testing.T, daemons []*daemon, claimers, want int) {
 		require.NoError(t, err)
 	}
 	assert.Len(t, claimed, want)
+	twice := 0
 	for id, n := range claimed {
 		assert.Equal(t, 1, n, "task %s claimed %d times", id, n)
+		twice += n - 1
 	}
+	t.Logf("%d claimers on %d daemon(s): %d distinct tasks claimed of %d, %d claimed twice, in %v",
+		claimers, len(daemons), len(claimed), want, twice, time.Since(begin).Round(time.Millisecond))
 }

@@ -630,6 +630,7 @@ func TestFleetTaskNextClaims(t *testing.T) {
 		claimed = map[string]int{}
 		wg      sync.WaitGroup
 	)
+	begin := time.Now()
 	for i := range 32 {
 		c := dial(t, ds[i%2].Sock)
 		wg.Add(1)
@@ -653,7 +654,11 @@ func TestFleetTaskNextClaims(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Len(t, claimed, 100)
+	twice := 0
 	for id, n := range claimed {
 		assert.Equal(t, 1, n, "task %s claimed %d times", id, n)
+		twice += n - 1
 	}
+	t.Logf("32 claimers on 2 daemons sharing PostgreSQL: %d distinct tasks claimed of 100, %d claimed twice, in %v",
+		len(claimed), twice, time.Since(begin).Round(time.Millisecond))
 }
