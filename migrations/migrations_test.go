@@ -105,7 +105,7 @@ func TestUpDownUp(t *testing.T) {
 	p, err := sqlite.NewMigrator(db)
 	require.NoError(t, err)
 	latest := int64(len(p.ListSources()))
-	require.Equal(t, int64(8), latest, "eight migration files; update this test with the next")
+	require.Equal(t, int64(9), latest, "nine migration files; update this test with the next")
 
 	assertVersion(t, p, 0)
 	assertSchema(t, db, false)
@@ -118,12 +118,18 @@ func TestUpDownUp(t *testing.T) {
 	assert.True(t, hasColumn(t, db, "events", "hash"), "00002 adds the chain hash")
 	assertAppendOnly(t, db)
 
-	// Down one at a time: 00008 takes the live agents away, 00007 the
+	// Down one at a time: 00009 takes the works away, 00008 the live
+	// agents, 00007 the
 	// leases, 00006 the projects table, 00005 the channel settings and the
 	// question log, 00004 the delegation registry, 00003 the archive, 00002
 	// the hash column, 00001 the rest.
-	assert.Contains(t, objects(t, db, "table"), "agents")
+	assert.Contains(t, objects(t, db, "table"), "works")
 	down, err := p.Down(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(9), down.Source.Version)
+	assert.NotContains(t, objects(t, db, "table"), "works")
+	assert.Contains(t, objects(t, db, "table"), "agents")
+	down, err = p.Down(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, int64(8), down.Source.Version)
 	assert.NotContains(t, objects(t, db, "table"), "agents")
