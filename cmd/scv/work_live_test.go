@@ -366,3 +366,38 @@ func TestWorkStop(t *testing.T) {
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "has ended already")
 }
+
+// TestWorkBudgetReached: once the project's spend reaches its budget the
+// work takes no more tasks and says why, and exits 1 with tasks left;
+// with the budget raised, the work started again finishes the plan.
+func TestWorkBudgetReached(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binaries")
+	}
+	e := newLiveEnv(t, buildScv(t, shortDir(t), "work-test"), "--heartbeat-every", "100ms")
+	e.ok("project", "create", "acme", "--workspace", e.ws)
+	for _, k := range []string{"a", "b", "c", "d"} {
+		e.ok("project", "task", "add", "acme", k)
+	}
+	// Each turn spends 1500 tokens: the second reaches the budget.
+	tmpl := filepath.Join(e.dir, "prompt.tmpl")
+	require.NoError(t, os.WriteFile(tmpl, []byte("say {{.Task.Title}}\nusage 1000 500\n"), 0o600))
+	e.ok("project", "budget", "acme", "--tokens", "3000")
+
+	r := e.scv("project", "work", "acme", "--agents", "1", "--prompt-template", tmpl, "--", "acpagent")
+	require.Equal(t, 1, r.code, "stdout: %s\nstderr: %s\ndaemon: %s", r.stdout, r.stderr, e.d.logs())
+	assert.Contains(t, r.stdout, "-- stopping: budget reached: project acme: 3000 tokens spent of a budget of 3000")
+	assert.Regexp(t, `tasks +2 done, 0 failed, 2 left`, r.stdout)
+	assert.Regexp(t, `tokens +3000`, r.stdout)
+	assert.Contains(t, r.stderr, "ended with 0 tasks failed and 2 left")
+	assert.Len(t, e.runs("acme"), 2, "no run started past the budget")
+	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
+
+	e.ok("project", "budget", "acme", "--tokens", "10000")
+	r = e.scv("project", "work", "acme", "--agents", "1", "--prompt-template", tmpl, "--", "acpagent")
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s\ndaemon: %s", r.stdout, r.stderr, e.d.logs())
+	assert.NotContains(t, r.stdout, "budget reached")
+	assert.Regexp(t, `tasks +4 done, 0 failed, 0 left`, r.stdout)
+	assert.Regexp(t, `tokens +6000`, r.stdout)
+	assert.Len(t, e.runs("acme"), 4)
+}
