@@ -16,6 +16,7 @@ import (
 	"scv/control"
 	"scv/control/api"
 	"scv/control/work"
+	"scv/reducer"
 )
 
 // events is every event of the project, oldest first.
@@ -355,7 +356,7 @@ func TestWorkStop(t *testing.T) {
 	assert.Equal(t, 1, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	assert.Contains(t, r.stdout, "-- stopping: stopped by request")
 	assert.Regexp(t, `tasks +0 done, 0 failed, 3 left`, r.stdout)
-	assert.Contains(t, r.stderr, "ended with 0 tasks failed and 3 left")
+	assert.Contains(t, r.stderr, "ended with tasks not done: 0 failed, 3 left")
 	runs := e.runs("acme")
 	require.Len(t, runs, 2, "no task taken after the stop")
 	for _, run := range runs {
@@ -389,7 +390,7 @@ func TestWorkBudgetReached(t *testing.T) {
 	assert.Contains(t, r.stdout, "-- stopping: budget reached: project acme: 3000 tokens spent of a budget of 3000")
 	assert.Regexp(t, `tasks +2 done, 0 failed, 2 left`, r.stdout)
 	assert.Regexp(t, `tokens +3000`, r.stdout)
-	assert.Contains(t, r.stderr, "ended with 0 tasks failed and 2 left")
+	assert.Contains(t, r.stderr, "ended with tasks not done: 0 failed, 2 left")
 	assert.Len(t, e.runs("acme"), 2, "no run started past the budget")
 	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
 
@@ -400,4 +401,48 @@ func TestWorkBudgetReached(t *testing.T) {
 	assert.Regexp(t, `tasks +4 done, 0 failed, 0 left`, r.stdout)
 	assert.Regexp(t, `tokens +6000`, r.stdout)
 	assert.Len(t, e.runs("acme"), 4)
+}
+
+// TestWorkTaskFailedForGood: a task whose every turn refuses spends its
+// retries and fails for good; the work finishes what it can and ends with
+// exit 1; the tasks that depend on it are untouched (pending, no run).
+func TestWorkTaskFailedForGood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binaries")
+	}
+	e := newLiveEnv(t, buildScv(t, shortDir(t), "work-test"), "--heartbeat-every", "100ms")
+	e.ok("project", "create", "acme", "--workspace", e.ws)
+	e.ok("project", "task", "add", "acme", "doomed", "--max-retries", "1")
+	e.ok("project", "task", "add", "acme", "after", "--depends-on", "doomed")
+	e.ok("project", "task", "add", "acme", "later", "--depends-on", "after")
+	e.ok("project", "task", "add", "acme", "other")
+	tmpl := filepath.Join(e.dir, "prompt.tmpl")
+	require.NoError(t, os.WriteFile(tmpl, []byte("say {{.Task.Title}} attempt {{.Task.Attempt}}\n{{if eq .Task.Title \"doomed\"}}refuse{{end}}\n"), 0o600))
+
+	r := e.scv("project", "work", "acme", "--agents", "2", "--prompt-template", tmpl, "--", "acpagent")
+	require.Equal(t, 1, r.code, "stdout: %s\nstderr: %s\ndaemon: %s", r.stdout, r.stderr, e.d.logs())
+	assert.Equal(t, 2, strings.Count(r.stdout, "ended doomed: refusal (run failed)"), r.stdout)
+	assert.Contains(t, r.stdout, "ended other: end_turn (run succeeded)")
+	assert.Regexp(t, `tasks +1 done, 1 failed, 2 left`, r.stdout)
+	assert.Regexp(t, `runs +3 \(turns: 3 started, 1 succeeded, 2 failed, 0 cancelled\)`, r.stdout)
+	assert.Contains(t, r.stderr, "ended with tasks not done: 1 failed, 2 left")
+
+	status := map[string]reducer.TaskStatus{}
+	for _, task := range e.jsonOf("project", "tasks", "acme").Project.Tasks {
+		status[task.Title] = task.Status
+	}
+	assert.Equal(t, map[string]reducer.TaskStatus{
+		"doomed": reducer.TaskFailed, "after": reducer.TaskPending,
+		"later": reducer.TaskPending, "other": reducer.TaskDone,
+	}, status)
+	ran := map[string]int{}
+	title := map[string]string{}
+	for _, task := range e.jsonOf("project", "tasks", "acme").Project.Tasks {
+		title[task.ID] = task.Title
+	}
+	for _, run := range e.runs("acme") {
+		ran[title[run.TaskID]]++
+	}
+	assert.Equal(t, map[string]int{"doomed": 2, "other": 1}, ran, "no run of the dependants")
+	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
 }
