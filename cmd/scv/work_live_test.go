@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"html"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -208,12 +211,12 @@ func TestWorkRetriesAndRefusals(t *testing.T) {
 // TestWorkCrashingAgentAndApproval: an agent that crashes every turn is
 // started again 3 times, then its slot stops (the other's turns are slow,
 // so that the crashing one takes tasks), and the other finishes the plan; a task behind the owner's approval is not taken until it is
-// approved, and the work waits for it.
+// approved, and the work waits for it, as the web UI's project page says.
 func TestWorkCrashingAgentAndApproval(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binaries")
 	}
-	e := newLiveEnv(t, buildScv(t, shortDir(t), "work-test"), "--heartbeat-every", "100ms")
+	e := newLiveEnv(t, buildScv(t, shortDir(t), "work-test"), "--heartbeat-every", "100ms", "--http", "127.0.0.1:0")
 	e.ok("channel", "set", "local:owner", "--enable")
 	e.ok("project", "create", "acme", "--workspace", e.ws)
 	for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
@@ -240,6 +243,10 @@ func TestWorkCrashingAgentAndApproval(t *testing.T) {
 		return strings.Contains(w.Waiting, "waits for the owner's approval")
 	}, 60*time.Second, 50*time.Millisecond, "the work waits for the approval")
 	assert.Equal(t, api.WorkRunning, w.State)
+	page := webPage(t, e.d.sock, "/p/acme")
+	assert.Contains(t, page, `<section id="work" class="work">`)
+	assert.Contains(t, page, "Waiting: "+html.EscapeString(w.Waiting))
+	assert.Contains(t, page, `<tr class="slot" data-agent="acme-1">`)
 	for _, r := range e.runs("acme") {
 		assert.NotEqual(t, deploy, r.TaskID, "deploy taken before it was approved")
 	}
@@ -445,4 +452,21 @@ func TestWorkTaskFailedForGood(t *testing.T) {
 	}
 	assert.Equal(t, map[string]int{"doomed": 2, "other": 1}, ran, "no run of the dependants")
 	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
+}
+
+// webPage is the body of the daemon's web UI page at path, asked with its
+// token.
+func webPage(t *testing.T, sock, path string) string {
+	t.Helper()
+	base, token := webAddress(t, sock)
+	req, err := http.NewRequest(http.MethodGet, base+path, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	return string(body)
 }
