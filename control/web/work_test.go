@@ -1,11 +1,14 @@
 package web_test
 
 import (
+	"context"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/html"
@@ -100,4 +103,48 @@ func rowText(row *html.Node) string {
 		cells = append(cells, strings.Join(strings.Fields(text(td)), " "))
 	}
 	return strings.Join(cells, " ")
+}
+
+// TestBrowserProjectPageWork: in a real browser the open project page's
+// Work section follows the work without a reload: a turn that ends shows
+// its agent idle and the turns counted; the agent's task link leads to
+// the task's row.
+func TestBrowserProjectPageWork(t *testing.T) {
+	b := newBrowser(t)
+	e := newEnv(t)
+	pid, tasks := e.project("acme", "build")
+	run := newID()
+	e.exec(reducer.StartRun{Project: pid, TaskID: tasks["c"], RunID: run, Agent: "acme-1"})
+	w := api.WorkInfo{
+		Project: pid, ProjectName: "acme", State: api.WorkRunning, Agents: 1, Command: []string{"acpagent"},
+		Turns: api.WorkTurns{Started: 1},
+		Slots: []api.WorkSlot{{Agent: "acme-1", State: "working", Task: ptr(tasks["c"]), Run: ptr(run), Starts: 1}},
+	}
+	e.actions.setWork(pid, &w)
+	b.open(t, e, "/p/"+pid)
+
+	rowJS := `Array.from(document.querySelector('#work tr.slot').cells).map(c => c.innerText.trim().replace(/\s+/g, ' '))`
+	assert.Equal(t, []string{"acme-1", "working", "lint", view.ShortID(run), "0", "1", "—"}, eval[[]string](t, b, rowJS))
+	assert.Equal(t, 1, count(t, b, `nav a[href="#work"]`))
+
+	marker := eval[string](t, b, `window.scvMarker = "same page"; window.scvMarker`)
+	w.Turns.Succeeded, w.Slots[0].Turns = 1, 1
+	w.Slots[0].State, w.Slots[0].Task, w.Slots[0].Run = "idle", nil, nil
+	e.actions.setWork(pid, &w)
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	_, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector('#work tr.slot td:nth-child(2)').textContent === 'idle'`, chromedp.WithPollingInterval(50*time.Millisecond)))
+	require.NoError(t, err, "the agent shows idle")
+	assert.Equal(t, marker, eval[string](t, b, `window.scvMarker`), "no reload")
+	assert.Equal(t, []string{"acme-1", "idle", "—", "—", "1", "1", "—"}, eval[[]string](t, b, rowJS))
+	assert.Contains(t, eval[string](t, b, `document.querySelector('#work p.sub').innerText`), "turns: 1 started, 1 succeeded")
+
+	// The task's link leads to its row.
+	w.Slots[0].State, w.Slots[0].Task = "working", ptr(tasks["c"])
+	e.actions.setWork(pid, &w)
+	b.do(t, chromedp.Navigate(e.base+"/p/"+pid), chromedp.WaitReady(chromedp.CSS("#work")))
+	href := eval[string](t, b, `document.querySelector('#work tr.slot a').getAttribute('href')`)
+	assert.Equal(t, "#task-"+tasks["c"], href)
+	assert.Equal(t, tasks["c"], eval[string](t, b, `document.getElementById('task-`+tasks["c"]+`').dataset.taskId`))
+	assert.Zero(t, b.dialogs.Load(), "no dialog opened")
 }
