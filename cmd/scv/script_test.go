@@ -239,6 +239,8 @@ var (
 	normSession = regexp.MustCompile(`\bsess-[0-9a-f]{16}\b`)
 	normIDTail  = regexp.MustCompile(`…[0-9A-HJKMNP-TV-Z]{8}\b`)
 	normNumber  = regexp.MustCompile(`\b\d{3,}\b`)
+	// The time a work took, on its summary's line `time`.
+	normSpan = regexp.MustCompile(`(?m)^time +\d+[smhd](\d+[sm])?$`)
 )
 
 func normalize(s string) string {
@@ -255,6 +257,7 @@ func normalize(s string) string {
 	s = normSession.ReplaceAllString(s, "sess-<ID>")
 	s = normIDTail.ReplaceAllString(s, "…<ID>")
 	s = normNumber.ReplaceAllString(s, "<N>")
+	s = normSpan.ReplaceAllString(s, "time <SPAN>")
 	s = normPath.ReplaceAllString(s, "$1<PATH>")
 	return normGap.ReplaceAllString(s, "  ")
 }
@@ -267,6 +270,7 @@ var transcripts = []struct{ doc, script string }{
 	{"docs/agents.md", "agents.txtar"},
 	{"docs/usage.md", "usage.txtar"},
 	{"docs/plan.md", "plan.txtar"},
+	{"docs/work.md", "work.txtar"},
 }
 
 // TestTranscriptsFollowOneAnother: a newcomer follows the walk-throughs
@@ -382,4 +386,12 @@ func TestTranscripts(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, script, string(got), "%s changed: run go test ./cmd/scv -run TestTranscripts -update", tr.doc)
 	}
+}
+
+// TestNormalizeSpan: the time a work took reads the same whatever it was,
+// on the summary's `time` line only.
+func TestNormalizeSpan(t *testing.T) {
+	assert.Equal(t, normalize("time    0s\ncost    -\n"), normalize("time    2m\ncost    -\n"))
+	assert.Equal(t, normalize("time    1h5m"), normalize("time    3s"))
+	assert.NotEqual(t, normalize("took    0s"), normalize("took    2s"))
 }

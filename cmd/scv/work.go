@@ -216,7 +216,7 @@ func (o *ProjectWorkOptions) follow(w api.WorkInfo) error {
 		return err
 	}
 	if s := last.Summary; s.TasksFailed > 0 || s.TasksLeft > 0 {
-		return exitError{exitRefused, fmt.Errorf("the work of project %s ended with %d tasks failed and %d left", last.ProjectName, s.TasksFailed, s.TasksLeft)}
+		return exitError{exitRefused, fmt.Errorf("the work of project %s ended with tasks not done: %d failed, %d left", last.ProjectName, s.TasksFailed, s.TasksLeft)}
 	}
 	return nil
 }

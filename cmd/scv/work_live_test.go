@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"html"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,6 +19,7 @@ import (
 	"scv/control"
 	"scv/control/api"
 	"scv/control/work"
+	"scv/reducer"
 )
 
 // events is every event of the project, oldest first.
@@ -207,12 +211,12 @@ func TestWorkRetriesAndRefusals(t *testing.T) {
 // TestWorkCrashingAgentAndApproval: an agent that crashes every turn is
 // started again 3 times, then its slot stops (the other's turns are slow,
 // so that the crashing one takes tasks), and the other finishes the plan; a task behind the owner's approval is not taken until it is
-// approved, and the work waits for it.
+// approved, and the work waits for it, as the web UI's project page says.
 func TestWorkCrashingAgentAndApproval(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binaries")
 	}
-	e := newLiveEnv(t, buildScv(t, shortDir(t), "work-test"), "--heartbeat-every", "100ms")
+	e := newLiveEnv(t, buildScv(t, shortDir(t), "work-test"), "--heartbeat-every", "100ms", "--http", "127.0.0.1:0")
 	e.ok("channel", "set", "local:owner", "--enable")
 	e.ok("project", "create", "acme", "--workspace", e.ws)
 	for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
@@ -239,6 +243,10 @@ func TestWorkCrashingAgentAndApproval(t *testing.T) {
 		return strings.Contains(w.Waiting, "waits for the owner's approval")
 	}, 60*time.Second, 50*time.Millisecond, "the work waits for the approval")
 	assert.Equal(t, api.WorkRunning, w.State)
+	page := webPage(t, e.d.sock, "/p/acme")
+	assert.Contains(t, page, `<section id="work" class="work">`)
+	assert.Contains(t, page, "Waiting: "+html.EscapeString(w.Waiting))
+	assert.Contains(t, page, `<tr class="slot" data-agent="acme-1">`)
 	for _, r := range e.runs("acme") {
 		assert.NotEqual(t, deploy, r.TaskID, "deploy taken before it was approved")
 	}
@@ -355,7 +363,7 @@ func TestWorkStop(t *testing.T) {
 	assert.Equal(t, 1, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	assert.Contains(t, r.stdout, "-- stopping: stopped by request")
 	assert.Regexp(t, `tasks +0 done, 0 failed, 3 left`, r.stdout)
-	assert.Contains(t, r.stderr, "ended with 0 tasks failed and 3 left")
+	assert.Contains(t, r.stderr, "ended with tasks not done: 0 failed, 3 left")
 	runs := e.runs("acme")
 	require.Len(t, runs, 2, "no task taken after the stop")
 	for _, run := range runs {
@@ -365,4 +373,100 @@ func TestWorkStop(t *testing.T) {
 	r = e.scv("project", "work", "acme", "--stop")
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "has ended already")
+}
+
+// TestWorkBudgetReached: once the project's spend reaches its budget the
+// work takes no more tasks and says why, and exits 1 with tasks left;
+// with the budget raised, the work started again finishes the plan.
+func TestWorkBudgetReached(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binaries")
+	}
+	e := newLiveEnv(t, buildScv(t, shortDir(t), "work-test"), "--heartbeat-every", "100ms")
+	e.ok("project", "create", "acme", "--workspace", e.ws)
+	for _, k := range []string{"a", "b", "c", "d"} {
+		e.ok("project", "task", "add", "acme", k)
+	}
+	// Each turn spends 1500 tokens: the second reaches the budget.
+	tmpl := filepath.Join(e.dir, "prompt.tmpl")
+	require.NoError(t, os.WriteFile(tmpl, []byte("say {{.Task.Title}}\nusage 1000 500\n"), 0o600))
+	e.ok("project", "budget", "acme", "--tokens", "3000")
+
+	r := e.scv("project", "work", "acme", "--agents", "1", "--prompt-template", tmpl, "--", "acpagent")
+	require.Equal(t, 1, r.code, "stdout: %s\nstderr: %s\ndaemon: %s", r.stdout, r.stderr, e.d.logs())
+	assert.Contains(t, r.stdout, "-- stopping: budget reached: project acme: 3000 tokens spent of a budget of 3000")
+	assert.Regexp(t, `tasks +2 done, 0 failed, 2 left`, r.stdout)
+	assert.Regexp(t, `tokens +3000`, r.stdout)
+	assert.Contains(t, r.stderr, "ended with tasks not done: 0 failed, 2 left")
+	assert.Len(t, e.runs("acme"), 2, "no run started past the budget")
+	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
+
+	e.ok("project", "budget", "acme", "--tokens", "10000")
+	r = e.scv("project", "work", "acme", "--agents", "1", "--prompt-template", tmpl, "--", "acpagent")
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s\ndaemon: %s", r.stdout, r.stderr, e.d.logs())
+	assert.NotContains(t, r.stdout, "budget reached")
+	assert.Regexp(t, `tasks +4 done, 0 failed, 0 left`, r.stdout)
+	assert.Regexp(t, `tokens +6000`, r.stdout)
+	assert.Len(t, e.runs("acme"), 4)
+}
+
+// TestWorkTaskFailedForGood: a task whose every turn refuses spends its
+// retries and fails for good; the work finishes what it can and ends with
+// exit 1; the tasks that depend on it are untouched (pending, no run).
+func TestWorkTaskFailedForGood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binaries")
+	}
+	e := newLiveEnv(t, buildScv(t, shortDir(t), "work-test"), "--heartbeat-every", "100ms")
+	e.ok("project", "create", "acme", "--workspace", e.ws)
+	e.ok("project", "task", "add", "acme", "doomed", "--max-retries", "1")
+	e.ok("project", "task", "add", "acme", "after", "--depends-on", "doomed")
+	e.ok("project", "task", "add", "acme", "later", "--depends-on", "after")
+	e.ok("project", "task", "add", "acme", "other")
+	tmpl := filepath.Join(e.dir, "prompt.tmpl")
+	require.NoError(t, os.WriteFile(tmpl, []byte("say {{.Task.Title}} attempt {{.Task.Attempt}}\n{{if eq .Task.Title \"doomed\"}}refuse{{end}}\n"), 0o600))
+
+	r := e.scv("project", "work", "acme", "--agents", "2", "--prompt-template", tmpl, "--", "acpagent")
+	require.Equal(t, 1, r.code, "stdout: %s\nstderr: %s\ndaemon: %s", r.stdout, r.stderr, e.d.logs())
+	assert.Equal(t, 2, strings.Count(r.stdout, "ended doomed: refusal (run failed)"), r.stdout)
+	assert.Contains(t, r.stdout, "ended other: end_turn (run succeeded)")
+	assert.Regexp(t, `tasks +1 done, 1 failed, 2 left`, r.stdout)
+	assert.Regexp(t, `runs +3 \(turns: 3 started, 1 succeeded, 2 failed, 0 cancelled\)`, r.stdout)
+	assert.Contains(t, r.stderr, "ended with tasks not done: 1 failed, 2 left")
+
+	status := map[string]reducer.TaskStatus{}
+	for _, task := range e.jsonOf("project", "tasks", "acme").Project.Tasks {
+		status[task.Title] = task.Status
+	}
+	assert.Equal(t, map[string]reducer.TaskStatus{
+		"doomed": reducer.TaskFailed, "after": reducer.TaskPending,
+		"later": reducer.TaskPending, "other": reducer.TaskDone,
+	}, status)
+	ran := map[string]int{}
+	title := map[string]string{}
+	for _, task := range e.jsonOf("project", "tasks", "acme").Project.Tasks {
+		title[task.ID] = task.Title
+	}
+	for _, run := range e.runs("acme") {
+		ran[title[run.TaskID]]++
+	}
+	assert.Equal(t, map[string]int{"doomed": 2, "other": 1}, ran, "no run of the dependants")
+	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
+}
+
+// webPage is the body of the daemon's web UI page at path, asked with its
+// token.
+func webPage(t *testing.T, sock, path string) string {
+	t.Helper()
+	base, token := webAddress(t, sock)
+	req, err := http.NewRequest(http.MethodGet, base+path, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	return string(body)
 }

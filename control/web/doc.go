@@ -21,6 +21,9 @@
 //     to the runs table, #runs, on its project's page), the current run
 //     and the last turn's stop reason; a project's page lists its own
 //     live agents, each linked to its run.
+//   - A project's page shows its work (scv project work), asked of the
+//     daemon's Handler (project_work_status): its state and turns, what
+//     it waits for, and each agent's state, task, run, turns and starts.
 //   - /metrics is the daemon's Prometheus metrics (control/metrics).
 //
 // Each page's script (static/app.js, embedded like the style sheet; no

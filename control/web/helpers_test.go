@@ -75,12 +75,24 @@ func (chats) Deliver(context.Context, string, string, string) error { return nil
 
 // fakeActions records the retries asked for, as the daemon's Handler
 // would take them: project_task_retry, from the UI.
+// It answers project_work_status with the work the test sets, as the
+// daemon does: not_found without one.
 type fakeActions struct {
 	mu      sync.Mutex
 	retries []string // project/task
+	work    map[string]api.WorkInfo
 }
 
 func (a *fakeActions) Handle(ctx context.Context, cmd api.Command) (*api.DaemonStatus, error) {
+	if c, ok := cmd.(api.CmdProjectWorkStatus); ok {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		w, ok := a.work[c.Project]
+		if !ok {
+			return nil, api.Errorf(reducer.ErrNotFound, "project %s has no work since the daemon started", c.Project)
+		}
+		return &api.DaemonStatus{Work: &w}, nil
+	}
 	c, ok := cmd.(api.CmdProjectTaskRetry)
 	if !ok {
 		return nil, fmt.Errorf("the UI sent %s", cmd.Action())
@@ -92,6 +104,20 @@ func (a *fakeActions) Handle(ctx context.Context, cmd api.Command) (*api.DaemonS
 	defer a.mu.Unlock()
 	a.retries = append(a.retries, c.Project+"/"+c.Task)
 	return &api.DaemonStatus{}, nil
+}
+
+// setWork sets project's work (its ID's), or forgets it (nil).
+func (a *fakeActions) setWork(project string, w *api.WorkInfo) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.work == nil {
+		a.work = map[string]api.WorkInfo{}
+	}
+	if w == nil {
+		delete(a.work, project)
+		return
+	}
+	a.work[project] = *w
 }
 
 func (a *fakeActions) asked() []string {

@@ -213,6 +213,8 @@ type projectPage struct {
 	// Agents are the live agents whose turns are runs of the project's
 	// tasks.
 	Agents []agentRow
+	// Work is the project's work (scv project work), nil without one.
+	Work *workView
 }
 
 type eventRow struct {
@@ -255,6 +257,12 @@ func (s *Server) projectPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	work, wv, err := s.projectWork(ctx, p)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	page.Work = work
 	q, err := s.questionsVersion(ctx)
 	if err != nil {
 		s.fail(w, r, err)
@@ -262,7 +270,7 @@ func (s *Server) projectPage(w http.ResponseWriter, r *http.Request) {
 	}
 	s.show(w, r, http.StatusOK, "project", layout{
 		Title: p.Name, Poll: "/api/version?page=project&id=" + url.QueryEscape(p.ID),
-		Version: fmt.Sprintf("%d.%s%s", p.LastSequence, q, s.projectAgentsVersion(agents, p.ID)), Pending: len(page.Pending), Body: page,
+		Version: fmt.Sprintf("%d.%s%s%s", p.LastSequence, q, s.projectAgentsVersion(agents, p.ID), wv), Pending: len(page.Pending), Body: page,
 	})
 }
 
@@ -474,9 +482,11 @@ func (s *Server) version(w http.ResponseWriter, r *http.Request) {
 	case "project":
 		var p *reducer.Project
 		if p, err = s.Ledger.Project(ctx, q.Get("id")); err == nil {
-			var qv string
-			qv, err = s.questionsVersion(ctx)
-			ver = fmt.Sprintf("%d.%s%s", p.LastSequence, qv, s.projectAgentsVersion(s.listAgents(), p.ID))
+			var qv, wv string
+			if qv, err = s.questionsVersion(ctx); err == nil {
+				_, wv, err = s.projectWork(ctx, p)
+			}
+			ver = fmt.Sprintf("%d.%s%s%s", p.LastSequence, qv, s.projectAgentsVersion(s.listAgents(), p.ID), wv)
 		}
 	case "questions":
 		ver, err = s.questionsVersion(ctx)
