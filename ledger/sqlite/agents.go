@@ -39,17 +39,7 @@ func (d *DB) PutAgent(ctx context.Context, a local.Agent) error {
 
 // DeleteAgent removes handle and reports whether it was there.
 func (d *DB) DeleteAgent(ctx context.Context, handle string) (bool, error) {
-	var found bool
-	err := d.write(ctx, func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM agents WHERE handle = ?`, handle)
-		if err != nil {
-			return err
-		}
-		n, _ := res.RowsAffected()
-		found = n > 0
-		return nil
-	})
-	return found, err
+	return d.delete(ctx, `DELETE FROM agents WHERE handle = ?`, handle)
 }
 
 // Agents lists the live agents, oldest first.

@@ -27,17 +27,7 @@ const deleteChannelSQL = `DELETE FROM channel_accounts WHERE channel = ? AND acc
 // DeleteChannelAccount removes the account's row (its settings,
 // credentials and state) and reports whether it was there.
 func (d *DB) DeleteChannelAccount(ctx context.Context, channel, account string) (bool, error) {
-	var found bool
-	err := d.write(ctx, func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, deleteChannelSQL, channel, account)
-		if err != nil {
-			return err
-		}
-		n, _ := res.RowsAffected()
-		found = n > 0
-		return nil
-	})
-	return found, err
+	return d.delete(ctx, deleteChannelSQL, channel, account)
 }
 
 // ReplaceChannelAccounts deletes the accounts del names ({channel,

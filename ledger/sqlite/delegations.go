@@ -34,17 +34,7 @@ func (d *DB) PutDelegation(ctx context.Context, del local.Delegation) error {
 // DeleteDelegation removes handle from the registry and reports whether it
 // was there.
 func (d *DB) DeleteDelegation(ctx context.Context, handle string) (bool, error) {
-	var found bool
-	err := d.write(ctx, func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM delegations WHERE handle = ?`, handle)
-		if err != nil {
-			return err
-		}
-		n, _ := res.RowsAffected()
-		found = n > 0
-		return nil
-	})
-	return found, err
+	return d.delete(ctx, `DELETE FROM delegations WHERE handle = ?`, handle)
 }
 
 // Delegations lists the registry, oldest first.
@@ -54,6 +44,22 @@ func (d *DB) Delegations(ctx context.Context) ([]local.Delegation, error) {
 		return nil, fmt.Errorf("%w: list delegations: %v", driver.ErrStorage, err)
 	}
 	return ds, nil
+}
+
+// delete runs query, a DELETE of one row, with args in a transaction of
+// its own and reports whether the row was there.
+func (d *DB) delete(ctx context.Context, query string, args ...any) (bool, error) {
+	var found bool
+	err := d.write(ctx, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		found = n > 0
+		return nil
+	})
+	return found, err
 }
 
 // write runs fn in one transaction on the writer connection; an error of

@@ -30,17 +30,7 @@ func (d *DB) PutWork(ctx context.Context, w local.Work) error {
 
 // DeleteWork removes project's work and reports whether it was there.
 func (d *DB) DeleteWork(ctx context.Context, project string) (bool, error) {
-	var found bool
-	err := d.write(ctx, func(tx *sqlx.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM works WHERE project = ?`, project)
-		if err != nil {
-			return err
-		}
-		n, _ := res.RowsAffected()
-		found = n > 0
-		return nil
-	})
-	return found, err
+	return d.delete(ctx, `DELETE FROM works WHERE project = ?`, project)
 }
 
 // Works lists the works, oldest first.
