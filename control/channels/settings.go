@@ -1,6 +1,7 @@
 package channels
 
 import (
+	"log/slog"
 	"path/filepath"
 	"strings"
 
@@ -64,7 +65,32 @@ type Settings struct {
 	OwnerID string
 	BotID   string
 	Source  Source
+	// Email is an email account's own settings; nil for every other
+	// channel.
+	Email *Email
+	// Password is an email account's password, from its stored
+	// credentials: it never leaves the daemon.
+	Password Secret
 }
+
+// Secret is a credential. It prints as [secret] however it is printed,
+// logged or marshalled, so that it never reaches a log, a reply or an
+// error by mistake; string(s) is the value.
+type Secret string
+
+const redacted = "[secret]"
+
+// String is [secret].
+func (Secret) String() string { return redacted }
+
+// GoString is [secret].
+func (Secret) GoString() string { return redacted }
+
+// MarshalJSON writes "[secret]".
+func (Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
+
+// LogValue is [secret].
+func (Secret) LogValue() slog.Value { return slog.StringValue(redacted) }
 
 // Defaults is a new account's settings: no workspace, no remote tools,
 // answering only the owner, an ordinary chat (the seed's defaults).
