@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"time"
 
@@ -22,6 +23,60 @@ type MCPResult struct {
 	// P50Ratio and P99Ratio are MCP's over the socket's.
 	P50Ratio float64 `json:"p50_ratio"`
 	P99Ratio float64 `json:"p99_ratio"`
+	// SocketCPU and MCPCPU are the CPU time of one call each way, by
+	// process.
+	SocketCPU CallCPU `json:"socket_cpu_us_per_call"`
+	MCPCPU    CallCPU `json:"mcp_cpu_us_per_call"`
+	// ServerVmHWMKiB is `scv mcp`'s peak memory after the calls.
+	ServerVmHWMKiB int64 `json:"scv_mcp_vmhwm_kib"`
+}
+
+// CallCPU is the CPU time (µs) one call costs each process it crosses:
+// the harness's (the client), `scv mcp`'s (none on the socket) and the
+// daemon's.
+type CallCPU struct {
+	Client float64 `json:"client"`
+	Server float64 `json:"scv_mcp"`
+	Daemon float64 `json:"daemon"`
+}
+
+// callCPU adds up the CPU seconds of the processes a call crosses.
+type callCPU struct {
+	pids  []int // client, scv mcp, daemon
+	secs  [3]float64
+	calls int
+}
+
+// measure runs f, which makes n calls, and adds the CPU it took.
+func (c *callCPU) measure(n int, f func(int) error) error {
+	var before [3]float64
+	for i, pid := range c.pids {
+		var err error
+		if before[i], err = cpuSeconds([]int{pid}); err != nil {
+			return err
+		}
+	}
+	if err := f(n); err != nil {
+		return err
+	}
+	for i, pid := range c.pids {
+		after, err := cpuSeconds([]int{pid})
+		if err != nil {
+			return err
+		}
+		c.secs[i] += after - before[i]
+	}
+	c.calls += n
+	return nil
+}
+
+// perCall is the CPU of one call, in µs.
+func (c *callCPU) perCall() CallCPU {
+	if c.calls == 0 {
+		return CallCPU{}
+	}
+	us := func(s float64) float64 { return s * 1e6 / float64(c.calls) }
+	return CallCPU{Client: us(c.secs[0]), Server: us(c.secs[1]), Daemon: us(c.secs[2])}
 }
 
 // mcpLatency measures cfg.MCPCalls run_progress calls each way, the socket
@@ -82,17 +137,28 @@ func mcpLatency(ctx context.Context, cfg Config, bin, dir string, logf func(stri
 		}
 		return nil
 	}
+	pids := []int{os.Getpid(), cmd.Process.Pid, d.Cmd.Process.Pid}
+	sockCPU, mcpCPU := &callCPU{pids: pids}, &callCPU{pids: pids}
 	half := cfg.MCPCalls / 2
-	for _, f := range []func(int) error{bySocket, byMCP, byMCP, bySocket} {
-		if err := f(half); err != nil {
+	for _, step := range []struct {
+		cpu *callCPU
+		f   func(int) error
+	}{{sockCPU, bySocket}, {mcpCPU, byMCP}, {mcpCPU, byMCP}, {sockCPU, bySocket}} {
+		if err := step.cpu.measure(half, step.f); err != nil {
 			return res, err
 		}
 	}
 	res.Socket, res.MCP = latencyOf(socket), latencyOf(viaMCP)
+	res.SocketCPU, res.MCPCPU = sockCPU.perCall(), mcpCPU.perCall()
+	if res.ServerVmHWMKiB, err = vmHWM(cmd.Process.Pid); err != nil {
+		return res, err
+	}
 	if res.Socket.P50us > 0 && res.Socket.P99us > 0 {
 		res.P50Ratio, res.P99Ratio = res.MCP.P50us/res.Socket.P50us, res.MCP.P99us/res.Socket.P99us
 	}
 	logf("  run_progress: socket p50 %.0f µs, p99 %.0f µs; MCP p50 %.0f µs, p99 %.0f µs (%d calls each)",
 		res.Socket.P50us, res.Socket.P99us, res.MCP.P50us, res.MCP.P99us, len(socket))
+	logf("  CPU per call (client, scv mcp, daemon): socket %.0f, -, %.0f µs; MCP %.0f, %.0f, %.0f µs; scv mcp peak RSS %.1f MiB",
+		res.SocketCPU.Client, res.SocketCPU.Daemon, res.MCPCPU.Client, res.MCPCPU.Server, res.MCPCPU.Daemon, float64(res.ServerVmHWMKiB)/1024)
 	return res, nil
 }
