@@ -89,6 +89,7 @@ func TestQuick(t *testing.T) {
 		"rss.vmhwm_kib",
 		"agents.updates_per_turn", "agents.events_per_turn", "agents.turn_s",
 		"mcp.calls", "mcp.socket.p50_us", "mcp.mcp.p50_us", "mcp.p50_ratio", "mcp.socket.p99_us", "mcp.mcp.p99_us", "mcp.p99_ratio",
+		"mcp.line.p50_us", "mcp.line.p99_us", "mcp.line_p50_ratio", "mcp.line_p99_ratio",
 		"batches.runs", "batches.raw.rows_per_sec", "batches.raw.cpu_us_per_row", "batches.durability.acked",
 		"batches.raw_batched.rows_per_sec", "batches.raw_batched.cpu_us_per_row", "raw.group.cpu_us_per_row",
 		"total_seconds",
@@ -186,7 +187,7 @@ func TestOnly(t *testing.T) {
 	require.ErrorContains(t, err, `no section "nope"`)
 
 	rep := &Report{Only: []string{"mcp"}}
-	rep.MCP.P50Ratio, rep.MCP.P99Ratio = 2, 4
+	rep.MCP.LineP50Ratio, rep.MCP.LineP99Ratio = 2, 4
 	rep.evaluate()
 	var names []string
 	for _, tg := range rep.Targets {
@@ -196,7 +197,7 @@ func TestOnly(t *testing.T) {
 	assert.False(t, rep.allPass(), "p99 is 4× the socket's")
 	var table strings.Builder
 	rep.printTable(&table)
-	assert.Contains(t, table.String(), "MCP p99 ÷ the socket's")
+	assert.Contains(t, table.String(), "line client p99 ÷ the socket's")
 	assert.NotContains(t, table.String(), "replay")
 }
 
@@ -280,8 +281,9 @@ func TestBatches(t *testing.T) {
 	assert.Equal(t, res.Durability.Acked, res.Durability.Stored, "every acknowledged event is in the file")
 }
 
-// TestMCPLatency: the MCP measure runs its calls both ways against a real
-// daemon and a real `scv mcp`, and reports both latencies.
+// TestMCPLatency: the MCP measure runs its calls on the socket and
+// through a real `scv mcp` with each client, against a real daemon, and
+// reports the three latencies.
 func TestMCPLatency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the daemon and scv mcp")
@@ -293,7 +295,10 @@ func TestMCPLatency(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 200, res.Socket.Count)
 	assert.Equal(t, 200, res.MCP.Count)
+	assert.Equal(t, 200, res.Line.Count)
 	assert.Greater(t, res.Socket.P50us, 0.0)
 	assert.Greater(t, res.MCP.P50us, 0.0)
+	assert.Greater(t, res.Line.P50us, 0.0)
 	assert.Greater(t, res.P50Ratio, 0.0)
+	assert.Greater(t, res.LineP50Ratio, 0.0)
 }
