@@ -54,11 +54,12 @@ const startTimeout = 30 * time.Second
 // Server is a running private Dovecot. Its methods report failures to the
 // test that started it, and are to be called from that test's goroutine.
 type Server struct {
-	t     testing.TB
-	dir   string
-	noTLS bool
-	uid   int
-	gid   int
+	t      testing.TB
+	dir    string
+	noTLS  bool
+	noIdle bool
+	uid    int
+	gid    int
 
 	port, tlsPort int
 
@@ -82,6 +83,9 @@ type Option func(*Server)
 // WithoutTLS starts a server that offers no TLS: no STARTTLS, no IMAPS
 // listener (TLSURL is ""), plain text login allowed.
 func WithoutTLS() Option { return func(s *Server) { s.noTLS = true } }
+
+// WithoutIDLE starts a server that offers no IDLE (RFC 2177) after login.
+func WithoutIDLE() Option { return func(s *Server) { s.noIdle = true } }
 
 // Start starts a Dovecot for t with one user (User, Password), stopped and
 // removed when t ends. It skips t when Dovecot is not installed, unless
@@ -197,6 +201,9 @@ func (s *Server) config(internalUser, internalGroup string) string {
 	w("auth_verbose = yes")
 	w("mail_location = maildir:%s/%%u", s.path("mail"))
 	w("mail_fsync = never")
+	if s.noIdle {
+		w("imap_capability = IMAP4rev1 LITERAL+ SASL-IR LOGIN-REFERRALS ID ENABLE UIDPLUS")
+	}
 	w("passdb {\n  driver = passwd-file\n  args = scheme=PLAIN username_format=%%u %s\n}", s.path("passwd"))
 	w("userdb {\n  driver = passwd-file\n  args = username_format=%%u %s\n}", s.path("passwd"))
 	// Without root there is no chroot; with it, none is needed.
@@ -275,8 +282,14 @@ func (s *Server) Start() {
 	}
 	// -F: in the foreground, so that it is this process's child.
 	cmd := exec.Command(Binary, "-F", "-c", s.path("dovecot.conf"))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	// A file, not a pipe: the master's children inherit it, and a pipe
+	// would hold cmd.Wait until the last of them has gone.
+	out, err := os.OpenFile(s.path("dovecot.out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		s.t.Fatalf("dovecottest: %v", err)
+	}
+	defer out.Close()
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		s.t.Fatalf("dovecottest: %v", err)
@@ -293,12 +306,12 @@ func (s *Server) Start() {
 		select {
 		case <-done:
 			s.cmd = nil
-			s.t.Fatalf("dovecottest: dovecot exited at its start: %s\n%s%s", cmd.ProcessState, out.String(), s.Log())
+			s.t.Fatalf("dovecottest: dovecot exited at its start: %s\n%s%s", cmd.ProcessState, s.output(), s.Log())
 		default:
 		}
 		if time.Now().After(deadline) {
 			s.stop()
-			s.t.Fatalf("dovecottest: no greeting on port %d within %s: %v\n%s%s", s.port, startTimeout, err, out.String(), s.Log())
+			s.t.Fatalf("dovecottest: no greeting on port %d within %s: %v\n%s%s", s.port, startTimeout, err, s.output(), s.Log())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -336,16 +349,21 @@ func (s *Server) stop() {
 	if s.cmd == nil {
 		return
 	}
+	pgid := s.cmd.Process.Pid
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.done:
 	case <-time.After(10 * time.Second):
-		// The process group: the master and whatever it left.
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.done
 	}
-	// The master has stopped its children; a login process may linger.
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	// What the master left (a login process serving a client, holding the
+	// listeners) goes too: the server is gone, its ports free.
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	<-s.done
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+			break
+		}
+	}
 	s.cmd = nil
 }
 
@@ -478,6 +496,12 @@ func (s *Server) Log() string {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Sprintf("(its log: %v)\n", err)
 	}
+	return string(b)
+}
+
+// output is what dovecot wrote to its standard output and error.
+func (s *Server) output() string {
+	b, _ := os.ReadFile(s.path("dovecot.out"))
 	return string(b)
 }
 
