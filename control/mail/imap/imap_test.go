@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"net"
+	"net/textproto"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,18 +91,22 @@ func TestConnect(t *testing.T) {
 	})
 }
 
-// fakeServer is an IMAP server that offers no STARTTLS and writes down the
-// lines it reads.
+// fakeServer is a scripted IMAP server that offers no STARTTLS and
+// writes down the lines it reads. Its replies: CAPABILITY, LOGOUT, and
+// what script says to the other commands (a NO when it says nothing).
 type fakeServer struct {
-	l     net.Listener
-	mu    sync.Mutex
-	lines []string
+	l      net.Listener
+	script func(tag, command string) string
+	mu     sync.Mutex
+	lines  []string
 }
 
-func startFake(t *testing.T) *fakeServer {
+const fakeCaps = "IMAP4rev1 AUTH=PLAIN IDLE"
+
+func startFake(t *testing.T, script func(tag, command string) string) *fakeServer {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	f := &fakeServer{l: l}
+	f := &fakeServer{l: l, script: script}
 	t.Cleanup(func() { _ = l.Close() })
 	go func() {
 		for {
@@ -116,7 +122,7 @@ func startFake(t *testing.T) *fakeServer {
 
 func (f *fakeServer) serve(conn net.Conn) {
 	defer conn.Close()
-	fmt.Fprintf(conn, "* OK [CAPABILITY IMAP4rev1 AUTH=PLAIN IDLE] fake ready\r\n")
+	fmt.Fprintf(conn, "* OK [CAPABILITY %s] fake ready\r\n", fakeCaps)
 	r := bufio.NewReader(conn)
 	for {
 		line, err := r.ReadString('\n')
@@ -126,15 +132,22 @@ func (f *fakeServer) serve(conn net.Conn) {
 		f.mu.Lock()
 		f.lines = append(f.lines, line)
 		f.mu.Unlock()
-		tag, cmd, _ := strings.Cut(strings.TrimSpace(line), " ")
-		switch strings.ToUpper(strings.Fields(cmd + " x")[0]) {
+		tag, command, _ := strings.Cut(strings.TrimSpace(line), " ")
+		switch name, _, _ := strings.Cut(strings.ToUpper(command), " "); name {
 		case "CAPABILITY":
-			fmt.Fprintf(conn, "* CAPABILITY IMAP4rev1 AUTH=PLAIN IDLE\r\n%s OK done\r\n", tag)
+			fmt.Fprintf(conn, "* CAPABILITY %s\r\n%s OK done\r\n", fakeCaps, tag)
 		case "LOGOUT":
 			fmt.Fprintf(conn, "* BYE bye\r\n%s OK done\r\n", tag)
 			return
 		default:
-			fmt.Fprintf(conn, "%s NO not here\r\n", tag)
+			reply := ""
+			if f.script != nil {
+				reply = f.script(tag, command)
+			}
+			if reply == "" {
+				reply = tag + " NO not here\r\n"
+			}
+			fmt.Fprint(conn, reply)
 		}
 	}
 }
@@ -145,14 +158,19 @@ func (f *fakeServer) read() string {
 	return strings.Join(f.lines, "")
 }
 
+// to dials f whatever the address.
+func (f *fakeServer) to(ctx context.Context, network, _ string) (net.Conn, error) {
+	return (&net.Dialer{}).DialContext(ctx, network, f.l.Addr().String())
+}
+
 func TestPlainTextRefused(t *testing.T) {
-	f := startFake(t)
+	f := startFake(t, nil)
 	// Every host is the fake server: a name that is not a loopback one
 	// reaches it without any network.
 	var dialed []string
 	o := imap.Options{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		dialed = append(dialed, addr)
-		return (&net.Dialer{}).DialContext(ctx, network, f.l.Addr().String())
+		return f.to(ctx, network, addr)
 	}}
 	c := mail.Credentials{URL: "imap://mail.example.com", User: "me", Password: "hunter2-secret"}
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -227,6 +245,79 @@ func TestWrongPassword(t *testing.T) {
 
 	// The right one, after.
 	dial(t, imap.Options{RootCAs: s.CAPool()}, creds(s, s.TLSURL()))
+}
+
+// A server's answer to LOGIN: a NO is a refusal, unless it is for now
+// (UNAVAILABLE); a password it quotes is not in the error.
+func TestLoginReplies(t *testing.T) {
+	c := mail.Credentials{URL: "imap://127.0.0.1", User: "me", Password: "hunter2-secret"}
+	for reply, refused := range map[string]bool{
+		"NO [AUTHENTICATIONFAILED] wrong password hunter2-secret": true,
+		"NO no":                           true,
+		"BAD what":                        true,
+		"NO [UNAVAILABLE] try later":      false,
+		"NO [UNAVAILABLE] hunter2-secret": false,
+	} {
+		f := startFake(t, func(tag, command string) string {
+			if strings.HasPrefix(strings.ToUpper(command), "LOGIN") {
+				return tag + " " + reply + "\r\n"
+			}
+			return ""
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		_, err := imap.Options{DialContext: f.to}.Dial(ctx, c)
+		cancel()
+		require.Error(t, err, reply)
+		assert.Equal(t, refused, errors.Is(err, mail.ErrRefused), "%s: %v", reply, err)
+		assert.NotContains(t, err.Error(), c.Password, reply)
+		assert.Contains(t, f.read(), c.Password, "the password was sent")
+	}
+}
+
+// A mail the server will not give: Partial, with what it gives.
+func TestCheckRefusedFetch(t *testing.T) {
+	f := startFake(t, func(tag, command string) string {
+		upper := strings.ToUpper(command)
+		switch {
+		case strings.HasPrefix(upper, "LOGIN"), strings.HasPrefix(upper, "NOOP"):
+			return tag + " OK done\r\n"
+		case strings.HasPrefix(upper, "EXAMINE"):
+			return "* 3 EXISTS\r\n* OK [UIDVALIDITY 7] v\r\n* OK [UIDNEXT 4] n\r\n" + tag + " OK [READ-ONLY] done\r\n"
+		case strings.HasPrefix(upper, "UID SEARCH"):
+			return "* SEARCH 1 2 3\r\n" + tag + " OK done\r\n"
+		case strings.HasPrefix(upper, "UID FETCH 1:3 "):
+			// The third whole, the others not.
+			header, text := "From: carol@example.com\r\nSubject: c\r\n\r\n", "hi\r\n"
+			return fmt.Sprintf("* 3 FETCH (UID 3 RFC822.SIZE 30 ENVELOPE (NIL NIL NIL NIL NIL NIL NIL NIL NIL NIL) "+
+				"BODY[HEADER]<0> {%d}\r\n%s BODY[TEXT]<0> {%d}\r\n%s)\r\n%s NO [SERVERBUG] cannot\r\n", len(header), header, len(text), text, tag)
+		case strings.HasPrefix(upper, "UID FETCH 1 "):
+			return `* 1 FETCH (UID 1 RFC822.SIZE 10 ENVELOPE ("Mon, 2 Jan 2006 15:04:05 +0000" "the subject" (("Bob" NIL "Bob" "Example.com")) NIL NIL NIL NIL NIL NIL "<id1@example.com>"))` + "\r\n" +
+				tag + " OK done\r\n"
+		}
+		return "" // UID FETCH 2: NO
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	mb, err := imap.Options{DialContext: f.to}.Dial(ctx, mail.Credentials{URL: "imap://localhost", User: "me", Password: "pw"})
+	require.NoError(t, err)
+	defer mb.Close()
+	validity, got, err := mb.Check(ctx, 0, 10)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(7), validity)
+	require.Len(t, got, 3)
+	assert.Equal(t, mail.Mail{UID: 1, From: "bob@example.com", FromName: "Bob", Subject: "the subject", MessageID: "id1@example.com",
+		Date: time.Date(2006, 1, 2, 15, 4, 5, 0, time.UTC), Size: 10, Header: textproto.MIMEHeader{}, Partial: true},
+		withUTC(got[0]))
+	assert.Equal(t, mail.Mail{UID: 2, Partial: true}, got[1])
+	assert.Equal(t, uint32(3), got[2].UID)
+	assert.False(t, got[2].Partial)
+	assert.Equal(t, "carol@example.com", got[2].From)
+	assert.Equal(t, "hi", got[2].Text)
+}
+
+func withUTC(m mail.Mail) mail.Mail {
+	m.Date = m.Date.UTC()
+	return m
 }
 
 // counter counts the bytes read from the connections it dials.
@@ -355,6 +446,21 @@ func TestCheck(t *testing.T) {
 	assert.True(t, strings.HasPrefix(got[0].Text, "the start of it\nAAAA"), got[0].Text[:40])
 	assert.LessOrEqual(t, len(got[0].Text), mail.MaxMailText)
 	assert.Less(t, read.n.Load()-before, int64(1<<20), "bytes read for a mail of %d", len(big))
+
+	// A header too long to read whole: Partial, what was read kept.
+	var header strings.Builder
+	header.WriteString("From: hank@example.com\r\nSubject: long header\r\n")
+	for i := 0; header.Len() < 80<<10; i++ {
+		fmt.Fprintf(&header, "X-Filler-%d: %s\r\n", i, strings.Repeat("x", 100))
+	}
+	s.Append(t, s.User(), []byte(header.String()+"\r\nthe text\r\n"))
+	_, got = check(t, mb, 6, 10)
+	require.Len(t, got, 1)
+	assert.True(t, got[0].Partial)
+	assert.Equal(t, "hank@example.com", got[0].From)
+	assert.Equal(t, "long header", got[0].Subject)
+	assert.Equal(t, strings.Repeat("x", 100), got[0].Header.Get("X-Filler-1"))
+	assert.Equal(t, "the text", got[0].Text)
 }
 
 func TestUIDValidityAcrossReconnects(t *testing.T) {

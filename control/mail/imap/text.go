@@ -155,35 +155,57 @@ func findText(e *message.Entity, depth int) (text string, isHTML, found bool) {
 	return string(b), mediaType == "text/html", true
 }
 
-// blocks are the HTML elements that end a line of text.
-var blocks = map[string]bool{
-	"address": true, "article": true, "aside": true, "blockquote": true, "br": true, "dd": true, "div": true,
-	"dl": true, "dt": true, "footer": true, "h1": true, "h2": true, "h3": true, "h4": true, "h5": true,
-	"h6": true, "header": true, "hr": true, "li": true, "main": true, "nav": true, "ol": true, "p": true,
-	"pre": true, "section": true, "table": true, "td": true, "th": true, "tr": true, "ul": true,
-}
+// blocks are the HTML elements that end a line of text; paragraphs those
+// that end a paragraph (an empty line after it).
+var (
+	blocks = map[string]bool{
+		"address": true, "article": true, "aside": true, "dd": true, "div": true, "dl": true,
+		"dt": true, "footer": true, "header": true, "hr": true, "li": true, "main": true, "nav": true,
+		"ol": true, "section": true, "td": true, "th": true, "tr": true, "ul": true,
+	}
+	paragraphs = map[string]bool{
+		"blockquote": true, "h1": true, "h2": true, "h3": true, "h4": true, "h5": true, "h6": true,
+		"p": true, "pre": true, "table": true,
+	}
+)
 
 // stripHTML is the text of an HTML document: no markup, no scripts or
-// styles, entities decoded, a line per block.
+// styles, entities decoded, a line per block, an empty one after a
+// paragraph.
 func stripHTML(s string) string {
 	var b strings.Builder
+	// lineEnd ends the text so far with n line ends (unless it is empty).
+	lineEnd := func(n int) {
+		t := b.String()
+		if strings.TrimSpace(t) == "" {
+			return
+		}
+		have := len(t) - len(strings.TrimRight(t, "\n"))
+		for ; have < n; have++ {
+			b.WriteByte('\n')
+		}
+	}
 	z := html.NewTokenizer(strings.NewReader(s))
 	skip := 0 // inside script, style, head or title
 	for {
-		switch z.Next() {
+		switch tt := z.Next(); tt {
 		case html.ErrorToken:
 			return b.String()
 		case html.TextToken:
 			if skip == 0 {
-				b.WriteString(strings.Join(strings.Fields(string(z.Text())), " "))
-				if t := z.Raw(); len(t) > 0 && isSpace(t[len(t)-1]) {
+				raw := z.Text()
+				words := strings.Join(strings.Fields(string(raw)), " ")
+				if words != "" && len(raw) > 0 && isSpace(raw[0]) && b.Len() > 0 {
+					b.WriteByte(' ')
+				}
+				b.WriteString(words)
+				if words != "" && isSpace(raw[len(raw)-1]) {
 					b.WriteByte(' ')
 				}
 			}
 		case html.StartTagToken, html.EndTagToken, html.SelfClosingTagToken:
 			name, _ := z.TagName()
 			tag := string(name)
-			tt := z.Token().Type
 			switch tag {
 			case "script", "style", "head", "title":
 				if tt == html.StartTagToken {
@@ -192,8 +214,15 @@ func stripHTML(s string) string {
 					skip--
 				}
 			}
-			if blocks[tag] {
-				b.WriteByte('\n')
+			switch {
+			case tag == "br":
+				if b.Len() > 0 {
+					b.WriteByte('\n')
+				}
+			case paragraphs[tag]:
+				lineEnd(2)
+			case blocks[tag]:
+				lineEnd(1)
 			}
 		}
 	}
