@@ -183,14 +183,15 @@ func (o Options) dial(ctx context.Context, c mail.Credentials) (*mailbox, error)
 			_ = raw.Close()
 		}
 	}()
-	// Until Dial returns, the end of ctx ends what the connection does.
-	stop := context.AfterFunc(ctx, func() { _ = raw.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-	_ = raw.SetDeadline(time.Now().Add(timeout))
+	// Until Dial returns, the end of ctx ends what the connection does;
+	// the dial as a whole is bounded by the timeout.
+	step := m.begin(ctx)
+	defer step.end()
+	step.arm()
 	tlsConfig := &tls.Config{ServerName: addr.Host, RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12}
-	conn := raw
+	var conn net.Conn = noDeadlines{raw}
 	if addr.TLS {
-		tc := tls.Client(raw, tlsConfig)
+		tc := tls.Client(conn, tlsConfig)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			return nil, m.errorf(ctx, "TLS", err)
 		}
@@ -202,7 +203,6 @@ func (o Options) dial(ctx context.Context, c mail.Credentials) (*mailbox, error)
 	}
 	m.c = cl
 	cl.ErrorLog = log.New(io.Discard, "", 0)
-	cl.Timeout = timeout
 	if !addr.TLS {
 		starttls, err := cl.SupportStartTLS()
 		if err != nil {

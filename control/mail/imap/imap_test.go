@@ -558,3 +558,50 @@ func TestWaitPolls(t *testing.T) {
 	assert.ErrorIs(t, mb.Wait(short, time.Hour), context.Canceled)
 	require.NoError(t, mb.Close())
 }
+
+// Options.Timeout bounds commands, not the time between them: a mailbox
+// unused for longer stays connected.
+func TestTimeoutIsPerCommand(t *testing.T) {
+	s := dovecottest.Start(t, dovecottest.WithoutIDLE())
+	const timeout = 200 * time.Millisecond
+	mb := dial(t, imap.Options{RootCAs: s.CAPool(), Timeout: timeout}, creds(s, s.TLSURL()))
+	check(t, mb, 0, 10)
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	require.NoError(t, mb.Wait(ctx, 5*timeout))
+	time.Sleep(5 * timeout)
+	s.Append(t, s.User(), plainMail("bob@example.com", "later", "hi"))
+	_, got := check(t, mb, 0, 10)
+	require.Len(t, got, 1)
+}
+
+// The end of ctx ends a Check the server does not answer.
+func TestCheckCanceled(t *testing.T) {
+	f := startFake(t, func(tag, command string) string {
+		upper := strings.ToUpper(command)
+		switch {
+		case strings.HasPrefix(upper, "LOGIN"), strings.HasPrefix(upper, "NOOP"):
+			return tag + " OK done\r\n"
+		case strings.HasPrefix(upper, "EXAMINE"):
+			return "* 0 EXISTS\r\n* OK [UIDVALIDITY 7] v\r\n" + tag + " OK [READ-ONLY] done\r\n"
+		case strings.HasPrefix(upper, "UID SEARCH"):
+			return "* OK thinking\r\n" // and never done
+		}
+		return ""
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	mb, err := imap.Options{DialContext: f.to}.Dial(ctx, mail.Credentials{URL: "imap://localhost", User: "me", Password: "pw"})
+	require.NoError(t, err)
+	defer mb.Close()
+	short, stop := context.WithCancel(ctx)
+	go func() {
+		for !strings.Contains(strings.ToUpper(f.read()), "UID SEARCH") {
+			time.Sleep(time.Millisecond)
+		}
+		stop()
+	}()
+	_, _, err = mb.Check(short, 0, 10)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NoError(t, ctx.Err())
+}

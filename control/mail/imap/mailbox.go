@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"slices"
+	"sync"
 	"time"
 
 	goimap "github.com/emersion/go-imap"
@@ -57,11 +58,59 @@ func (m *mailbox) errorf(ctx context.Context, step string, err error) error {
 	return fmt.Errorf("imap %s: %s: %w", m.addr, step, err)
 }
 
-// watch makes the end of ctx end what the connection is doing (the
-// connection is then lost), until the returned stop.
-func (m *mailbox) watch(ctx context.Context) (stop func() bool) {
-	return context.AfterFunc(ctx, func() { _ = m.raw.SetDeadline(time.Unix(1, 0)) })
+// op is one operation on the connection (a Dial, a Check, the end of an
+// IDLE): each of its commands bounded by the timeout, all of them ended
+// by the end of its context. Between operations the connection has no
+// deadline (go-imap's own, Client.Timeout, stays 0: it would also bound
+// the reader's wait for the server's next line, and so the time between
+// two commands).
+type op struct {
+	m    *mailbox
+	stop func() bool
+	mu   sync.Mutex
+	// canceled: ctx ended and the deadline is past; done: the op is over.
+	canceled, done bool
 }
+
+// begin starts an op; end it with end.
+func (m *mailbox) begin(ctx context.Context) *op {
+	o := &op{m: m}
+	o.stop = context.AfterFunc(ctx, func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if !o.done {
+			o.canceled = true
+			_ = m.raw.SetDeadline(time.Unix(1, 0))
+		}
+	})
+	return o
+}
+
+// arm gives the next command the timeout.
+func (o *op) arm() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.canceled {
+		_ = o.m.raw.SetDeadline(time.Now().Add(o.m.timeout))
+	}
+}
+
+// end ends the op: no deadline until the next.
+func (o *op) end() {
+	o.stop()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.done = true
+	_ = o.m.raw.SetDeadline(time.Time{})
+}
+
+// noDeadlines is the connection as go-imap sees it: the deadlines are
+// the ops'.
+type noDeadlines struct{ net.Conn }
+
+func (noDeadlines) SetDeadline(time.Time) error      { return nil }
+func (noDeadlines) SetReadDeadline(time.Time) error  { return nil }
+func (noDeadlines) SetWriteDeadline(time.Time) error { return nil }
 
 // Sections fetched of each mail: the header and the start of the text,
 // both bounded.
@@ -92,11 +141,13 @@ func (m *mailbox) Check(ctx context.Context, after uint32, limit int) (uint32, [
 	if err := ctx.Err(); err != nil {
 		return 0, nil, err
 	}
-	defer m.watch(ctx)()
+	o := m.begin(ctx)
+	defer o.end()
 	if limit < 1 || limit > mail.MaxCheck {
 		limit = mail.MaxCheck
 	}
 	// NOOP first: the server tells of the mail that came since.
+	o.arm()
 	if err := m.c.Noop(); err != nil {
 		return 0, nil, m.errorf(ctx, "NOOP", err)
 	}
@@ -115,6 +166,7 @@ func (m *mailbox) Check(ctx context.Context, after uint32, limit int) (uint32, [
 	}
 	set := new(goimap.SeqSet)
 	set.AddRange(after+1, 0) // after+1:*
+	o.arm()
 	found, err := m.c.UidSearch(&goimap.SearchCriteria{Uid: set})
 	if err != nil {
 		return 0, nil, m.errorf(ctx, "UID SEARCH", err)
@@ -129,7 +181,7 @@ func (m *mailbox) Check(ctx context.Context, after uint32, limit int) (uint32, [
 	if len(uids) == 0 {
 		return validity, nil, nil
 	}
-	mails, err := m.fetch(ctx, uids)
+	mails, err := m.fetch(ctx, o, uids)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -138,7 +190,8 @@ func (m *mailbox) Check(ctx context.Context, after uint32, limit int) (uint32, [
 
 // fetch reads the mails of uids, in that order. A mail the server would
 // not give comes back Partial, with what it did give.
-func (m *mailbox) fetch(ctx context.Context, uids []uint32) ([]mail.Mail, error) {
+func (m *mailbox) fetch(ctx context.Context, o *op, uids []uint32) ([]mail.Mail, error) {
+	o.arm()
 	got, refused, err := m.uidFetch(uids, fetchItems)
 	if err != nil {
 		return nil, m.errorf(ctx, "UID FETCH", err)
@@ -148,6 +201,7 @@ func (m *mailbox) fetch(ctx context.Context, uids []uint32) ([]mail.Mail, error)
 		msg := got[uid]
 		if msg == nil && refused != nil {
 			// The batch was refused: this mail alone, without its text.
+			o.arm()
 			one, _, err := m.uidFetch([]uint32{uid}, fallbackItems)
 			if err != nil {
 				return nil, m.errorf(ctx, "UID FETCH", err)
@@ -240,9 +294,8 @@ func (m *mailbox) Wait(ctx context.Context, poll time.Duration) error {
 func (m *mailbox) idleWait(ctx context.Context) error {
 	stop := make(chan struct{})
 	done := make(chan error, 1)
-	// No deadline while idling: the server may be silent for long.
-	m.c.Timeout = 0
-	defer func() { m.c.Timeout = m.timeout }()
+	// No deadline while idling: the server may be silent for long (TCP
+	// keep alives find a server gone).
 	go func() { done <- m.c.Idle(stop, &client.IdleOptions{LogoutTimeout: idleRestart}) }()
 	var woken error
 	select {
@@ -257,7 +310,9 @@ func (m *mailbox) idleWait(ctx context.Context) error {
 	}
 	close(stop)
 	// DONE, and the server's answer within the usual time.
-	_ = m.raw.SetDeadline(time.Now().Add(m.timeout))
+	o := m.begin(context.Background())
+	defer o.end()
+	o.arm()
 	if err := <-done; err != nil {
 		return m.errorf(context.Background(), "IDLE", err)
 	}
@@ -273,7 +328,7 @@ func (m *mailbox) Close() error {
 		return nil
 	default:
 	}
-	m.c.Timeout = logoutTimeout
+	_ = m.raw.SetDeadline(time.Now().Add(logoutTimeout))
 	if err := m.c.Logout(); err != nil && !errors.Is(err, client.ErrAlreadyLoggedOut) {
 		return fmt.Errorf("imap %s: LOGOUT: %w", m.addr, err)
 	}

@@ -37,7 +37,7 @@ func TestReadText(t *testing.T) {
 		"cut in the middle of the HTML": {"Content-Type: text/html\r\n\r\n<div>one</div><div>tw", "one\ntw"},
 		"html": {"Content-Type: text/html\r\n\r\n<html><head><style>b{}</style></head><body>" +
 			"a<br>b&nbsp;&lt;c&gt; <script>x()</script><ul><li>d</li><li>e</li></ul></body></html>", "a\nb <c>\nd\ne"},
-		"two breaks": {"Content-Type: text/html\r\n\r\none<br><br>two<br/>three", "one\n\ntwo\nthree"},
+		"two breaks":            {"Content-Type: text/html\r\n\r\none<br><br>two<br/>three", "one\n\ntwo\nthree"},
 		"control characters go": {"\r\n\r\nbell\a and \x1b[31mred\x1b[0m\r\n\r\n\r\n\r\nend  \r\n", "bell and [31mred[0m\n\nend"},
 	} {
 		assert.Equal(t, tc.want, text(tc.raw), name)
