@@ -102,7 +102,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	for _, o := range opts {
 		o(s)
 	}
-	dir, err := os.MkdirTemp("", "dovecottest-")
+	dir, err := os.MkdirTemp(tempBase(), "dovecottest-")
 	if err != nil {
 		t.Fatalf("dovecottest: %v", err)
 	}
@@ -503,6 +503,19 @@ func (s *Server) Log() string {
 func (s *Server) output() string {
 	b, _ := os.ReadFile(s.path("dovecot.out"))
 	return string(b)
+}
+
+// tempBase is where the server's folder goes: the system's temporary
+// folder, or /tmp when it runs as root and the temporary folder is closed
+// to others (nobody, its mail's owner, could not reach the mail).
+func tempBase() string {
+	if os.Getuid() != 0 {
+		return ""
+	}
+	if fi, err := os.Stat(os.TempDir()); err != nil || fi.Mode().Perm()&0o001 == 0 {
+		return "/tmp"
+	}
+	return ""
 }
 
 // freePorts are n loopback ports free now.
