@@ -297,6 +297,9 @@ func (m *Manager) Reload(ctx context.Context) error {
 		current[id] = account{s: a.s, row: a.row, bad: a.bad}
 	}
 	m.mu.Unlock()
+	if list, err = fileEmail(list, current); err != nil {
+		return fmt.Errorf("settings file %s: %w", path, err)
+	}
 
 	now := m.clock().Now().UnixMilli()
 	listed := map[string]bool{}
@@ -306,7 +309,7 @@ func (m *Manager) Reload(ctx context.Context) error {
 		listed[s.ID()] = true
 		cur, ok := current[s.ID()]
 		row := cur.row
-		if !ok || cur.s != s || cur.bad != "" {
+		if !ok || !cur.s.equal(s) || cur.bad != "" {
 			row = toRow(s, cur.row, now)
 			put = append(put, row)
 		}
@@ -398,13 +401,14 @@ func (m *Manager) Connected(chat string) bool {
 }
 
 // ConnectedChats is the IDs of the connected accounts that carry chats
-// (purpose chat; a mail chat never carries questions), sorted.
+// (purpose chat; a mail chat never carries questions, nor does an email
+// account), sorted.
 func (m *Manager) ConnectedChats() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var ids []string
 	for id, a := range m.accounts {
-		if a.state == api.ComponentConnected && a.s.Purpose == api.PurposeChat {
+		if a.state == api.ComponentConnected && a.s.Purpose == api.PurposeChat && a.s.Channel != KindEmail {
 			ids = append(ids, id)
 		}
 	}
@@ -474,7 +478,7 @@ func (m *Manager) reconcile(a *account) {
 		m.stop(a, api.ComponentDisabled)
 		return
 	}
-	if r != nil && runnable(r.s) == runnable(s) {
+	if r != nil && runnable(r.s).equal(runnable(s)) {
 		return
 	}
 	if r != nil {

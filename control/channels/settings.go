@@ -140,7 +140,42 @@ func (s Settings) check(exists bool) error {
 	if !oneOf(s.Source, SourceAPI, SourceFile) {
 		return invalid("source %q: want api or file", s.Source)
 	}
+	return s.checkEmail()
+}
+
+// checkEmail checks an account's email settings and password: only an
+// email account has them, an enabled one must have its settings, and
+// those it has must be valid.
+func (s Settings) checkEmail() error {
+	if s.Channel != KindEmail {
+		switch {
+		case s.Email != nil:
+			return invalid("%s: only an email account has email settings", s.ID())
+		case s.Password != "":
+			return invalid("%s: only an email account has a password", s.ID())
+		}
+		return nil
+	}
+	if s.Email == nil {
+		if s.Enabled {
+			return invalid("%s: an enabled email account needs its email settings (the settings file's email object, or scv channel login)", s.ID())
+		}
+		return nil
+	}
+	if err := s.Email.check(); err != nil {
+		return err
+	}
+	if s.Password != "" {
+		return CheckPassword(s.Password)
+	}
 	return nil
+}
+
+// equal reports whether s and o are the same settings.
+func (s Settings) equal(o Settings) bool {
+	e, f := s.Email, o.Email
+	s.Email, o.Email = nil, nil
+	return s == o && e.equal(f)
 }
 
 // checkKey checks a channel and an account name.
