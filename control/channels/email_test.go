@@ -1,8 +1,10 @@
 package channels_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,7 @@ import (
 
 	"scv/control/api"
 	"scv/control/channels"
+	"scv/ledger/local"
 )
 
 // secret is the password of the tests' email accounts: no output may hold
@@ -208,4 +211,123 @@ func TestIsLoopback(t *testing.T) {
 	} {
 		assert.Equal(t, want, channels.IsLoopback(u), u)
 	}
+}
+
+// TestEmailStored: an email account's settings and password survive a
+// daemon restart (a new Manager on the reopened ledger): the settings in
+// the row's email column, the password in its credentials, nowhere else
+// in the row. channel_logout removes the row, settings and credentials
+// with it, and the account stays gone after a restart.
+func TestEmailStored(t *testing.T) {
+	h := newHarness(t)
+	tc := h.plug(channels.KindEmail)
+	pw := h.passwordFile("pw", secret+"\n")
+	h.writeFile(emailFile(fmt.Sprintf(`{"imap":"imaps://mail.example.com","user":"me","password_file":%q,"mail_chat":"local:mail","skip_from":["@news.example"],"poll":"5s"}`, pw)))
+	require.NoError(t, h.m.Reload(ctx))
+	tc.next(t)
+	saved, _ := h.m.Settings("email:work")
+
+	rows := h.rows()
+	require.Len(t, rows, 2)
+	row := rows[0]
+	require.Equal(t, "email", row.Channel)
+	assert.JSONEq(t, fmt.Sprintf(`{"imap":"imaps://mail.example.com","user":"me","password_file":%q,"mail_chat":"local:mail","skip_from":["@news.example"],"poll":"5s"}`, pw), row.Email)
+	assert.JSONEq(t, fmt.Sprintf(`{"password":%q}`, secret), row.Credentials, "the password is in the credentials")
+	row.Credentials = ""
+	assert.NotContains(t, fmt.Sprintf("%+v", row), secret, "and nowhere else in the row")
+	assert.Empty(t, rows[1].Email, "a chat account has no email settings")
+
+	h.m.Close()
+	require.NoError(t, h.l.Close())
+	h.l = openLedger(t, h.dbPath)
+	h.m = h.manager()
+	require.NoError(t, h.m.Load(ctx))
+	again, ok := h.m.Settings("email:work")
+	require.True(t, ok)
+	assert.Equal(t, saved, again, "the same settings and password after a restart")
+	assert.Equal(t, channels.Secret(secret), again.Password)
+	r := tc.next(t)
+	assert.Equal(t, channels.Secret(secret), r.Settings.Password, "the restarted connector gets the password")
+
+	require.NoError(t, h.m.Logout(ctx, api.CmdChannelLogout{Channel: "email", Account: "work"}))
+	assert.False(t, h.has("email:work"))
+	for _, row := range h.rows() {
+		assert.NotEqual(t, "email", row.Channel)
+		assert.NotContains(t, fmt.Sprintf("%+v", row), secret)
+	}
+	h.m.Close()
+	require.NoError(t, h.l.Close())
+	h.l = openLedger(t, h.dbPath)
+	h.m = h.manager()
+	require.NoError(t, h.m.Load(ctx))
+	assert.False(t, h.has("email:work"), "gone after a restart too")
+	_, ok = h.m.Settings("email:work")
+	assert.False(t, ok)
+}
+
+// TestEmailStoredUnreadable: a stored email account whose settings or
+// credentials cannot be read is shown failed, saying which, without what
+// the credentials hold, and can be logged out.
+func TestEmailStoredUnreadable(t *testing.T) {
+	h := newHarness(t)
+	bad := channelRow("email", "work")
+	bad.Email = `{"imap":"imaps://mail.example.com","user":"me","mail_chat":"local:mail","poll":"1ms"}`
+	worse := channelRow("email", "home")
+	worse.Email = `{"imap":"imaps://mail.example.com","user":"me","mail_chat":"local:mail"}`
+	worse.Credentials = `{"password":["` + secret + `"]}`
+	require.NoError(t, h.l.ReplaceChannelAccounts(ctx, []local.ChannelAccount{bad, worse}, nil))
+	h.m.Close()
+	h.m = h.manager()
+	require.NoError(t, h.m.Load(ctx))
+
+	c := h.component("email:work")
+	assert.Equal(t, api.ComponentFailed, c.State)
+	require.NotNil(t, c.Error)
+	assert.Contains(t, *c.Error, "stored settings are invalid: the stored email settings cannot be read: email.poll: want a duration")
+	c = h.component("email:home")
+	assert.Equal(t, api.ComponentFailed, c.State)
+	require.NotNil(t, c.Error)
+	assert.Equal(t, "stored settings are invalid: the stored credentials cannot be read", *c.Error)
+	require.NoError(t, h.m.Logout(ctx, api.CmdChannelLogout{Channel: "email", Account: "home"}))
+	assert.False(t, h.has("email:home"))
+}
+
+// channelRow is a stored enabled account with the defaults.
+func channelRow(channel, account string) local.ChannelAccount {
+	return local.ChannelAccount{Channel: channel, Account: account, Enabled: true, RemoteTools: "none",
+		Senders: "owner", Purpose: "chat", Source: "api", Updated: 1}
+}
+
+// TestPasswordNeverShown: through a reload, a connector's failures and
+// restarts, a restart of the daemon and a logout, neither the components
+// nor the Manager's log (at debug level) hold the password.
+func TestPasswordNeverShown(t *testing.T) {
+	h := newHarness(t)
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h.m.Logger = logger
+	tc := h.plug(channels.KindEmail)
+	pw := h.passwordFile("pw", secret)
+	h.writeFile(emailFile(fmt.Sprintf(`{"imap":"imaps://mail.example.com","user":"me","password_file":%q,"mail_chat":"local:mail"}`, pw)))
+	require.NoError(t, h.m.Reload(ctx))
+	r := tc.next(t)
+	r.Connected()
+	r.Fail(fmt.Errorf("connection reset"))
+	h.waitState("email:work", api.ComponentBackoff)
+	h.clock.Advance(time.Minute)
+	r = tc.next(t)
+	r.FailPermanently(fmt.Errorf("the server refused the credentials of user me"))
+	h.waitState("email:work", api.ComponentFailed)
+	shown, err := json.Marshal(h.m.Components())
+	require.NoError(t, err)
+	assert.NotContains(t, string(shown), secret)
+
+	h.m.Close()
+	h.m = h.manager()
+	h.m.Logger = logger
+	require.NoError(t, h.m.Load(ctx))
+	tc.next(t)
+	require.NoError(t, h.m.Logout(ctx, api.CmdChannelLogout{Channel: "email", Account: "work"}))
+	assert.Contains(t, logs.String(), "email:work", "the log speaks of the account")
+	assert.NotContains(t, logs.String(), secret)
 }

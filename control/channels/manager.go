@@ -167,8 +167,12 @@ func (m *Manager) ready(ctx context.Context) error {
 	defer m.mu.Unlock()
 	m.accounts = map[string]*account{}
 	for _, r := range rows {
-		a := &account{s: fromRow(r), row: r, state: api.ComponentDisabled}
-		if err := a.s.check(false); err != nil {
+		s, err := fromRow(r)
+		a := &account{s: s, row: r, state: api.ComponentDisabled}
+		if err == nil {
+			err = a.s.check(false)
+		}
+		if err != nil {
 			a.bad = "stored settings are invalid: " + err.Error()
 			a.err = a.bad
 		}

@@ -1,6 +1,9 @@
 package channels
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -246,22 +249,54 @@ func apply(s Settings, c api.CmdChannelSet) (Settings, error) {
 	return s, nil
 }
 
-// fromRow reads a stored account; it is not validated.
-func fromRow(r local.ChannelAccount) Settings {
-	return Settings{
+// fromRow reads a stored account; it is not validated. An email
+// account's settings come from the row's email column, its password from
+// its credentials ({"password": ...}); an error (which never holds
+// anything of the credentials) says that one of them cannot be read, and
+// the account is shown as invalid.
+func fromRow(r local.ChannelAccount) (Settings, error) {
+	s := Settings{
 		Channel: Kind(r.Channel), Account: r.Account, Enabled: r.Enabled, Workspace: r.Workspace,
 		RemoteTools: api.RemoteTools(r.RemoteTools), Senders: api.Senders(r.Senders),
 		Purpose: api.Purpose(r.Purpose), OwnerID: r.OwnerID, BotID: r.BotID, Source: Source(r.Source),
 	}
+	if r.Email != "" {
+		if err := json.Unmarshal([]byte(r.Email), &s.Email); err != nil {
+			return s, fmt.Errorf("the stored email settings cannot be read: %w", err)
+		}
+	}
+	if s.Channel == KindEmail && r.Credentials != "" {
+		var c emailCredentials
+		if json.Unmarshal([]byte(r.Credentials), &c) != nil {
+			return s, errors.New("the stored credentials cannot be read")
+		}
+		s.Password = Secret(c.Password)
+	}
+	return s, nil
+}
+
+// emailCredentials is an email account's stored credentials.
+type emailCredentials struct {
+	Password string `json:"password,omitempty"`
 }
 
 // toRow is the stored form of s, with the connector's credentials and
-// state of the stored row prev (empty for a new account).
+// state of the stored row prev (empty for a new account); an email
+// account's credentials are its password.
 func toRow(s Settings, prev local.ChannelAccount, updatedMS int64) local.ChannelAccount {
-	return local.ChannelAccount{
+	r := local.ChannelAccount{
 		Channel: string(s.Channel), Account: s.Account, Enabled: s.Enabled, Workspace: s.Workspace,
 		RemoteTools: string(s.RemoteTools), Senders: string(s.Senders), Purpose: string(s.Purpose),
 		OwnerID: s.OwnerID, BotID: s.BotID, Source: string(s.Source),
 		Credentials: prev.Credentials, State: prev.State, Updated: updatedMS,
 	}
+	if s.Email != nil {
+		b, _ := json.Marshal(s.Email) // plain strings, lists and numbers: it cannot fail
+		r.Email = string(b)
+	}
+	if s.Channel == KindEmail {
+		b, _ := json.Marshal(emailCredentials{Password: string(s.Password)})
+		r.Credentials = string(b)
+	}
+	return r
 }
