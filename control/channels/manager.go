@@ -234,19 +234,7 @@ func (m *Manager) Set(ctx context.Context, c api.CmdChannelSet) error {
 	if err != nil {
 		return err
 	}
-	row = toRow(s, row, m.clock().Now().UnixMilli())
-	if err := m.Store.ReplaceChannelAccounts(ctx, []local.ChannelAccount{row}, nil); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	if a == nil {
-		a = &account{state: api.ComponentDisabled}
-		m.accounts[id] = a
-	}
-	a.s, a.row, a.bad = s, row, ""
-	m.mu.Unlock()
-	m.reconcile(a)
-	return nil
+	return m.put(ctx, id, a, s, row)
 }
 
 // Logout removes one account's row (settings, credentials and state),
