@@ -201,7 +201,7 @@ func TestUpDownUp(t *testing.T) {
 	assertVersion(t, p, latest)
 }
 
-// assertEmailColumn checks 00010's column: ” by default, JSON or
+// assertEmailColumn checks 00010's column: empty by default, JSON or
 // nothing. It leaves channel_accounts empty.
 func assertEmailColumn(t *testing.T, db *sqlx.DB) {
 	t.Helper()
