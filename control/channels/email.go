@@ -384,23 +384,24 @@ func Password(b []byte) (Secret, error) {
 }
 
 // ReadPasswordFile reads the password in the file at path (Password's
-// rule). An error names the file, never what it holds.
-func ReadPasswordFile(path string) (Secret, error) {
+// rule). An error names field (the setting or flag that named the file)
+// and the file, never what it holds.
+func ReadPasswordFile(field, path string) (Secret, error) {
 	f, err := os.Open(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "", invalid("email.password_file %s does not exist", path)
+		return "", invalid("%s %s does not exist", field, path)
 	case err != nil:
-		return "", invalid("email.password_file %s cannot be read: %v", path, errors.Unwrap(err))
+		return "", invalid("%s %s cannot be read: %v", field, path, errors.Unwrap(err))
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, MaxPasswordLen+3))
 	if err != nil {
-		return "", invalid("email.password_file %s cannot be read: %v", path, errors.Unwrap(err))
+		return "", invalid("%s %s cannot be read: %v", field, path, errors.Unwrap(err))
 	}
 	p, err := Password(b)
 	if err != nil {
-		return "", invalid("email.password_file %s: %s", path, err)
+		return "", invalid("%s %s: %v", field, path, err)
 	}
 	return p, nil
 }

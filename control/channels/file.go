@@ -146,7 +146,7 @@ func (a FileAccount) settings() (Settings, error) {
 		return Settings{}, err
 	}
 	if s.Email != nil && s.Email.PasswordFile != "" {
-		p, err := ReadPasswordFile(s.Email.PasswordFile)
+		p, err := ReadPasswordFile("email.password_file", s.Email.PasswordFile)
 		if err != nil {
 			return Settings{}, err
 		}
