@@ -38,11 +38,7 @@ func TestLoginCreates(t *testing.T) {
 	assert.Nil(t, h.component("local:mail").Email, "a chat account shows no email settings")
 
 	// A restart keeps it.
-	h.m.Close()
-	require.NoError(t, h.l.Close())
-	h.l = openLedger(t, h.dbPath)
-	h.m = h.manager()
-	require.NoError(t, h.m.Load(ctx))
+	h.restart()
 	again, _ := h.m.Settings("email:work")
 	assert.Equal(t, s, again)
 	tc.next(t)
