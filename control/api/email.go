@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 )
 
 // CmdChannelLogin is an extension (action `channel_login`,
@@ -23,13 +24,17 @@ type CmdChannelLogin struct {
 
 func (CmdChannelLogin) Action() string { return "channel_login" }
 
-// String is the command without its password.
+// String is the command without its password (nor a URL with a user or
+// password in it).
 func (c CmdChannelLogin) String() string {
-	chat := "(kept)"
+	chat, imap := "(kept)", c.IMAP
 	if c.MailChat != nil {
 		chat = *c.MailChat
 	}
-	return fmt.Sprintf("channel_login %s:%s imap %s user %s password [secret] mail_chat %s", c.Channel, c.Account, c.IMAP, c.User, chat)
+	if strings.Contains(imap, "@") {
+		imap = "[a URL with credentials]"
+	}
+	return fmt.Sprintf("channel_login %s:%s imap %s user %s password [secret] mail_chat %s", c.Channel, c.Account, imap, c.User, chat)
 }
 
 // GoString is String.

@@ -143,6 +143,8 @@ func TestLoginCommandPrintsNoPassword(t *testing.T) {
 	c := login("work", "imaps://mail.example.com", "me", secret, ptr("local:mail"))
 	for _, s := range []string{fmt.Sprint(c), fmt.Sprintf("%v %+v %#v %s", c, c, c, c)} {
 		assert.NotContains(t, s, secret)
-		assert.Contains(t, s, "email:work")
+		assert.Contains(t, s, "email:work imap imaps://mail.example.com user me password [secret] mail_chat local:mail")
 	}
+	c.IMAP = "imaps://me:" + secret + "@mail.example.com"
+	assert.NotContains(t, c.String(), secret)
 }
