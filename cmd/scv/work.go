@@ -174,6 +174,7 @@ func (o *ProjectWorkOptions) follow(w api.WorkInfo) error {
 		return err
 	}
 	if w.State != api.WorkEnded {
+		pid := uint32(0) // the daemon that answered last
 		err := o.c.follow(ctx, &follow.Follower{
 			Answered: true,
 			Request: func() api.Command {
@@ -185,8 +186,11 @@ func (o *ProjectWorkOptions) follow(w api.WorkInfo) error {
 				if err != nil {
 					return follow.Stop, err
 				}
-				if w.Next < last.Next {
-					// A restarted daemon resumed the work: its log starts anew.
+				restarted := pid != 0 && st.PID != pid
+				pid = st.PID
+				if restarted || w.Next < last.Next {
+					// A restarted daemon resumed the work: its log starts
+					// anew (and may be longer already than the last one).
 					o.c.note("the daemon restarted; the work goes on, its log anew")
 					last.Next = 0
 					return follow.Now, nil

@@ -337,6 +337,84 @@ func TestWorkResumesAfterSIGKILL(t *testing.T) {
 	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
 }
 
+// TestWorkThroughRestartWhenIdle: restart_when_idle with work running, on
+// the real binaries. The restart waits for the work's turns (as for any
+// live agent's turn), and no task is claimed while it waits; the next
+// daemon resumes the work (its agents taken back after session/load), the
+// follower rides through, and every task is done once: nothing claimed
+// twice, no run cut.
+func TestWorkThroughRestartWhenIdle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary twice")
+	}
+	oldBin, newBin := buildOldNew(t)
+	e := newLiveEnv(t, oldBin, "--heartbeat-every", "100ms")
+	e.ok("project", "create", "acme", "--workspace", e.ws)
+	tasks := []string{"a", "b", "c", "d", "e", "f"}
+	for _, k := range tasks {
+		e.ok("project", "task", "add", "acme", k)
+	}
+	// Each turn waits for the gate (a file) to open: the first two are
+	// under way when the restart is asked for, and end only after.
+	gate := filepath.Join(e.dir, "open")
+	script := filepath.Join(e.dir, "gate.sh")
+	require.NoError(t, os.WriteFile(script, []byte("while [ ! -e "+gate+" ]; do sleep 0.02; done\n"), 0o600))
+	tmpl := filepath.Join(e.dir, "prompt.tmpl")
+	require.NoError(t, os.WriteFile(tmpl, []byte("say {{.Task.Title}}\nexec sh "+script+"\n"), 0o600))
+	follower := e.background("--json", "project", "work", "acme", "--agents", "2", "--prompt-template", tmpl, "--", "acpagent")
+	require.Eventually(t, func() bool { return len(e.runs("acme")) == 2 }, 30*time.Second, 20*time.Millisecond, "two turns under way")
+
+	install(t, newBin, e.d.bin)
+	st := e.d.must(t, api.CmdRestartWhenIdle{Version: ptr("2.0.0-new"), MaxWaitSeconds: ptr(uint64(120))})
+	require.NotNil(t, st.Restart)
+	require.NotNil(t, st.Restart.WaitingFor, "the restart waits for the work's turns")
+	assert.Regexp(t, `agent acme-\d \(turn 1\), agent acme-\d \(turn 1\)`, *st.Restart.WaitingFor)
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	require.NoError(t, e.d.waitExit(t), "the old daemon handed over once the turns ended")
+	// The old daemon ran its two turns to their end and claimed nothing
+	// while it waited.
+	before := e.runs("acme")
+	require.Len(t, before, 2, "no task claimed while the restart waited")
+	for _, r := range before {
+		assert.Equal(t, "succeeded", string(r.Status), "the turn ran to its end")
+	}
+	require.Eventually(t, func() bool {
+		st, err := e.d.call(api.CmdStatus{})
+		return err == nil && st.Version == "2.0.0-new"
+	}, 20*time.Second, 20*time.Millisecond, "the new daemon answers")
+
+	r := follower()
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s\ndaemon: %s", r.stdout, r.stderr, e.d.logs())
+	entries, w := workLines(t, r.stdout)
+	assert.Equal(t, api.WorkEnded, w.State)
+	assert.Equal(t, uint64(len(tasks)), w.Summary.TasksDone)
+	// The follower rode through: the old daemon's log, then the next
+	// one's from its start, where both agents were taken back.
+	resumed, anew := 0, 0
+	for _, en := range entries {
+		if en.Kind == "agent_started" && en.Text == "resumed after the daemon's restart" {
+			resumed++
+		}
+		if en.Seq == 1 {
+			anew++
+		}
+	}
+	assert.Equal(t, 2, resumed, "both agents taken back after the restart")
+	assert.Equal(t, 2, anew, "the log of each daemon, from its start")
+
+	done := map[string]int{}
+	for _, run := range e.runs("acme") {
+		assert.Equal(t, "succeeded", string(run.Status), "run %s", run.ID)
+		done[run.TaskID]++
+	}
+	assert.Len(t, done, len(tasks), "every task done")
+	for task, n := range done {
+		assert.Equal(t, 1, n, "task %s claimed once", task)
+	}
+	assert.Contains(t, e.d.logs(), `msg="work resumed"`)
+	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
+}
+
 // TestWorkStop: --stop --now cancels the running turns (their runs
 // cancelled, no retry spent), the work ends, its follower exits 1 with
 // tasks left; a second work of the project while one runs is a conflict.
