@@ -57,7 +57,7 @@ The command follows the work, a line for each turn's start and end (under
 --json, each entry of the work's log as a JSON line, then the work), and
 prints a summary when it ends: when nothing is ready and nothing runs. It
 exits 0 when every task of the project is done, else 1. Ctrl-C stops
-following; the work goes on in the daemon. --stop makes the work take no
+following (exit 130); the work goes on in the daemon. --stop makes the work take no
 more tasks (--now cancels its running turns); --status shows it.`,
 		Example: `  scv project work acme --agents 2 -- gemini --experimental-acp
   scv project work acme --status

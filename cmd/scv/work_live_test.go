@@ -7,9 +7,11 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -412,6 +414,65 @@ func TestWorkThroughRestartWhenIdle(t *testing.T) {
 		assert.Equal(t, 1, n, "task %s claimed once", task)
 	}
 	assert.Contains(t, e.d.logs(), `msg="work resumed"`)
+	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
+}
+
+// TestWorkCtrlCStopsFollowing: SIGINT to `scv project work` while it
+// follows stops the following only: it exits 130 with a note, and the
+// work goes on in the daemon to the plan's end.
+func TestWorkCtrlCStopsFollowing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binaries")
+	}
+	e := newLiveEnv(t, buildScv(t, shortDir(t), "work-test"), "--heartbeat-every", "100ms")
+	e.ok("project", "create", "acme", "--workspace", e.ws)
+	e.ok("project", "task", "add", "acme", "a")
+	e.ok("project", "task", "add", "acme", "b")
+	e.ok("project", "task", "add", "acme", "c", "--depends-on", "a")
+	// The turns wait for the gate (a file) to open: the work is under way
+	// when the follower is interrupted, and ends only after.
+	gate := filepath.Join(e.dir, "open")
+	script := filepath.Join(e.dir, "gate.sh")
+	require.NoError(t, os.WriteFile(script, []byte("while [ ! -e "+gate+" ]; do sleep 0.02; done\n"), 0o600))
+	tmpl := filepath.Join(e.dir, "prompt.tmpl")
+	require.NoError(t, os.WriteFile(tmpl, []byte("say {{.Task.Title}}\nexec sh "+script+"\n"), 0o600))
+
+	c := e.cmd("project", "work", "acme", "--agents", "2", "--prompt-template", tmpl, "--", "acpagent")
+	var out, errb syncBuffer
+	c.Stdout, c.Stderr = &out, &errb
+	require.NoError(t, c.Start())
+	t.Cleanup(func() { c.Process.Kill() })
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	// It follows: the turns' starts are printed.
+	require.Eventually(t, func() bool { return strings.Count(out.String(), " started ") == 2 }, 30*time.Second, 20*time.Millisecond,
+		"stdout: %s", &out)
+
+	require.NoError(t, c.Process.Signal(syscall.SIGINT))
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the follower did not end: %s %s", &out, &errb)
+	}
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "stderr: %s", &errb)
+	assert.Equal(t, exitInterrupted, exit.ExitCode(), "stderr: %s", &errb)
+	assert.Equal(t, "scv: stopped following; the work goes on in the daemon (scv project work acme --status, --stop)\n", errb.String())
+	assert.NotContains(t, out.String(), "ended", "no turn ended yet, and no summary")
+
+	// The work goes on without its follower, to the plan's end.
+	st := e.jsonOf("project", "work", "acme", "--status").Work
+	require.NotNil(t, st)
+	assert.Equal(t, api.WorkRunning, st.State)
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	require.Eventually(t, func() bool {
+		st = e.jsonOf("project", "work", "acme", "--status").Work
+		return st != nil && st.State == api.WorkEnded
+	}, 30*time.Second, 20*time.Millisecond, "the work ends")
+	assert.Equal(t, uint64(3), st.Summary.TasksDone)
+	assert.Equal(t, uint64(3), st.Turns.Succeeded)
+	assert.Contains(t, e.ok("project", "work", "acme", "--status"), "3 done, 0 failed, 0 left")
 	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
 }
 
