@@ -55,6 +55,18 @@ func workLines(t *testing.T, out string) ([]api.WorkEntry, api.WorkInfo) {
 	return entries, w
 }
 
+// gatedTemplate writes a prompt template whose turns say their task's
+// title, then wait until the gate opens: until open is called.
+func (e *liveEnv) gatedTemplate() (tmpl string, open func()) {
+	e.t.Helper()
+	gate := filepath.Join(e.dir, "open")
+	script := filepath.Join(e.dir, "gate.sh")
+	require.NoError(e.t, os.WriteFile(script, []byte("while [ ! -e "+gate+" ]; do sleep 0.02; done\n"), 0o600))
+	tmpl = filepath.Join(e.dir, "prompt.tmpl")
+	require.NoError(e.t, os.WriteFile(tmpl, []byte("say {{.Task.Title}}\nexec sh "+script+"\n"), 0o600))
+	return tmpl, func() { require.NoError(e.t, os.WriteFile(gate, nil, 0o600)) }
+}
+
 // TestWorkPlanOfEightTasks works a plan of 8 tasks with dependencies with
 // 2 agents, with the real binaries: every task done, each run started
 // after its task's dependencies were done, never more than 2 runs at once
@@ -356,13 +368,9 @@ func TestWorkThroughRestartWhenIdle(t *testing.T) {
 	for _, k := range tasks {
 		e.ok("project", "task", "add", "acme", k)
 	}
-	// Each turn waits for the gate (a file) to open: the first two are
-	// under way when the restart is asked for, and end only after.
-	gate := filepath.Join(e.dir, "open")
-	script := filepath.Join(e.dir, "gate.sh")
-	require.NoError(t, os.WriteFile(script, []byte("while [ ! -e "+gate+" ]; do sleep 0.02; done\n"), 0o600))
-	tmpl := filepath.Join(e.dir, "prompt.tmpl")
-	require.NoError(t, os.WriteFile(tmpl, []byte("say {{.Task.Title}}\nexec sh "+script+"\n"), 0o600))
+	// Each turn waits for the gate to open: the first two are under way
+	// when the restart is asked for, and end only after.
+	tmpl, gate := e.gatedTemplate()
 	follower := e.background("--json", "project", "work", "acme", "--agents", "2", "--prompt-template", tmpl, "--", "acpagent")
 	require.Eventually(t, func() bool { return len(e.runs("acme")) == 2 }, 30*time.Second, 20*time.Millisecond, "two turns under way")
 
@@ -371,7 +379,7 @@ func TestWorkThroughRestartWhenIdle(t *testing.T) {
 	require.NotNil(t, st.Restart)
 	require.NotNil(t, st.Restart.WaitingFor, "the restart waits for the work's turns")
 	assert.Regexp(t, `agent acme-\d \(turn 1\), agent acme-\d \(turn 1\)`, *st.Restart.WaitingFor)
-	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	gate()
 	require.NoError(t, e.d.waitExit(t), "the old daemon handed over once the turns ended")
 	// The old daemon ran its two turns to their end and claimed nothing
 	// while it waited.
@@ -429,13 +437,9 @@ func TestWorkCtrlCStopsFollowing(t *testing.T) {
 	e.ok("project", "task", "add", "acme", "a")
 	e.ok("project", "task", "add", "acme", "b")
 	e.ok("project", "task", "add", "acme", "c", "--depends-on", "a")
-	// The turns wait for the gate (a file) to open: the work is under way
-	// when the follower is interrupted, and ends only after.
-	gate := filepath.Join(e.dir, "open")
-	script := filepath.Join(e.dir, "gate.sh")
-	require.NoError(t, os.WriteFile(script, []byte("while [ ! -e "+gate+" ]; do sleep 0.02; done\n"), 0o600))
-	tmpl := filepath.Join(e.dir, "prompt.tmpl")
-	require.NoError(t, os.WriteFile(tmpl, []byte("say {{.Task.Title}}\nexec sh "+script+"\n"), 0o600))
+	// The turns wait for the gate to open: the work is under way when
+	// the follower is interrupted, and ends only after.
+	tmpl, gate := e.gatedTemplate()
 
 	c := e.cmd("project", "work", "acme", "--agents", "2", "--prompt-template", tmpl, "--", "acpagent")
 	var out, errb syncBuffer
@@ -465,7 +469,7 @@ func TestWorkCtrlCStopsFollowing(t *testing.T) {
 	st := e.jsonOf("project", "work", "acme", "--status").Work
 	require.NotNil(t, st)
 	assert.Equal(t, api.WorkRunning, st.State)
-	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	gate()
 	require.Eventually(t, func() bool {
 		st = e.jsonOf("project", "work", "acme", "--status").Work
 		return st != nil && st.State == api.WorkEnded
