@@ -292,10 +292,54 @@ func TestWorkCrashingAgentAndApproval(t *testing.T) {
 	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
 }
 
+// claimedTwice counts the runs started, from the project's events, on a
+// task whose run was still running: a task claimed twice.
+func claimedTwice(t *testing.T, events []api.ProjectEvent) int {
+	t.Helper()
+	live := map[string]string{} // run → task
+	onTask := map[string]bool{}
+	twice := 0
+	for _, ev := range events {
+		var d struct {
+			RunID  string `json:"run_id"`
+			TaskID string `json:"task_id"`
+		}
+		require.NoError(t, json.Unmarshal(ev.Data, &d))
+		switch ev.Kind {
+		case "run_started":
+			if onTask[d.TaskID] {
+				twice++
+			}
+			onTask[d.TaskID], live[d.RunID] = true, d.TaskID
+		case "run_finished", "run_stale":
+			onTask[live[d.RunID]] = false
+			delete(live, d.RunID)
+		}
+	}
+	return twice
+}
+
+// TestClaimedTwice: a run started on a task whose run is still running
+// counts; one after its run finished or was marked stale does not.
+func TestClaimedTwice(t *testing.T) {
+	ev := func(kind, run, task string) api.ProjectEvent {
+		return api.ProjectEvent{Kind: kind, Data: json.RawMessage(`{"run_id":"` + run + `","task_id":"` + task + `"}`)}
+	}
+	assert.Zero(t, claimedTwice(t, []api.ProjectEvent{
+		ev("run_started", "r1", "a"), ev("run_started", "r2", "b"), ev("run_finished", "r1", ""),
+		ev("run_started", "r3", "a"), ev("run_stale", "r3", ""), ev("run_started", "r4", "a"),
+	}))
+	assert.Equal(t, 1, claimedTwice(t, []api.ProjectEvent{
+		ev("run_started", "r1", "a"), ev("run_finished", "r1", ""), ev("run_started", "r2", "a"), ev("run_started", "r3", "a"),
+	}))
+}
+
 // TestWorkResumesAfterSIGKILL: the daemon killed in the middle of the
 // work's turns and started again resumes the work (its settings in the
 // local store): every task done once, no run left running, the turns the
-// kill cut failed.
+// kill cut failed, no task claimed twice. It logs its figures (docs/work.md
+// quotes a run's): the runs before and after the kill, and how long after
+// the kill the next daemon answered and began its first turn.
 func TestWorkResumesAfterSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binaries")
@@ -318,9 +362,14 @@ func TestWorkResumesAfterSIGKILL(t *testing.T) {
 		return n == 2
 	}, 30*time.Second, 20*time.Millisecond, "two turns under way")
 
+	atKill := len(e.runs("acme"))
+	killed := time.Now()
 	require.True(t, e.d.p.Kill(), "SIGKILL the daemon")
 	<-e.d.p.Exited()
 	e.d = startTestDaemon(t, e.d.bin, e.d.db, e.d.sock, "", "--heartbeat-every", "100ms")
+	answered := time.Since(killed)
+	require.Eventually(t, func() bool { return len(e.runs("acme")) > atKill }, 30*time.Second, 10*time.Millisecond, "a turn after the restart")
+	resumed := time.Since(killed)
 
 	r := follower()
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s\ndaemon: %s", r.stdout, r.stderr, e.d.logs())
@@ -347,8 +396,15 @@ func TestWorkResumesAfterSIGKILL(t *testing.T) {
 		assert.Equal(t, 1, n, "task %s done once", task)
 	}
 	assert.Equal(t, 2, cut, "the two turns the kill cut failed")
+	twice := claimedTwice(t, e.events("acme"))
+	assert.Zero(t, twice, "no task claimed twice")
 	assert.Contains(t, e.d.logs(), `msg="work resumed"`)
 	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
+	runs := e.runs("acme")
+	t.Logf("kill and resume: %d tasks, %d runs (%d succeeded, %d cut by the kill and failed); %d turns begun before the kill, %d after; "+
+		"the next daemon answered %v after the kill and began its first turn %v after it; tasks claimed twice: %d",
+		len(succeeded), len(runs), len(runs)-cut, cut, atKill, len(runs)-atKill,
+		answered.Round(time.Millisecond), resumed.Round(time.Millisecond), twice)
 }
 
 // TestWorkThroughRestartWhenIdle: restart_when_idle with work running, on
@@ -421,6 +477,7 @@ func TestWorkThroughRestartWhenIdle(t *testing.T) {
 	for task, n := range done {
 		assert.Equal(t, 1, n, "task %s claimed once", task)
 	}
+	assert.Zero(t, claimedTwice(t, e.events("acme")), "no task claimed twice")
 	assert.Contains(t, e.d.logs(), `msg="work resumed"`)
 	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
 }
