@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -506,7 +507,8 @@ func TestWorkCtrlCStopsFollowing(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- c.Wait() }()
 	// It follows: the turns' starts are printed.
-	require.Eventually(t, func() bool { return strings.Count(out.String(), " started ") == 2 }, 30*time.Second, 20*time.Millisecond,
+	turns := regexp.MustCompile(`(?m)^acme-\d  started `)
+	require.Eventually(t, func() bool { return len(turns.FindAllString(out.String(), -1)) == 2 }, 30*time.Second, 20*time.Millisecond,
 		"stdout: %s", &out)
 
 	require.NoError(t, c.Process.Signal(syscall.SIGINT))
