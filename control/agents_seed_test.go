@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
+	"scv/control/rpc"
 )
 
 // TestMain runs the test binary as a helper when the environment says
@@ -43,7 +43,7 @@ func reportJobs(sock string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := control.Dial(ctx, sock)
+	c, err := rpc.Dial(ctx, sock)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -11,6 +11,7 @@ import (
 
 	"scv/control"
 	"scv/control/api"
+	"scv/control/rpc"
 )
 
 // want is what one response of a batch must be: a result (reason "") or
@@ -34,7 +35,7 @@ func batchReply(t *testing.T, line []byte) []reply {
 }
 
 // taskCount is how many tasks project acme has.
-func taskCount(t *testing.T, c *control.Client) uint64 {
+func taskCount(t *testing.T, c *rpc.Client) uint64 {
 	t.Helper()
 	st, err := c.Call(testCtx(t), api.CmdProjectStatus{Project: "acme"})
 	require.NoError(t, err)

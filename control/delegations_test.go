@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/delegations"
 	"scv/control/proc"
+	"scv/control/rpc"
 	"scv/ledger/local"
 )
 
@@ -50,7 +50,7 @@ func reap(pid int) (syscall.WaitStatus, error) {
 }
 
 // status runs cmd and returns the whole reply.
-func status(t *testing.T, c *control.Client, cmd api.Command) *api.DaemonStatus {
+func status(t *testing.T, c *rpc.Client, cmd api.Command) *api.DaemonStatus {
 	t.Helper()
 	st, err := c.Call(testCtx(t), cmd)
 	require.NoError(t, err, "%s", encode(t, cmd))

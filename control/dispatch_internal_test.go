@@ -321,7 +321,7 @@ func classifyLine(t *testing.T, line []byte) (k lineKind) {
 		version, vok := str(m["jsonrpc"])
 		method, mok := str(m["method"])
 		k.notification = k.id == nil && vok && version == "2.0" && mok
-		if idOK && vok && version == "2.0" && mok && method == Method && json.Valid(line) && m["params"] != nil {
+		if idOK && vok && version == "2.0" && mok && method == api.Method && json.Valid(line) && m["params"] != nil {
 			c, err := DecodeCommand(m["params"])
 			k.valid, k.cmd = err == nil, c
 		}

@@ -1,5 +1,5 @@
 // Package control serves the daemon.control command set over a Unix
-// socket, and is the client the CLI and the tests use to speak it.
+// socket; control/rpc is the client the CLI and the tests use to speak it.
 //
 // # Wire
 //
@@ -22,8 +22,6 @@
 //
 // # Calling
 //
-// Dial and Client.Call (or CallRaw for the reply's bytes, CallBatch for
-// a batch), or Remote, an api.Handler that dials for the caller. A daemon error comes back as an
-// *api.Error with its Code and Data.Reason. A call ends at its context's
-// deadline or when the context is cancelled (a long poll too).
+// Package control/rpc is the client side: Dial and Client.Call, or
+// Remote, an api.Handler that dials for the caller.
 package control

@@ -19,6 +19,7 @@ import (
 	"scv/control"
 	"scv/control/api"
 	scvdaemon "scv/control/daemon"
+	"scv/control/rpc"
 	"scv/ledger"
 	"scv/ledger/local"
 )
@@ -140,11 +141,11 @@ func serve(t testing.TB, srv *control.Server, ln net.Listener, l *ledger.Ledger)
 }
 
 // client dials the daemon with the same client the CLI uses.
-func (d *daemon) client(t testing.TB) *control.Client {
+func (d *daemon) client(t testing.TB) *rpc.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 	defer cancel()
-	c, err := control.Dial(ctx, d.sock)
+	c, err := rpc.Dial(ctx, d.sock)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c

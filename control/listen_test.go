@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"scv/control"
+	"scv/control/rpc"
 )
 
 // TestListen: a socket folder Listen creates is 0700 and the socket 0600
@@ -65,12 +66,12 @@ func TestDefaultSocketPath(t *testing.T) {
 	t.Setenv("SCV_SOCKET", "/x/s.sock")
 	t.Setenv("XDG_RUNTIME_DIR", "/run/user/1")
 	t.Setenv("XDG_STATE_HOME", "/state")
-	assert.Equal(t, "/x/s.sock", control.DefaultSocketPath())
+	assert.Equal(t, "/x/s.sock", rpc.DefaultSocketPath())
 	t.Setenv("SCV_SOCKET", "")
-	assert.Equal(t, "/run/user/1/scv/daemon.sock", control.DefaultSocketPath())
+	assert.Equal(t, "/run/user/1/scv/daemon.sock", rpc.DefaultSocketPath())
 	t.Setenv("XDG_RUNTIME_DIR", "")
-	assert.Equal(t, "/state/scv/daemon.sock", control.DefaultSocketPath())
+	assert.Equal(t, "/state/scv/daemon.sock", rpc.DefaultSocketPath())
 	t.Setenv("XDG_STATE_HOME", "")
-	assert.Equal(t, "/home/me/.local/state/scv/daemon.sock", control.DefaultSocketPath())
-	assert.Equal(t, "/home/me/.local/state/scv", control.StateDir())
+	assert.Equal(t, "/home/me/.local/state/scv/daemon.sock", rpc.DefaultSocketPath())
+	assert.Equal(t, "/home/me/.local/state/scv", rpc.StateDir())
 }

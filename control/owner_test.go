@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/channels"
+	"scv/control/rpc"
 	"scv/ledger"
 	"scv/ledger/sqlite"
 	"scv/reducer"
@@ -21,7 +21,7 @@ import (
 
 // ownerDaemon is a daemon whose owner's chat (local:owner) is connected,
 // so that questions are pending until decided.
-func ownerDaemon(t *testing.T) (*daemon, *control.Client) {
+func ownerDaemon(t *testing.T) (*daemon, *rpc.Client) {
 	t.Helper()
 	d := startDaemon(t, nil)
 	c := d.client(t)

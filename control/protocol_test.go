@@ -19,6 +19,7 @@ import (
 
 	"scv/control"
 	"scv/control/api"
+	"scv/control/rpc"
 	"scv/reducer"
 )
 
@@ -29,7 +30,7 @@ func testCtx(t *testing.T) context.Context {
 }
 
 // call runs cmd through the CLI's client and returns the project payload.
-func call(t *testing.T, c *control.Client, cmd api.Command) *api.ProjectResponse {
+func call(t *testing.T, c *rpc.Client, cmd api.Command) *api.ProjectResponse {
 	t.Helper()
 	st, err := c.Call(testCtx(t), cmd)
 	require.NoError(t, err, "%s", encode(t, cmd))
@@ -40,7 +41,7 @@ func call(t *testing.T, c *control.Client, cmd api.Command) *api.ProjectResponse
 }
 
 // callErr runs cmd and returns the daemon's error, which must be one.
-func callErr(t *testing.T, c *control.Client, cmd api.Command) *api.Error {
+func callErr(t *testing.T, c *rpc.Client, cmd api.Command) *api.Error {
 	t.Helper()
 	st, err := c.Call(testCtx(t), cmd)
 	require.Error(t, err, "%s: want an error, got %+v", encode(t, cmd), st)

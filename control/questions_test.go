@@ -16,6 +16,7 @@ import (
 	"scv/control"
 	"scv/control/api"
 	"scv/control/confirm"
+	"scv/control/rpc"
 	"scv/ledger"
 	"scv/ledger/sqlite"
 )
@@ -93,7 +94,7 @@ func TestQuestionsOverSocket(t *testing.T) {
 		require.NoError(t, srv.Shutdown(context.Background()))
 		<-served
 	})
-	c, err := control.Dial(ctx, sock)
+	c, err := rpc.Dial(ctx, sock)
 	require.NoError(t, err)
 	defer c.Close()
 

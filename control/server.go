@@ -21,9 +21,6 @@ import (
 	"unicode/utf8"
 )
 
-// Method is the one JSON-RPC method the daemon serves.
-const Method = "daemon.control"
-
 // MaxLine is the longest request line accepted, newline excluded.
 const MaxLine = 1 << 20
 
@@ -992,13 +989,13 @@ func parseEnvelope(raw json.RawMessage, trailing bool) (req *parsedRequest, id j
 	if !isString(version, "2.0") {
 		return nil, id, api.NewError(api.CodeInvalidRequest, api.ReasonInvalidRequest, `jsonrpc must be "2.0"`)
 	}
-	name := Method
-	if !isString(method, Method) && (method == nil || decodeString(method, &name) != nil) {
+	name := api.Method
+	if !isString(method, api.Method) && (method == nil || decodeString(method, &name) != nil) {
 		return nil, id, api.NewError(api.CodeInvalidRequest, api.ReasonInvalidRequest, "method must be a string")
 	}
 	req = &parsedRequest{}
-	if name != Method {
-		return req, id, api.NewError(api.CodeMethodNotFound, api.ReasonMethodNotFound, "method %q not found; the daemon serves %q", name, Method)
+	if name != api.Method {
+		return req, id, api.NewError(api.CodeMethodNotFound, api.ReasonMethodNotFound, "method %q not found; the daemon serves %q", name, api.Method)
 	}
 	if trailing {
 		return req, id, api.NewError(api.CodeInvalidParams, api.ReasonInvalidParams, "trailing characters after the request object")

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
+	"scv/control/rpc"
 )
 
 // A write the ledger commits is answered by the goroutine that committed
@@ -120,7 +120,7 @@ func TestClientThatDoesNotReadHoldsUpNoOther(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := control.Dial(ctx, d.sock)
+			c, err := rpc.Dial(ctx, d.sock)
 			if err != nil {
 				errs <- err
 				return

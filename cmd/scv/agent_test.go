@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
 )
 
@@ -292,7 +291,7 @@ func (f *fakeDaemon) serve(conn net.Conn) {
 			Method string          `json:"method"`
 			Params map[string]any  `json:"params"`
 		}
-		if json.Unmarshal(line, &req) != nil || req.Method != control.Method {
+		if json.Unmarshal(line, &req) != nil || req.Method != api.Method {
 			return
 		}
 		f.mu.Lock()

@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/daemon"
+	"scv/control/rpc"
 	"scv/reducer"
 )
 
@@ -128,7 +128,7 @@ func TestJSONIsTheDaemonsReply(t *testing.T) {
 	sock := cliDaemon(t)
 	cliOK(t, sock, "project", "create", "acme", "--workspace", t.TempDir())
 	cliOK(t, sock, "project", "task", "add", "acme", "build")
-	cl, err := control.Dial(context.Background(), sock)
+	cl, err := rpc.Dial(context.Background(), sock)
 	require.NoError(t, err)
 	defer cl.Close()
 	raw, err := cl.CallRaw(context.Background(), api.CmdProjectTasks{Project: "acme"})

@@ -12,6 +12,7 @@ import (
 	"scv/control"
 	"scv/control/api"
 	"scv/control/follow"
+	"scv/control/rpc"
 
 	"golang.org/x/term"
 )
@@ -107,8 +108,8 @@ func (c *client) raw(cmd api.Command) (json.RawMessage, error) {
 // batch sends cmds in batches of at most control.MaxBatch, each on a
 // connection of its own within callTimeout, and returns the answer to
 // each, in their order; the error is a batch's own, as scv reports it.
-func (c *client) batch(cmds []api.Command) ([]control.Response, error) {
-	var out []control.Response
+func (c *client) batch(cmds []api.Command) ([]rpc.Response, error) {
+	var out []rpc.Response
 	for chunk := range slices.Chunk(cmds, control.MaxBatch) {
 		ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 		res, err := c.remote().Batch(ctx, chunk)
@@ -142,15 +143,15 @@ func (c *client) do(cmd api.Command) (*api.DaemonStatus, error) {
 
 // remote is the daemon as this invocation reaches it: a connection for
 // each call.
-func (c *client) remote() *control.Remote {
-	return &control.Remote{Socket: c.socket}
+func (c *client) remote() *rpc.Remote {
+	return &rpc.Remote{Socket: c.socket}
 }
 
 // follow runs f against the daemon on a connection kept for it, and
 // returns its end as scv reports it. When the daemon goes away, note says
 // so (once until it answers again).
 func (c *client) follow(ctx context.Context, f *follow.Follower, note func(format string, a ...any)) error {
-	rem := &control.Remote{Socket: c.socket, Keep: true}
+	rem := &rpc.Remote{Socket: c.socket, Keep: true}
 	defer rem.Close()
 	f.Handler = rem
 	away := f.Away

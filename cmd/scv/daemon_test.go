@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/daemon"
+	"scv/control/rpc"
 )
 
 // buildScv compiles the binary with a stamped version into dir.
@@ -46,7 +46,7 @@ func startDaemon(t *testing.T, bin string, args ...string) (*exec.Cmd, *strings.
 	cmd.Stderr = &logs
 	require.NoError(t, cmd.Start())
 	require.Eventually(t, func() bool {
-		c, err := control.Dial(context.Background(), sock)
+		c, err := rpc.Dial(context.Background(), sock)
 		if err == nil {
 			c.Close()
 		}

@@ -11,10 +11,10 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/proc"
 	"scv/control/render"
+	"scv/control/rpc"
 	"scv/control/supervise"
 )
 
@@ -74,7 +74,7 @@ func (c *client) supervise(d *supervise.Delegation, run func(context.Context) (u
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	// A delegation outlives connections: each call dials anew.
-	d.Daemon = &control.Remote{Socket: c.socket}
+	d.Daemon = &rpc.Remote{Socket: c.socket}
 	d.Stdin, d.Stdout, d.Stderr = os.Stdin, os.Stdout, os.Stderr
 	d.Signals = sigs
 	if !c.json {

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
+	"scv/control/rpc"
 	"scv/reducer"
 )
 
@@ -56,7 +56,7 @@ func (f *fleet) status(t *testing.T, cmd api.Command) *api.DaemonStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := control.Dial(ctx, f.sock)
+	c, err := rpc.Dial(ctx, f.sock)
 	require.NoError(t, err)
 	defer c.Close()
 	st, err := c.Call(ctx, cmd)

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/follow"
+	"scv/control/rpc"
 	"scv/control/supervise"
 )
 
@@ -103,7 +103,7 @@ type failure struct {
 func classify(err error) failure {
 	var (
 		u  usageError
-		un *control.UnreachableError
+		un *rpc.UnreachableError
 		aw *follow.AwayError
 		d  daemonError
 		v  verifyError

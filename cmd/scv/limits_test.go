@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/daemon"
+	"scv/control/rpc"
 	"scv/reducer"
 )
 
@@ -29,7 +29,7 @@ func TestLimitsAtEveryDoor(t *testing.T) {
 	d := inDaemon(t, daemon.Config{})
 	sock := d.Config().Socket
 	ctx := context.Background()
-	cl, err := control.Dial(ctx, sock)
+	cl, err := rpc.Dial(ctx, sock)
 	require.NoError(t, err)
 	defer cl.Close()
 	must := func(cmd api.Command) *api.DaemonStatus {

@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"scv/control"
 	"scv/control/mcp"
 	"scv/control/proc"
+	"scv/control/rpc"
 )
 
 // MCPOptions is `scv mcp`: the MCP server of control/mcp (docs/mcp.md) on
@@ -58,7 +58,7 @@ Configure an agent with {"command": "scv", "args": ["mcp", "--project", "P"]}
 			}
 			// One connection for the session's calls, dialled again
 			// after one is lost.
-			daemon := &control.Remote{Socket: o.c.socket, Keep: true}
+			daemon := &rpc.Remote{Socket: o.c.socket, Keep: true}
 			defer daemon.Close()
 			opts := mcp.Options{Project: o.Project, ReadOnly: o.ReadOnly, Run: o.Run, Version: version}
 			if os.Getenv(proc.TagEnv) != "" { // inside a delegation

@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"scv/control"
 	"scv/control/daemon"
+	"scv/control/rpc"
 )
 
 // Command groups of `scv --help`.
@@ -65,7 +65,7 @@ Exit codes:
 	root.SetUsageTemplate(usageTemplate)
 	root.SetVersionTemplate("{{.Version}}\n")
 	pf := root.PersistentFlags()
-	pf.StringVar(&c.socket, "socket", control.DefaultSocketPath(), "the daemon's control socket `PATH` (env SCV_SOCKET)")
+	pf.StringVar(&c.socket, "socket", rpc.DefaultSocketPath(), "the daemon's control socket `PATH` (env SCV_SOCKET)")
 	pf.BoolVar(&c.json, "json", false, "print JSON for scripts (the daemon's reply as it came); errors as one JSON object on stderr")
 	root.AddGroup(
 		&cobra.Group{ID: groupProjects, Title: "Projects, tasks and runs:"},

@@ -19,9 +19,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/daemon"
+	"scv/control/rpc"
 	"scv/ledger/drivertest"
 	"scv/ledger/sqlite/sqlitetest"
 )
@@ -180,7 +180,7 @@ func waitDaemon(ts *testscript.TestScript, neg bool, args []string) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c, err := control.Dial(ctx, args[0])
+		c, err := rpc.Dial(ctx, args[0])
 		if err == nil {
 			_, err = c.Call(ctx, api.CmdStatus{})
 			c.Close()

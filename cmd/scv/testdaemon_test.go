@@ -13,10 +13,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/daemon/daemonproc"
 	"scv/control/proc"
+	"scv/control/rpc"
 	"scv/ledger"
 )
 
@@ -65,7 +65,7 @@ func (d *testDaemon) logs() string { return d.p.Log() }
 func (d *testDaemon) call(cmd api.Command) (*api.DaemonStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := control.Dial(ctx, d.sock)
+	c, err := rpc.Dial(ctx, d.sock)
 	if err != nil {
 		return nil, err
 	}

@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
+	"scv/control/rpc"
 	"scv/control/work"
 	"scv/reducer"
 )
@@ -84,7 +84,7 @@ func TestWorkPlanOfEightTasks(t *testing.T) {
 		"e": nil, "f": {"e"}, "g": {"d", "f"}, "h": {"g"},
 	}
 	ids := map[string]string{}
-	daemon := &control.Remote{Socket: e.d.sock}
+	daemon := &rpc.Remote{Socket: e.d.sock}
 	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
 		// The description is the scripted agent's script (the default
 		// prompt has it on lines of its own).

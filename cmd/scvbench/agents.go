@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/daemon/daemonproc"
+	"scv/control/rpc"
 )
 
 // AgentResult is what a live agent's turn costs the daemon: the daemon's
@@ -36,7 +36,7 @@ type AgentResult struct {
 
 // startDialled starts a daemon of its own on name.db and name.sock in
 // dir, waits for it, and dials it.
-func startDialled(ctx context.Context, bin, dir, name string) (*daemonproc.Daemon, *control.Client, error) {
+func startDialled(ctx context.Context, bin, dir, name string) (*daemonproc.Daemon, *rpc.Client, error) {
 	d, err := daemonproc.Start(bin, filepath.Join(dir, name+".db"), filepath.Join(dir, name+".sock"))
 	if err != nil {
 		return nil, nil, err
@@ -45,7 +45,7 @@ func startDialled(ctx context.Context, bin, dir, name string) (*daemonproc.Daemo
 		d.Kill()
 		return nil, nil, err
 	}
-	c, err := control.Dial(ctx, d.Sock)
+	c, err := rpc.Dial(ctx, d.Sock)
 	if err != nil {
 		d.Kill()
 		return nil, nil, err

@@ -9,6 +9,7 @@ import (
 
 	"scv/control"
 	"scv/control/api"
+	"scv/control/rpc"
 	"scv/reducer"
 )
 
@@ -63,7 +64,7 @@ func batchRequest(line []byte, id int, project, run string, step int) []byte {
 
 // startManyRuns adds n tasks to project and starts a run of each, in
 // batches of control.MaxBatch (Client.CallBatch), and returns the runs.
-func startManyRuns(ctx context.Context, c *control.Client, project string, n int) ([]string, error) {
+func startManyRuns(ctx context.Context, c *rpc.Client, project string, n int) ([]string, error) {
 	ids := func(cmds []api.Command, id func(*api.ProjectResponse) string) ([]string, error) {
 		var out []string
 		for from := 0; from < len(cmds); from += control.MaxBatch {

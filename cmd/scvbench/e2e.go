@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/daemon/daemonproc"
+	"scv/control/rpc"
 	"scv/ledger/driver"
 	"scv/ledger/sqlite/sqlitetest"
 	"scv/reducer"
@@ -83,10 +83,10 @@ type RSSResult struct {
 }
 
 // conn is one client connection speaking pre-encoded request lines
-// through control.Client.Send, so that the harness, which shares the CPUs
+// through rpc.Client.Send, so that the harness, which shares the CPUs
 // with the daemon, spends as little as it can per request.
 type conn struct {
-	c      *control.Client
+	c      *rpc.Client
 	nextID int
 	line   []byte
 }
@@ -145,7 +145,7 @@ func statusParams(project string) []byte {
 func dialAll(ctx context.Context, socks []string, n int) ([]*conn, error) {
 	conns := make([]*conn, n)
 	for i := range n {
-		c, err := control.Dial(ctx, socks[i%len(socks)])
+		c, err := rpc.Dial(ctx, socks[i%len(socks)])
 		if err != nil {
 			closeAll(conns)
 			return nil, err
@@ -362,7 +362,7 @@ func endToEnd(ctx context.Context, cfg Config, bin, dir string, rep *Report, lev
 	if _, err := d.Ready(ctx, time.Minute); err != nil {
 		return err
 	}
-	admin, err := control.Dial(ctx, d.Sock)
+	admin, err := rpc.Dial(ctx, d.Sock)
 	if err != nil {
 		return err
 	}

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/daemon/daemonproc"
+	"scv/control/rpc"
 )
 
 // EncoderResult compares the daemon's two reply encoders under the
@@ -144,7 +144,7 @@ func encoders(ctx context.Context, cfg Config, bin, dir string, logf func(string
 		if _, err := d.Ready(ctx, time.Minute); err != nil {
 			return res, err
 		}
-		c, err := control.Dial(ctx, d.Sock)
+		c, err := rpc.Dial(ctx, d.Sock)
 		if err != nil {
 			return res, err
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
+	"scv/control/rpc"
 )
 
 // TestMain lets the test binary be the harness's status reader and
@@ -209,7 +209,7 @@ func TestResponder(t *testing.T) {
 	result := []byte(`{"project":{"id":"p","name":"acme"}}`)
 	sock, stop, err := startResponder(ctx, t.TempDir(), result)
 	require.NoError(t, err)
-	c, err := control.Dial(ctx, sock)
+	c, err := rpc.Dial(ctx, sock)
 	require.NoError(t, err)
 	cl := &conn{c: c}
 	for i := 1; i <= 3; i++ {

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/daemon/daemonproc"
+	"scv/control/rpc"
 	"scv/ledger/driver"
 	"scv/ledger/postgres"
 	"scv/reducer"
@@ -298,7 +298,7 @@ func pgFleet(ctx context.Context, cfg Config, bin, dir string, logf func(string,
 
 // createProject creates a project through the daemon at sock.
 func createProject(ctx context.Context, sock, name, workspace string) (string, error) {
-	c, err := control.Dial(ctx, sock)
+	c, err := rpc.Dial(ctx, sock)
 	if err != nil {
 		return "", err
 	}

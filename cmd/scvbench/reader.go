@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"scv/control"
+	"scv/control/rpc"
 )
 
 // The project_status reader under load runs in a process of its own, as
@@ -117,7 +117,7 @@ func readerMain(arg string) int {
 		return 2
 	}
 	ctx := context.Background()
-	c, err := control.Dial(ctx, a.Sock)
+	c, err := rpc.Dial(ctx, a.Sock)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

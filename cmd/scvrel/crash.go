@@ -15,9 +15,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/daemon/daemonproc"
+	"scv/control/rpc"
 	"scv/ledger/driver"
 	"scv/ledger/postgres"
 	"scv/ledger/postgres/pgcluster"
@@ -64,7 +64,7 @@ type crashClient struct {
 
 // loop runs until stop is closed; a request in flight then is finished.
 func (c *crashClient) loop(sock string, stop <-chan struct{}) {
-	var cl *control.Client
+	var cl *rpc.Client
 	defer func() {
 		if cl != nil {
 			cl.Close()
@@ -80,7 +80,7 @@ func (c *crashClient) loop(sock string, stop <-chan struct{}) {
 		}
 		if cl == nil {
 			var err error
-			if cl, err = control.Dial(context.Background(), sock); err != nil {
+			if cl, err = rpc.Dial(context.Background(), sock); err != nil {
 				cl = nil
 				time.Sleep(5 * time.Millisecond)
 				continue
@@ -114,7 +114,7 @@ func (c *crashClient) loop(sock string, stop <-chan struct{}) {
 // step sends the client's next request: its run start until it knows its
 // run, then the next progress. When unsure, it first asks project_tasks
 // whether an earlier run start landed.
-func (c *crashClient) step(cl *control.Client, unsure bool) error {
+func (c *crashClient) step(cl *rpc.Client, unsure bool) error {
 	c.sending = 0
 	if c.log.Run == "" && unsure {
 		run, err := runOf(cl, c.project, c.log.Task)
@@ -341,7 +341,7 @@ func (e env) crashLoad(ctx context.Context, t target, sock string, p *problems) 
 
 	// What the last daemon says before it stops, to compare with what a
 	// daemon restarted on the file and a replay say.
-	if cl, err := control.Dial(ctx, sock); err != nil {
+	if cl, err := rpc.Dial(ctx, sock); err != nil {
 		p.addf("last daemon: %v", err)
 	} else {
 		for _, cmd := range []api.Command{api.CmdProjectTasks{Project: project}, api.CmdProjectStatus{Project: project}} {
@@ -517,7 +517,7 @@ func (e env) settle(ctx context.Context, run *crashRun, p *problems) {
 // that kills also land in compactions, until stop is closed. It returns
 // how many were answered, and the last refusal, if any.
 func compactor(sock, project string, every time.Duration, outages bool, stop <-chan struct{}) (int, string) {
-	var cl *control.Client
+	var cl *rpc.Client
 	defer func() {
 		if cl != nil {
 			cl.Close()
@@ -535,7 +535,7 @@ func compactor(sock, project string, every time.Duration, outages bool, stop <-c
 		}
 		if cl == nil {
 			var err error
-			if cl, err = control.Dial(context.Background(), sock); err != nil {
+			if cl, err = rpc.Dial(context.Background(), sock); err != nil {
 				cl = nil
 				continue
 			}
@@ -608,7 +608,7 @@ func (e env) crashVerify(ctx context.Context, t target, sock string, run *crashR
 	if err != nil {
 		p.addf("daemon on the file after the run: %v", err)
 	} else {
-		cl, err := control.Dial(ctx, sock)
+		cl, err := rpc.Dial(ctx, sock)
 		if err == nil {
 			for _, cmd := range []api.Command{api.CmdProjectTasks{Project: project}, api.CmdProjectStatus{Project: project}} {
 				raw, err := call(cl, cmd)

@@ -9,8 +9,8 @@ import (
 	"os"
 	"time"
 
-	"scv/control"
 	"scv/control/api"
+	"scv/control/rpc"
 )
 
 // daemonArgs are the flags every daemon of the harness runs with: a stale
@@ -22,7 +22,7 @@ var daemonArgs = []string{"--stale-after", "1h"}
 const callTimeout = 30 * time.Second
 
 // call sends one command on c with callTimeout.
-func call(c *control.Client, cmd api.Command) (json.RawMessage, error) {
+func call(c *rpc.Client, cmd api.Command) (json.RawMessage, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	return c.CallRaw(ctx, cmd)
@@ -52,7 +52,7 @@ func timedOut(err error) bool {
 // setup creates the project name with n tasks in the daemon at sock and
 // returns the project's ID and the tasks' IDs.
 func setup(ctx context.Context, sock, name, workspace string, n int) (string, []string, error) {
-	c, err := control.Dial(ctx, sock)
+	c, err := rpc.Dial(ctx, sock)
 	if err != nil {
 		return "", nil, err
 	}
@@ -76,7 +76,7 @@ func setup(ctx context.Context, sock, name, workspace string, n int) (string, []
 // runOf returns the run of task in project as project_tasks shows it: the
 // way a client whose project_run_start got no reply learns whether the run
 // was started.
-func runOf(c *control.Client, project, task string) (string, error) {
+func runOf(c *rpc.Client, project, task string) (string, error) {
 	raw, err := call(c, api.CmdProjectTasks{Project: project})
 	if err != nil {
 		return "", err

@@ -15,8 +15,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"scv/control"
 	"scv/control/api"
+	"scv/control/rpc"
 	"scv/reducer"
 )
 
@@ -57,7 +57,7 @@ func (r *linRun) finalReads(ctx context.Context) (map[string]*finalState, []porc
 			sock := r.socks[i%linDaemons]
 			i++
 			proc := int(r.procs.Add(1) - 1)
-			c, _ := control.Dial(ctx, sock)
+			c, _ := rpc.Dial(ctx, sock)
 			call := r.now()
 			st, err := callRetry(ctx, c, sock, api.CmdProjectTasks{Project: p.ID})
 			if err != nil {

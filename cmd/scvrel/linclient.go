@@ -11,8 +11,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"scv/control"
 	"scv/control/api"
+	"scv/control/rpc"
 	"scv/reducer"
 )
 
@@ -27,7 +27,7 @@ type linClient struct {
 	// returns (as Jepsen's processes do).
 	proc int
 	rng  *rand.Rand
-	conn *control.Client
+	conn *rpc.Client
 	know map[string]*clientView // what it last saw, by project
 	ops  []porcupine.Operation
 	sent int
@@ -156,7 +156,7 @@ func (c *linClient) do(in linInput) {
 	sock := c.r.socks[c.worker%linDaemons]
 	if c.conn == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		conn, err := control.Dial(ctx, sock)
+		conn, err := rpc.Dial(ctx, sock)
 		cancel()
 		if err != nil {
 			time.Sleep(50 * time.Millisecond) // the daemon is restarting: nothing was sent

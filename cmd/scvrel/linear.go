@@ -15,9 +15,9 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/daemon/daemonproc"
+	"scv/control/rpc"
 	"scv/ledger/postgres/pgcluster"
 	"scv/reducer"
 )
@@ -390,7 +390,7 @@ func (r *linRun) stopFleet(out string) {
 // setup creates the run's projects through daemon 0 and reads each one's
 // events: the model's initial states.
 func (r *linRun) setup(ctx context.Context) error {
-	c, err := control.Dial(ctx, r.socks[0])
+	c, err := rpc.Dial(ctx, r.socks[0])
 	if err != nil {
 		return err
 	}
@@ -456,7 +456,7 @@ func (r *linRun) fault(kind string) {
 // probe waits, after the faults, until every daemon took a write (a
 // claim in a project of its own), and returns when the last one did.
 func (r *linRun) probe(ctx context.Context) (time.Time, error) {
-	c, err := control.Dial(ctx, r.socks[0])
+	c, err := rpc.Dial(ctx, r.socks[0])
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -468,7 +468,7 @@ func (r *linRun) probe(ctx context.Context) (time.Time, error) {
 	project := st.Project.Project.ID
 	var last time.Time
 	for i := range linDaemons {
-		c, err := control.Dial(ctx, r.socks[i])
+		c, err := rpc.Dial(ctx, r.socks[i])
 		if err != nil {
 			return time.Time{}, fmt.Errorf("after the faults, daemon %d: %w", i, err)
 		}
@@ -487,14 +487,14 @@ func (r *linRun) probe(ctx context.Context) (time.Time, error) {
 
 // callRetry sends cmd until it is answered with a result, for up to a
 // minute, redialling as needed: the fleet is healing.
-func callRetry(ctx context.Context, c *control.Client, sock string, cmd api.Command) (*api.DaemonStatus, error) {
+func callRetry(ctx context.Context, c *rpc.Client, sock string, cmd api.Command) (*api.DaemonStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	var last error
 	for {
 		if c == nil {
 			var err error
-			if c, err = control.Dial(ctx, sock); err != nil {
+			if c, err = rpc.Dial(ctx, sock); err != nil {
 				last = err
 			}
 		}

@@ -15,9 +15,9 @@ import (
 	"syscall"
 	"time"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/daemon/daemonproc"
+	"scv/control/rpc"
 )
 
 // walBoundFrames bounds the frames of the write-ahead log in use once the
@@ -115,7 +115,7 @@ func (e env) readers(ctx context.Context, p *problems) (fig, sum string, err err
 	}
 
 	// A sequence in the middle of the history, for --at.
-	cl, err := control.Dial(ctx, sock)
+	cl, err := rpc.Dial(ctx, sock)
 	if err != nil {
 		return "", "", err
 	}

@@ -37,6 +37,9 @@ func (r *refusal) Unwrap() error { return r.kind }
 
 // JSON-RPC error codes. -32700 to -32600 are JSON-RPC's own; application
 // errors use -32000 to -32099.
+// Method is the one JSON-RPC method the daemon serves.
+const Method = "daemon.control"
+
 const (
 	CodeParseError        = -32700
 	CodeInvalidRequest    = -32600

@@ -6,7 +6,7 @@ import "context"
 // one way in. The daemon's own is control.Service, which every front-end
 // inside the daemon calls in process: the socket server, the web UI's
 // actions, the MCP server at /mcp, and the daemon's own writers (the
-// live agents' runs). Outside it, control.Remote is a Handler that
+// live agents' runs). Outside it, rpc.Remote is a Handler that
 // reaches a daemon over its socket: the CLI's, and `scv mcp`'s. So every
 // request of every front-end passes the same checks, names who sent it
 // (Who) and is counted in the same metrics.

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
+	"scv/control/rpc"
 	"scv/ledger/drivertest"
 	"scv/ledger/sqlite/sqlitetest"
 )
@@ -36,7 +36,7 @@ func TestCompactThroughTheDaemon(t *testing.T) {
 
 	// The report's generated_unix_seconds is the clock: compare the rest.
 	generated := regexp.MustCompile(`"generated_unix_seconds":\d+`)
-	views := func(c *control.Client) []string {
+	views := func(c *rpc.Client) []string {
 		var out []string
 		for _, cmd := range []api.Command{api.CmdProjectStatus{Project: "acme"}, api.CmdProjectTasks{Project: "acme"}, api.CmdProjectReport{Project: "acme"}} {
 			raw, err := c.CallRaw(context.Background(), cmd)

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
+	"scv/control/rpc"
 	"scv/ledger"
 	"scv/ledger/sqlite/sqlitetest"
 )
@@ -210,7 +210,7 @@ func fpRead(t *testing.T, sock string) fpReads {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := control.Dial(ctx, sock)
+	c, err := rpc.Dial(ctx, sock)
 	require.NoError(t, err)
 	defer c.Close()
 	member := func(cmd api.Command) string {

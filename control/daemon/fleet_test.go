@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
+	"scv/control/rpc"
 	"scv/ledger/driver"
 	"scv/ledger/postgres/pgcluster"
 	"scv/ledger/postgres/pgtest"
@@ -48,7 +48,7 @@ func startPGFleet(t *testing.T, url string, n int, extra ...string) []*process {
 
 // allEvents pages through a project's events with after, as a follower
 // does.
-func allEvents(t *testing.T, c *control.Client, project string) []api.ProjectEvent {
+func allEvents(t *testing.T, c *rpc.Client, project string) []api.ProjectEvent {
 	t.Helper()
 	var out []api.ProjectEvent
 	var after uint64
@@ -111,7 +111,7 @@ func TestFleetThreeDaemons(t *testing.T) {
 	go func() {
 		defer close(followDone)
 		ctx := context.Background()
-		c, err := control.Dial(ctx, ds[1].Sock)
+		c, err := rpc.Dial(ctx, ds[1].Sock)
 		if err != nil {
 			followErr = err
 			return
@@ -160,7 +160,7 @@ func TestFleetThreeDaemons(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				ctx := context.Background()
-				c, err := control.Dial(ctx, d.Sock)
+				c, err := rpc.Dial(ctx, d.Sock)
 				if err != nil {
 					t.Error(err)
 					return
@@ -266,7 +266,7 @@ func TestFleetThreeDaemons(t *testing.T) {
 func TestFleetRaceForARun(t *testing.T) {
 	url := pgtest.Database(t)
 	ds := startPGFleet(t, url, 3)
-	clients := []*control.Client{dial(t, ds[0].Sock), dial(t, ds[1].Sock), dial(t, ds[2].Sock)}
+	clients := []*rpc.Client{dial(t, ds[0].Sock), dial(t, ds[1].Sock), dial(t, ds[2].Sock)}
 	must(t, clients[0], api.CmdProjectCreate{Name: "race", Workspace: t.TempDir()})
 	for round := range 10 {
 		task := must(t, clients[round%3], api.CmdProjectTaskAdd{Project: "race", Title: fmt.Sprintf("t%d", round), DependsOn: []string{}}).Project.TaskID
@@ -333,7 +333,7 @@ func leases(t *testing.T, url string) []driver.Lease {
 }
 
 // staleMarks counts the run_stale events of run in project.
-func staleMarks(t *testing.T, c *control.Client, project, run string) int {
+func staleMarks(t *testing.T, c *rpc.Client, project, run string) int {
 	t.Helper()
 	n := 0
 	for _, e := range allEvents(t, c, project) {
@@ -353,7 +353,7 @@ func TestFleetOneSweeper(t *testing.T) {
 	ds := startPGFleet(t, url, 3, "--stale-after", "2s", "--lease", lease.String())
 	c := dial(t, ds[0].Sock)
 	must(t, c, api.CmdProjectCreate{Name: "sweep", Workspace: t.TempDir()})
-	silent := func(c *control.Client, title string) (string, time.Time) {
+	silent := func(c *rpc.Client, title string) (string, time.Time) {
 		task := must(t, c, api.CmdProjectTaskAdd{Project: "sweep", Title: title, DependsOn: []string{}}).Project.TaskID
 		return must(t, c, api.CmdProjectRunStart{Project: "sweep", Task: task, Agent: "quiet"}).Project.RunID, time.Now()
 	}
@@ -453,7 +453,7 @@ func databaseRestart(t *testing.T, url, what string, cut, restore func() error) 
 		go func() {
 			defer wg.Done()
 			ctx := context.Background()
-			var c *control.Client
+			var c *rpc.Client
 			defer func() {
 				if c != nil {
 					c.Close()
@@ -467,7 +467,7 @@ func databaseRestart(t *testing.T, url, what string, cut, restore func() error) 
 				}
 				if c == nil {
 					var err error
-					if c, err = control.Dial(ctx, d.Sock); err != nil {
+					if c, err = rpc.Dial(ctx, d.Sock); err != nil {
 						t.Errorf("dial: %v", err)
 						return
 					}
@@ -554,7 +554,7 @@ func TestFleetDaemonKilled(t *testing.T) {
 		d := ds[i%2]
 		wg.Go(func() {
 			ctx := context.Background()
-			c, err := control.Dial(ctx, d.Sock)
+			c, err := rpc.Dial(ctx, d.Sock)
 			if err != nil {
 				t.Errorf("dial: %v", err)
 				return

@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
+	"scv/control/rpc"
 	"scv/control/web"
 	"scv/reducer"
 )
@@ -163,7 +163,7 @@ func TestMetricsCount(t *testing.T) {
 	defer func() { require.NoError(t, d.Close()); require.NoError(t, <-served) }()
 
 	ctx := context.Background()
-	c, err := control.Dial(ctx, d.cfg.Socket)
+	c, err := rpc.Dial(ctx, d.cfg.Socket)
 	require.NoError(t, err)
 	defer c.Close()
 	call := func(cmd api.Command) *api.DaemonStatus {

@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"scv/control"
+	"scv/control/rpc"
 	"scv/ledger/driver"
 	"scv/ledger/postgres"
 	"scv/ledger/sqlite"
@@ -17,7 +17,7 @@ func DefaultDB() string {
 	if p := os.Getenv("SCV_DB"); p != "" {
 		return p
 	}
-	return filepath.Join(control.StateDir(), "ledger.db")
+	return filepath.Join(rpc.StateDir(), "ledger.db")
 }
 
 // DefaultLocalDB is the machine's own store beside a shared ledger when
@@ -26,7 +26,7 @@ func DefaultLocalDB() string {
 	if p := os.Getenv("SCV_LOCAL_DB"); p != "" {
 		return p
 	}
-	return filepath.Join(control.StateDir(), "local.db")
+	return filepath.Join(rpc.StateDir(), "local.db")
 }
 
 // OpenLedger opens the ledger database db, a SQLite file or a

@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/daemon/daemonproc"
+	"scv/control/rpc"
 	"scv/ledger"
 )
 
@@ -23,7 +23,7 @@ import (
 // SIGKILL, stopped by a signal, restarted into another release, run as
 // another user, given a file size limit) run the real scv binary through
 // internal/daemonproc, built once per version stamp, and talk to it with
-// control.Client. Under -short they are skipped.
+// rpc.Client. Under -short they are skipped.
 
 // The releases the process tests build: every test runs oldRelease; a
 // restart goes to newRelease.
@@ -109,7 +109,7 @@ func startProcess(t *testing.T, bin, db, sock, failpoints string, args ...string
 func (p *process) call(cmd api.Command) (*api.DaemonStatus, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := control.Dial(ctx, p.Sock)
+	c, err := rpc.Dial(ctx, p.Sock)
 	if err != nil {
 		return nil, err
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/restart"
+	"scv/control/rpc"
 	"scv/reducer"
 )
 
@@ -292,7 +292,7 @@ func taskIDs(st *api.DaemonStatus) []string {
 // and sends it again, once.
 type resendingClient struct {
 	sock       string
-	c          *control.Client
+	c          *rpc.Client
 	reconnects int
 }
 
@@ -300,7 +300,7 @@ func (rc *resendingClient) call(cmd api.Command) (*api.DaemonStatus, error) {
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		if rc.c == nil {
-			c, err := control.Dial(ctx, rc.sock)
+			c, err := rpc.Dial(ctx, rc.sock)
 			if err != nil {
 				cancel()
 				return nil, err // refused: the test fails
@@ -309,7 +309,7 @@ func (rc *resendingClient) call(cmd api.Command) (*api.DaemonStatus, error) {
 		}
 		st, err := rc.c.Call(ctx, cmd)
 		cancel()
-		if err == nil || !control.LostConnection(err) {
+		if err == nil || !rpc.LostConnection(err) {
 			return st, err
 		}
 		rc.close()

@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/proc"
+	"scv/control/rpc"
 )
 
 // version is the release the in-process daemons report.
@@ -108,7 +108,7 @@ func inCall(t *testing.T, d *Daemon, cmd api.Command) *api.DaemonStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := control.Dial(ctx, d.cfg.Socket)
+	c, err := rpc.Dial(ctx, d.cfg.Socket)
 	require.NoError(t, err)
 	defer c.Close()
 	st, err := c.Call(ctx, cmd)

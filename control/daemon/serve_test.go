@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
+	"scv/control/rpc"
 )
 
 // serve opens a daemon with cfg in this process and serves it until stop,
@@ -49,18 +49,18 @@ func serve(t *testing.T, cfg Config) (d *Daemon, stop func()) {
 }
 
 // dial is a connection to the daemon at sock, closed when the test ends.
-func dial(t *testing.T, sock string) *control.Client {
+func dial(t *testing.T, sock string) *rpc.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := control.Dial(ctx, sock)
+	c, err := rpc.Dial(ctx, sock)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
 }
 
 // must sends cmd on c; it must be answered with a result.
-func must(t *testing.T, c *control.Client, cmd api.Command) *api.DaemonStatus {
+func must(t *testing.T, c *rpc.Client, cmd api.Command) *api.DaemonStatus {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

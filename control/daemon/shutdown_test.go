@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
+	"scv/control/rpc"
 )
 
 // longPoll sends, on a connection of its own, the confirm_list long poll
@@ -169,7 +169,7 @@ func TestDaemonSignal(t *testing.T) {
 		loadDone.Add(1)
 		go func() {
 			defer loadDone.Done()
-			c, err := control.Dial(context.Background(), sock)
+			c, err := rpc.Dial(context.Background(), sock)
 			connected.Done()
 			if err != nil {
 				return

@@ -21,8 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"scv/control"
 	"scv/control/api"
+	"scv/control/rpc"
 	"scv/ledger/sqlite/sqlitetest"
 	"scv/reducer"
 )
@@ -48,7 +48,7 @@ func TestReliabilityStorageFull(t *testing.T) {
 	_, err := c.Call(ctx, api.CmdProjectCreate{Name: "acme", Workspace: dir})
 	require.NoError(t, err)
 
-	addTask := func(c *control.Client, title string) error {
+	addTask := func(c *rpc.Client, title string) error {
 		_, err := c.Call(ctx, api.CmdProjectTaskAdd{Project: "acme", Title: title, DependsOn: []string{}})
 		return err
 	}
@@ -355,7 +355,7 @@ func TestReliabilityCorruptDatabase(t *testing.T) {
 				require.NoError(t, d.Open(context.Background()))
 				served := make(chan error, 1)
 				go func() { served <- d.Serve() }()
-				c, err := control.Dial(context.Background(), sock)
+				c, err := rpc.Dial(context.Background(), sock)
 				require.NoError(t, err)
 				_, err = c.Call(context.Background(), api.CmdProjectEvents{Project: "acme"})
 				c.Close()
@@ -449,7 +449,7 @@ func refusedStart(t *testing.T, cmd *exec.Cmd, sock string) string {
 			}
 			return out.String()
 		case <-time.After(20 * time.Millisecond):
-			c, err := control.Dial(context.Background(), sock)
+			c, err := rpc.Dial(context.Background(), sock)
 			if err != nil {
 				continue
 			}

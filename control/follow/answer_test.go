@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/follow"
+	"scv/control/rpc"
 )
 
 // TestAnswer: Answer waits for the owner's answer to a question, asking
@@ -23,7 +23,7 @@ func TestAnswer(t *testing.T) {
 	td := newDaemon(t)
 	td.start()
 	td.must(api.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
-	h := &control.Remote{Socket: td.sock}
+	h := &rpc.Remote{Socket: td.sock}
 	ctx := context.Background()
 	ask := func(text string) *api.ConfirmInfo {
 		t.Helper()

@@ -7,7 +7,7 @@
 //
 // It imports the wire's types, scv/control/api, and no other package of
 // the module: it takes the daemon as an api.Handler. The CLI gives it a
-// control.Remote on a connection kept for the follow; the daemon's own
+// rpc.Remote on a connection kept for the follow; the daemon's own
 // control.Service works too.
 //
 // # A follow

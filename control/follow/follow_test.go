@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"scv/control"
 	"scv/control/api"
 	"scv/control/daemon"
 	"scv/control/follow"
+	"scv/control/rpc"
 )
 
 // guard bounds every wait of a test for something the follower does, so
@@ -86,7 +86,7 @@ func (td *testDaemon) must(cmd api.Command) *api.DaemonStatus {
 	td.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
-	st, err := (&control.Remote{Socket: td.sock}).Handle(ctx, cmd)
+	st, err := (&rpc.Remote{Socket: td.sock}).Handle(ctx, cmd)
 	require.NoError(td.t, err, "%T", cmd)
 	return st
 }
@@ -186,7 +186,7 @@ func TestFollowThroughARestart(t *testing.T) {
 	td := newDaemon(t)
 	td.start()
 	td.acme(2)
-	rem := &control.Remote{Socket: td.sock, Keep: true}
+	rem := &rpc.Remote{Socket: td.sock, Keep: true}
 	defer rem.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -229,7 +229,7 @@ func TestFollowEndsOnARefusal(t *testing.T) {
 	td := newDaemon(t)
 	td.start()
 	td.acme(1)
-	rem := &control.Remote{Socket: td.sock, Keep: true}
+	rem := &rpc.Remote{Socket: td.sock, Keep: true}
 	defer rem.Close()
 
 	var replies, aways atomic.Int32
@@ -273,7 +273,7 @@ func TestFollowEndsWithItsContext(t *testing.T) {
 	t.Parallel()
 	td := newDaemon(t)
 	td.start()
-	rem := &control.Remote{Socket: td.sock, Keep: true}
+	rem := &rpc.Remote{Socket: td.sock, Keep: true}
 	defer rem.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -323,7 +323,7 @@ func TestFollowEndsWithItsContext(t *testing.T) {
 func TestFollowGivesUp(t *testing.T) {
 	t.Parallel()
 	td := newDaemon(t)
-	rem := &control.Remote{Socket: td.sock, Keep: true}
+	rem := &rpc.Remote{Socket: td.sock, Keep: true}
 	defer rem.Close()
 	var asked atomic.Int32
 	counted := api.HandlerFunc(func(ctx context.Context, cmd api.Command) (*api.DaemonStatus, error) {

@@ -8,7 +8,7 @@
 // The same server serves two ways:
 //
 //   - `scv mcp` serves one session on standard input and output (Run),
-//     its Handler a control.Remote that reaches the daemon on its socket;
+//     its Handler a rpc.Remote that reaches the daemon on its socket;
 //   - the daemon serves sessions over streamable HTTP at /mcp of its web
 //     listener (HTTPHandler), its Handler the daemon's own control.Service,
 //     in process, each request named HTTPCaller (api.WithCaller).

@@ -20,7 +20,7 @@
 //
 // Both talk to the daemon only through the api.Handler they are given.
 // A delegation outlives connections and the daemon may restart while its
-// command runs, so the command line gives a control.Remote that dials for
+// command runs, so the command line gives a rpc.Remote that dials for
 // each call. The package imports the wire's types (control/api) and the
 // process primitives (control/proc), never the server (control) nor the
 // ledger.

@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"scv/control"
 	"scv/control/api"
+	"scv/control/rpc"
 )
 
 // Build compiles the scv binary (the main package `make build` compiles)
@@ -140,7 +140,7 @@ func (d *Daemon) ReadyWith(ctx context.Context, limit time.Duration, cmd api.Com
 		}
 		// The socket listens before the ledger opens: a connection made
 		// early waits in the backlog and is answered once serving starts.
-		c, err := control.Dial(ctx, d.Sock)
+		c, err := rpc.Dial(ctx, d.Sock)
 		if err != nil {
 			time.Sleep(2 * time.Millisecond)
 			continue

@@ -1,4 +1,4 @@
-package control
+package rpc
 
 import (
 	"bufio"
@@ -90,7 +90,7 @@ func (c *Client) send(ctx context.Context, cmds []api.Command, batch bool) (resp
 		if i > 0 {
 			line = append(line, ',')
 		}
-		line = fmt.Appendf(line, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, first+uint64(i), Method, params)
+		line = fmt.Appendf(line, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, first+uint64(i), api.Method, params)
 	}
 	if batch {
 		line = append(append([]byte{'['}, line...), ']')
@@ -103,32 +103,21 @@ func (c *Client) send(ctx context.Context, cmds []api.Command, batch bool) (resp
 // parseResponse splits one response object into its id and its result,
 // or returns its error (an *api.Error), or why it is not a response.
 func parseResponse(resp []byte) (id, result json.RawMessage, err error) {
-	ms, err := objectMembers(resp)
-	if err != nil {
+	var r struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *api.Error      `json:"error"`
+	}
+	if err := json.Unmarshal(resp, &r); err != nil {
 		return nil, nil, fmt.Errorf("decode reply: %w", err)
 	}
-	var rerr json.RawMessage
-	for _, m := range ms {
-		switch m.key {
-		case "id":
-			id = m.raw
-		case "result":
-			result = m.raw
-		case "error":
-			rerr = m.raw
-		}
+	if r.Error != nil {
+		return r.ID, nil, r.Error
 	}
-	if rerr != nil {
-		var e api.Error
-		if err := json.Unmarshal(rerr, &e); err != nil {
-			return id, nil, fmt.Errorf("decode reply: %w", err)
-		}
-		return id, nil, &e
+	if r.Result == nil {
+		return r.ID, nil, errors.New("decode reply: neither result nor error")
 	}
-	if result == nil {
-		return id, nil, errors.New("decode reply: neither result nor error")
-	}
-	return id, result, nil
+	return r.ID, r.Result, nil
 }
 
 // Response is the daemon's answer to one request of a batch: its result
@@ -145,8 +134,8 @@ func (r Response) Status() (*api.DaemonStatus, error) { return status(r.Raw, r.E
 // answer to each, in the order of cmds: each is decided on its own, and
 // the writes among them share one write transaction (see docs/protocol.md).
 // The error is the batch's own: it could not be sent or its reply read, or
-// the daemon refused it whole (an *api.Error: more than MaxBatch commands,
-// a line longer than MaxBatchLine). No commands send nothing.
+// the daemon refused it whole (an *api.Error: more than control.MaxBatch commands,
+// a line longer than control.MaxBatchLine). No commands send nothing.
 func (c *Client) CallBatch(ctx context.Context, cmds []api.Command) ([]Response, error) {
 	if len(cmds) == 0 {
 		return nil, nil
@@ -155,7 +144,8 @@ func (c *Client) CallBatch(ctx context.Context, cmds []api.Command) ([]Response,
 	if err != nil {
 		return nil, err
 	}
-	if !validJSON(resp) || resp[0] != '[' {
+	var els []json.RawMessage
+	if len(resp) == 0 || resp[0] != '[' || json.Unmarshal(resp, &els) != nil {
 		// Refused whole: one response object, not an array.
 		if _, _, err := parseResponse(resp); err != nil {
 			return nil, err
@@ -164,7 +154,7 @@ func (c *Client) CallBatch(ctx context.Context, cmds []api.Command) ([]Response,
 	}
 	out := make([]Response, len(cmds))
 	seen := make([]bool, len(cmds))
-	for _, el := range arrayElements(resp, -1) {
+	for _, el := range els {
 		id, result, err := parseResponse(el)
 		n, perr := strconv.ParseUint(string(id), 10, 64)
 		if perr != nil || n < first || n-first >= uint64(len(cmds)) || seen[n-first] {
