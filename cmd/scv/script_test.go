@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -55,6 +56,7 @@ func TestScripts(t *testing.T) {
 			"capture":    capture,
 			"exits":      exits,
 			"waitdaemon": waitDaemon,
+			"waitlines":  waitLines,
 			"tamper":     tamper,
 		},
 	})
@@ -191,6 +193,28 @@ func waitDaemon(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		if time.Now().After(deadline) {
 			ts.Fatalf("no daemon answers on %s: %v", args[0], err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitlines FILE N waits until FILE (written by a command in the
+// background) holds N lines: for a follower, proof that it follows (and
+// catches SIGINT), however long its start took.
+func waitLines(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: waitlines FILE N")
+	}
+	n, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, _ := os.ReadFile(ts.MkAbs(args[0]))
+		if bytes.Count(b, []byte("\n")) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("%s holds %d lines, not %d, after 20 s", args[0], bytes.Count(b, []byte("\n")), n)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
