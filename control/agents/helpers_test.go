@@ -271,6 +271,13 @@ func (l *logBuffer) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
+// String is the whole log.
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // lines is the log's lines that have msg="msg".
 func (l *logBuffer) lines(msg string) []string {
 	l.mu.Lock()
