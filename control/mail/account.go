@@ -81,11 +81,11 @@ func (a *account) serve(ctx context.Context) error {
 		a.view.lastCheck = a.now()
 		a.s.mu.Unlock()
 		a.h.Success()
-		if err := a.digest(ctx); err != nil {
-			return err
-		}
 		if more {
 			continue
+		}
+		if err := a.digest(ctx); err != nil {
+			return err
 		}
 		if err := a.wait(ctx); err != nil {
 			return err
@@ -123,7 +123,9 @@ func (a *account) check(ctx context.Context) (more bool, err error) {
 	if got != a.uv {
 		// A new UIDVALIDITY: the UIDs claimed before name other mails,
 		// or none; the account starts over with every mail of the box.
-		a.log.Info("the mailbox has a new UIDVALIDITY: its mails are claimed anew", "uid_validity", got)
+		if after > 0 {
+			a.log.Info("the mailbox has a new UIDVALIDITY: its mails are claimed anew", "uid_validity", got)
+		}
 		a.uv = got
 		var again uint32
 		a.fold(func(f *Fold) { again = f.Highest(got) })
