@@ -343,10 +343,11 @@ func progressLevel(ctx context.Context, socks []string, pids []int, projects []s
 	return l.run(ctx)
 }
 
-// endToEnd runs the daemon as a process and drives it over its socket.
-// around runs just "before" and just "after" each load level, with the
-// daemon up and idle.
-func endToEnd(ctx context.Context, cfg Config, bin, dir string, rep *Report, around func(stage string, clients int) error, logf func(string, ...any)) error {
+// endToEnd runs the daemon as a process and drives it over its socket:
+// idle project_status, then each load level if levels (around runs just
+// "before" and just "after" each, with the daemon up and idle), then
+// project_status under the heaviest, and the do-nothing responder's.
+func endToEnd(ctx context.Context, cfg Config, bin, dir string, rep *Report, levels bool, around func(stage string, clients int) error, logf func(string, ...any)) error {
 	db := filepath.Join(dir, "e2e.db")
 	d, err := daemonproc.Start(bin, db, filepath.Join(dir, "e2e.sock"), "--stale-after", "1h")
 	if err != nil {
@@ -393,6 +394,9 @@ func endToEnd(ctx context.Context, cfg Config, bin, dir string, rep *Report, aro
 	var acked int64
 	pid := d.Cmd.Process.Pid
 	for _, c := range cfg.Levels {
+		if !levels {
+			break
+		}
 		if err := around("before", c); err != nil {
 			return err
 		}

@@ -33,6 +33,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -97,6 +99,9 @@ type Config struct {
 	// Profile, when set, is a folder for CPU profiles of the daemon over
 	// the load windows (a profiling build: see profile.go).
 	Profile string
+	// Only, when not empty, are the sections the run measures (-only):
+	// names of sections, the rest skipped.
+	Only []string
 	// Keep leaves the temporary folder in place.
 	Keep bool
 	// Daemon is a prebuilt scv binary; empty builds one.
@@ -171,6 +176,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.BoolVar(&c.PG, "pg", c.PG, "run the PostgreSQL section (skipped anyway when PostgreSQL is not installed)")
 	fs.StringVar(&c.Profile, "profile", "", "build a daemon that serves pprof and write a CPU profile of each load window into `dir` (not for the figures)")
 	fs.BoolVar(&c.Encoders, "encoders", c.Encoders, "run the reply-encoder experiment (builds a second daemon)")
+	only := fs.String("only", "", "measure only these `sections`, comma-separated: "+strings.Join(sections, ", "))
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -192,7 +198,29 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	if c.Duration <= 0 || c.Events < 1000 {
 		return c, fmt.Errorf("-duration must be positive and -events at least 1000")
 	}
+	if *only != "" {
+		for _, s := range strings.Split(*only, ",") {
+			s = strings.TrimSpace(s)
+			if !slices.Contains(sections, s) {
+				return c, fmt.Errorf("-only: no section %q (the sections: %s)", s, strings.Join(sections, ", "))
+			}
+			c.Only = append(c.Only, s)
+		}
+	}
 	return c, nil
+}
+
+// sections are what -only selects, in the order a run measures them.
+// "e2e" is the load levels with their baselines and the status reads
+// beside them; "status" is the status reads alone (idle, then under the
+// heaviest level, beside the daemon and beside the do-nothing responder),
+// with none of the levels.
+var sections = []string{"e2e", "status", "batches", "encoders", "sizes", "many", "pg", "replay", "agents", "mcp"}
+
+// runs says whether a run with only measures section (every section
+// when only is empty; "status" when "e2e" is measured).
+func runs(only []string, section string) bool {
+	return len(only) == 0 || slices.Contains(only, section) || section == "status" && slices.Contains(only, "e2e")
 }
 
 func main() {
@@ -238,7 +266,7 @@ func Run(ctx context.Context, cfg Config, out, logw io.Writer) (*Report, error) 
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	rep := &Report{Machine: machine(), Source: daemonproc.BuiltFrom(), Config: cfg.report()}
+	rep := &Report{Machine: machine(), Source: daemonproc.BuiltFrom(), Config: cfg.report(), Only: cfg.Only}
 	phase := func(name string, f func() error) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -311,17 +339,17 @@ func Run(ctx context.Context, cfg Config, out, logw io.Writer) (*Report, error) 
 		return errors.Join(errs...)
 	}
 	steps := []struct {
-		name string
-		f    func() error
+		section, name string
+		f             func() error
 	}{
-		{"end to end, with the baselines next to the levels they are compared with", func() error {
-			return endToEnd(ctx, cfg, bin, dir, rep, around, logf)
+		{"status", "end to end, with the baselines next to the levels they are compared with", func() error {
+			return endToEnd(ctx, cfg, bin, dir, rep, runs(cfg.Only, "e2e"), around, logf)
 		}},
-		{"batches on one connection", func() (err error) {
+		{"batches", "batches on one connection", func() (err error) {
 			rep.Batches, err = batches(ctx, cfg, bin, dir, logf)
 			return err
 		}},
-		{"reply encoders", func() (err error) {
+		{"encoders", "reply encoders", func() (err error) {
 			if !cfg.Encoders {
 				rep.Encoders.Skipped = "-encoders=false"
 				return nil
@@ -329,32 +357,35 @@ func Run(ctx context.Context, cfg Config, out, logw io.Writer) (*Report, error) 
 			rep.Encoders, err = encoders(ctx, cfg, bin, dir, logf)
 			return err
 		}},
-		{"size independence and report evidence", func() (err error) {
+		{"sizes", "size independence and report evidence", func() (err error) {
 			rep.Sizes, err = sizes(ctx, cfg, bin, dir, logf)
 			return err
 		}},
-		{"many projects", func() (err error) {
+		{"many", "many projects", func() (err error) {
 			rep.Many, err = manyProjects(ctx, cfg, bin, dir, logf)
 			return err
 		}},
-		{"fleet on PostgreSQL", func() (err error) {
+		{"pg", "fleet on PostgreSQL", func() (err error) {
 			rep.PG, err = pgFleet(ctx, cfg, bin, dir, logf)
 			return err
 		}},
-		{"replay", func() (err error) {
+		{"replay", "replay", func() (err error) {
 			rep.Replay, err = replay(ctx, cfg, bin, dir, logf)
 			return err
 		}},
-		{"live agents' turns", func() (err error) {
+		{"agents", "live agents' turns", func() (err error) {
 			rep.Agents, err = agentTurns(ctx, cfg, bin, dir, logf)
 			return err
 		}},
-		{"run_progress through MCP", func() (err error) {
+		{"mcp", "run_progress through MCP", func() (err error) {
 			rep.MCP, err = mcpLatency(ctx, cfg, bin, dir, logf)
 			return err
 		}},
 	}
 	for _, s := range steps {
+		if !runs(cfg.Only, s.section) {
+			continue
+		}
 		if err := phase(s.name, s.f); err != nil {
 			return nil, err
 		}

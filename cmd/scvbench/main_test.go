@@ -88,7 +88,8 @@ func TestQuick(t *testing.T) {
 		"many.touch_per_sec", "many.vmhwm_kib",
 		"rss.vmhwm_kib",
 		"agents.updates_per_turn", "agents.events_per_turn", "agents.turn_s",
-		"mcp.calls", "mcp.socket.p50_us", "mcp.mcp.p50_us", "mcp.p50_ratio",
+		"mcp.calls", "mcp.socket.p50_us", "mcp.mcp.p50_us", "mcp.p50_ratio", "mcp.socket.p99_us", "mcp.mcp.p99_us", "mcp.p99_ratio",
+		"mcp.line.p50_us", "mcp.line.p99_us", "mcp.line_p50_ratio", "mcp.line_p99_ratio",
 		"batches.runs", "batches.raw.rows_per_sec", "batches.raw.cpu_us_per_row", "batches.durability.acked",
 		"batches.raw_batched.rows_per_sec", "batches.raw_batched.cpu_us_per_row", "raw.group.cpu_us_per_row",
 		"total_seconds",
@@ -157,16 +158,47 @@ func TestQuick(t *testing.T) {
 	pg := rep["pg"].(map[string]any)
 	if pg["skipped"] != nil {
 		t.Logf("PostgreSQL section skipped: %v", pg["skipped"])
-		assert.Len(t, targets, 15)
+		assert.Len(t, targets, 18)
 		return
 	}
-	assert.Len(t, targets, 17)
+	assert.Len(t, targets, 20)
 	positive("pg.pgbench.tps")
 	positive("pg.fleet.requests_per_sec")
 	positive("pg.fleet_ratio")
 	positive("pg.single_pg.requests_per_sec")
 	positive("pg.single_sqlite.requests_per_sec")
 	assert.Equal(t, 0.0, pg["fleet_durability"].(map[string]any)["missing"])
+}
+
+// TestOnly: -only takes the names of sections, refuses others, and a
+// report of some sections checks only their targets (and the errors).
+func TestOnly(t *testing.T) {
+	cfg, err := parseFlags([]string{"-quick", "-only", "mcp, status"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"mcp", "status"}, cfg.Only)
+	assert.True(t, runs(cfg.Only, "mcp"))
+	assert.True(t, runs(cfg.Only, "status"))
+	assert.False(t, runs(cfg.Only, "e2e"))
+	assert.False(t, runs(cfg.Only, "replay"))
+	assert.True(t, runs([]string{"e2e"}, "status"), "the levels come with the status reads")
+	assert.True(t, runs(nil, "pg"), "no -only: every section")
+
+	_, err = parseFlags([]string{"-only", "mcp,nope"}, io.Discard)
+	require.ErrorContains(t, err, `no section "nope"`)
+
+	rep := &Report{Only: []string{"mcp"}}
+	rep.MCP.LineP50Ratio, rep.MCP.LineP99Ratio = 2, 4
+	rep.evaluate()
+	var names []string
+	for _, tg := range rep.Targets {
+		names = append(names, tg.Name)
+	}
+	assert.ElementsMatch(t, []string{tgtErrors, tgtMCPP50, tgtMCPP99}, names)
+	assert.False(t, rep.allPass(), "p99 is 4× the socket's")
+	var table strings.Builder
+	rep.printTable(&table)
+	assert.Contains(t, table.String(), "line client p99 ÷ the socket's")
+	assert.NotContains(t, table.String(), "replay")
 }
 
 // TestResponder: the do-nothing responder answers each request line
@@ -249,8 +281,9 @@ func TestBatches(t *testing.T) {
 	assert.Equal(t, res.Durability.Acked, res.Durability.Stored, "every acknowledged event is in the file")
 }
 
-// TestMCPLatency: the MCP measure runs its calls both ways against a real
-// daemon and a real `scv mcp`, and reports both latencies.
+// TestMCPLatency: the MCP measure runs its calls on the socket and
+// through a real `scv mcp` with each client, against a real daemon, and
+// reports the three latencies.
 func TestMCPLatency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the daemon and scv mcp")
@@ -262,7 +295,10 @@ func TestMCPLatency(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 200, res.Socket.Count)
 	assert.Equal(t, 200, res.MCP.Count)
+	assert.Equal(t, 200, res.Line.Count)
 	assert.Greater(t, res.Socket.P50us, 0.0)
 	assert.Greater(t, res.MCP.P50us, 0.0)
+	assert.Greater(t, res.Line.P50us, 0.0)
 	assert.Greater(t, res.P50Ratio, 0.0)
+	assert.Greater(t, res.LineP50Ratio, 0.0)
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -180,12 +181,45 @@ func call(t *testing.T, s *sdk.ClientSession, name string, args map[string]any, 
 		require.NotEmpty(t, b.String(), "%s: an error says why", name)
 		return b.String()
 	}
+	b, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	var v any
+	require.NoError(t, json.Unmarshal(b, &v))
+	require.NoError(t, outputSchema(t, s, name).Validate(&v), "%s: the result %s fits the tool's output schema", name, b)
 	if out != nil {
-		b, err := json.Marshal(res.StructuredContent)
-		require.NoError(t, err)
 		require.NoError(t, json.Unmarshal(b, out), "%s: %s", name, b)
 	}
 	return ""
+}
+
+// outputSchemas are the output schemas of each session's tools, as the
+// session lists them, resolved.
+var outputSchemas sync.Map // *sdk.ClientSession → map[string]*jsonschema.Resolved
+
+// outputSchema is tool name's output schema as session s lists it: the
+// server does not check its results against it on each call, so every
+// test's results are checked here.
+func outputSchema(t *testing.T, s *sdk.ClientSession, name string) *jsonschema.Resolved {
+	t.Helper()
+	if m, ok := outputSchemas.Load(s); ok {
+		if r, ok := m.(map[string]*jsonschema.Resolved)[name]; ok {
+			return r
+		}
+	}
+	res, err := s.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	m := map[string]*jsonschema.Resolved{}
+	for _, tl := range res.Tools {
+		b, err := json.Marshal(tl.OutputSchema)
+		require.NoError(t, err)
+		var schema jsonschema.Schema
+		require.NoError(t, json.Unmarshal(b, &schema), "%s's output schema", tl.Name)
+		m[tl.Name], err = schema.Resolve(nil)
+		require.NoError(t, err, "%s's output schema", tl.Name)
+	}
+	outputSchemas.Store(s, m)
+	require.Contains(t, m, name, "the session lists the tool")
+	return m[name]
 }
 
 // mustCall is call of a tool that must succeed.

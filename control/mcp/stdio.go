@@ -100,9 +100,30 @@ type envelope struct {
 }
 
 // count is how many of the messages in b, one message or a batch of
-// them, are requests (calls) or responses (!calls).
+// them, are requests (calls) or responses (!calls). It is counted on
+// every message in and out: a message alone, the usual, is scanned once
+// by msgScanner (a response is as long as the tool's result, which the
+// decoder below took several times as long to read); a batch, a message
+// not valid JSON (on the way in: the SDK's own are) and one whose keys
+// have escapes are decoded.
 func count(b []byte, calls bool) int {
 	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '{' && (!calls || json.Valid(b)) {
+		var s msgScanner
+		s.feed(b)
+		if !s.escKey {
+			id := bytes.TrimSpace(s.id)
+			if s.gotID && len(id) > 0 && !bytes.Equal(id, []byte("null")) && s.method == calls {
+				return 1
+			}
+			return 0
+		}
+	}
+	return countDecoded(b, calls)
+}
+
+// countDecoded is count, decoding b.
+func countDecoded(b []byte, calls bool) int {
 	var msgs []envelope
 	if len(b) > 0 && b[0] == '[' {
 		if json.Unmarshal(b, &msgs) != nil {
@@ -264,6 +285,7 @@ type msgScanner struct {
 	wantKey    bool   // at depth 1, the next string is a key
 	inKey      bool   // reading a key of depth 1
 	key        []byte // that key, up to 8 bytes
+	escKey     bool   // a key of depth 1 had an escape: keys are not known
 	lastKey    string
 	method     bool // the message has a method: a request or a notification
 	inID       bool // reading the ID's value
@@ -286,6 +308,7 @@ func (s *msgScanner) feed(p []byte) {
 				s.esc = false
 			case b == '\\':
 				s.esc = true
+				s.escKey = s.escKey || s.inKey
 			case b == '"':
 				s.inStr = false
 				if s.inKey {
