@@ -9,6 +9,7 @@ import (
 	"scv/control/api"
 	"scv/control/channels"
 	"scv/control/mail"
+	"scv/control/mail/imap"
 )
 
 // The email accounts (docs/mail.md): a mail.Service whose connector runs
@@ -24,7 +25,7 @@ func (d *Daemon) openMail() error {
 	}
 	dial := d.cfg.MailDial
 	if dial == nil {
-		dial = noIMAP
+		dial = dialIMAP
 	}
 	log := d.log.With("component", "mail")
 	d.mail = &mail.Service{
@@ -48,9 +49,15 @@ func (d *Daemon) closeMail() { os.RemoveAll(d.triageDir()) }
 // triageDir is the triage agents' folder.
 func (d *Daemon) triageDir() string { return d.cfg.Socket + ".mail-triage" }
 
-// noIMAP is the dialer of a daemon built without an IMAP client.
-func noIMAP(context.Context, mail.Credentials) (mail.Mailbox, error) {
-	return nil, errors.New("no IMAP client in this build")
+// dialIMAP connects an email account over IMAP (control/mail/imap). Plain
+// text refused fails the account for good, as a refusal of the
+// credentials does: neither goes away by retrying.
+func dialIMAP(ctx context.Context, c mail.Credentials) (mail.Mailbox, error) {
+	mb, err := imap.Dial(ctx, c)
+	if errors.Is(err, imap.ErrPlainText) {
+		return nil, channels.Permanent(err)
+	}
+	return mb, err
 }
 
 // mailClock is the daemon's clock as the email accounts use it: its Now
