@@ -274,15 +274,34 @@ func TestLoginReplies(t *testing.T) {
 	}
 }
 
-// A mail the server will not give: Partial, with what it gives.
-func TestCheckRefusedFetch(t *testing.T) {
-	f := startFake(t, func(tag, command string) string {
+// startFakeMailbox is a fake server whose INBOX (UIDVALIDITY 7) holds
+// exists mails: it logs in and examines it, and script answers the rest
+// (given the command in upper case).
+func startFakeMailbox(t *testing.T, exists int, script func(tag, upper string) string) *fakeServer {
+	return startFake(t, func(tag, command string) string {
 		upper := strings.ToUpper(command)
 		switch {
 		case strings.HasPrefix(upper, "LOGIN"), strings.HasPrefix(upper, "NOOP"):
 			return tag + " OK done\r\n"
 		case strings.HasPrefix(upper, "EXAMINE"):
-			return "* 3 EXISTS\r\n* OK [UIDVALIDITY 7] v\r\n* OK [UIDNEXT 4] n\r\n" + tag + " OK [READ-ONLY] done\r\n"
+			return fmt.Sprintf("* %d EXISTS\r\n* OK [UIDVALIDITY 7] v\r\n%s OK [READ-ONLY] done\r\n", exists, tag)
+		}
+		return script(tag, upper)
+	})
+}
+
+// dialFake logs in to f as to a loopback address.
+func dialFake(ctx context.Context, t *testing.T, f *fakeServer) mail.Mailbox {
+	mb, err := imap.Options{DialContext: f.to}.Dial(ctx, mail.Credentials{URL: "imap://localhost", User: "me", Password: "pw"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = mb.Close() })
+	return mb
+}
+
+// A mail the server will not give: Partial, with what it gives.
+func TestCheckRefusedFetch(t *testing.T) {
+	f := startFakeMailbox(t, 3, func(tag, upper string) string {
+		switch {
 		case strings.HasPrefix(upper, "UID SEARCH"):
 			return "* SEARCH 1 2 3\r\n" + tag + " OK done\r\n"
 		case strings.HasPrefix(upper, "UID FETCH 1:3 "):
@@ -298,9 +317,7 @@ func TestCheckRefusedFetch(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	mb, err := imap.Options{DialContext: f.to}.Dial(ctx, mail.Credentials{URL: "imap://localhost", User: "me", Password: "pw"})
-	require.NoError(t, err)
-	defer mb.Close()
+	mb := dialFake(ctx, t, f)
 	validity, got, err := mb.Check(ctx, 0, 10)
 	require.NoError(t, err)
 	assert.Equal(t, uint32(7), validity)
@@ -577,23 +594,15 @@ func TestTimeoutIsPerCommand(t *testing.T) {
 
 // The end of ctx ends a Check the server does not answer.
 func TestCheckCanceled(t *testing.T) {
-	f := startFake(t, func(tag, command string) string {
-		upper := strings.ToUpper(command)
-		switch {
-		case strings.HasPrefix(upper, "LOGIN"), strings.HasPrefix(upper, "NOOP"):
-			return tag + " OK done\r\n"
-		case strings.HasPrefix(upper, "EXAMINE"):
-			return "* 0 EXISTS\r\n* OK [UIDVALIDITY 7] v\r\n" + tag + " OK [READ-ONLY] done\r\n"
-		case strings.HasPrefix(upper, "UID SEARCH"):
+	f := startFakeMailbox(t, 0, func(tag, upper string) string {
+		if strings.HasPrefix(upper, "UID SEARCH") {
 			return "* OK thinking\r\n" // and never done
 		}
 		return ""
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	mb, err := imap.Options{DialContext: f.to}.Dial(ctx, mail.Credentials{URL: "imap://localhost", User: "me", Password: "pw"})
-	require.NoError(t, err)
-	defer mb.Close()
+	mb := dialFake(ctx, t, f)
 	short, stop := context.WithCancel(ctx)
 	go func() {
 		for !strings.Contains(strings.ToUpper(f.read()), "UID SEARCH") {
@@ -601,7 +610,7 @@ func TestCheckCanceled(t *testing.T) {
 		}
 		stop()
 	}()
-	_, _, err = mb.Check(short, 0, 10)
+	_, _, err := mb.Check(short, 0, 10)
 	require.ErrorIs(t, err, context.Canceled)
 	require.NoError(t, ctx.Err())
 }

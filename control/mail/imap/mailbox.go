@@ -135,8 +135,8 @@ var (
 
 // Check returns the INBOX's UIDVALIDITY and its mails above after, in UID
 // order, at most limit of them (mail.MaxCheck when limit is not 1 to
-// mail.MaxCheck). An error means the connection is lost, or the server
-// refused the search.
+// mail.MaxCheck). An error means the connection is lost (the end of ctx
+// during a Check loses it too), or the server refused the search.
 func (m *mailbox) Check(ctx context.Context, after uint32, limit int) (uint32, []mail.Mail, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, nil, err
