@@ -39,8 +39,10 @@ type account struct {
 	// held: the day's tokens reached the budget and a mail waits for the
 	// triage, unclaimed, until the next local day.
 	held bool
-	// nextDigest is when a digest the chat could not take is told again.
-	nextDigest time.Time
+	// nextDigest is when a digest the chat could not take is told again;
+	// digestFailing says the last try failed (logged once).
+	nextDigest    time.Time
+	digestFailing bool
 	// uv is the mailbox's UIDVALIDITY as the last check found it (at
 	// first, that of the journal's newest claim).
 	uv      uint32
@@ -310,9 +312,15 @@ func (a *account) digest(ctx context.Context) error {
 	id := digestID(a.name, n)
 	shown := items[:min(len(items), MaxDigestMails)]
 	if _, err := a.s.Chats.TellMail(ctx, a.e.MailChat, id, digestText(a.name, shown, len(items)-len(shown))); err != nil {
-		a.log.Warn("the mail chat did not take the digest; told again later", "digest", id, "err", err, "retry", digestRetry)
-		a.nextDigest = now.Add(digestRetry)
+		if !a.digestFailing {
+			a.log.Warn("the mail chat did not take the digest; told again every 30s until it does", "digest", id, "err", err)
+		}
+		a.digestFailing, a.nextDigest = true, now.Add(digestRetry)
 		return nil
+	}
+	if a.digestFailing {
+		a.log.Info("the mail chat took the digest", "digest", id)
+		a.digestFailing = false
 	}
 	return a.sent(ctx, id, shown)
 }
