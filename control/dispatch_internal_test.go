@@ -27,9 +27,9 @@ import (
 // package (fuzz_test.go) uses the same lists; they exist only in the test
 // binary.
 
-// SeedCommandParams holds one valid params object for each of the 36
-// actions (the seed's twenty and the sixteen extensions), in the order of
-// api.Commands(); TestSeedCommandParamsCoverActions keeps it complete.
+// SeedCommandParams holds one valid params object for each action (the
+// seed's twenty and the extensions), in the order of api.Commands();
+// TestSeedCommandParamsCoverActions keeps it complete.
 var SeedCommandParams = []string{
 	`{"action":"status"}`,
 	`{"action":"reload"}`,
@@ -76,6 +76,7 @@ var SeedCommandParams = []string{
 	`{"action":"project_work","project":"acme","agents":2,"command":["acpagent"],"env":["HOME=/tmp"],"labels":["go"],"max_turns":10,"prompt_template":"{{.Task.Title}}","ask":false,"allow_terminal":false}`,
 	`{"action":"project_work_status","project":"acme","after":0,"wait_seconds":0}`,
 	`{"action":"project_work_stop","project":"acme","now":true}`,
+	`{"action":"channel_login","channel":"email","account":"work","imap":"imaps://mail.example.com","user":"me","password":"pw","mail_chat":"local:mail"}`,
 }
 
 // SeedMalformedParams are params objects the strict decoder refuses.

@@ -458,6 +458,8 @@ func TestProtocolApplicationErrors(t *testing.T) {
 
 		{"channel_set of an unknown channel", api.CmdChannelSet{Channel: "carrier-pigeon", Account: "main", Enabled: true}, -32602, "invalid_argument"},
 		{"channel_logout of an unknown account", api.CmdChannelLogout{Channel: "wechat", Account: "main"}, -32001, "not_found"},
+		{"channel_login of a chat channel", api.CmdChannelLogin{Channel: "wechat", Account: "main", IMAP: "imaps://mail.example.com", User: "me", Password: "pw"}, -32602, "invalid_argument"},
+		{"channel_login to a mail chat that does not exist", api.CmdChannelLogin{Channel: "email", Account: "work", IMAP: "imaps://mail.example.com", User: "me", Password: "pw", MailChat: ptr("local:mail")}, -32602, "invalid_argument"},
 		{"kill an unknown delegation", api.CmdDelegationKill{Handle: ptr("nope")}, -32001, "not_found"},
 		{"kill neither handle nor orphans", api.CmdDelegationKill{}, -32602, "invalid_argument"},
 		{"kill a handle and the orphans", api.CmdDelegationKill{Handle: ptr("nope"), Orphans: true}, -32602, "invalid_argument"},

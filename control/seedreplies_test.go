@@ -65,10 +65,15 @@ func TestSeedParsesChannelAndQuestionReplies(t *testing.T) {
 	reply("channel_set wechat", true, api.CmdChannelSet{Channel: "wechat", Account: "main", Enabled: true,
 		RemoteTools: ptr(api.RemoteToolsOwner), Purpose: ptr(api.PurposeMail)})
 	reply("channel_set local", true, api.CmdChannelSet{Channel: "local", Account: "owner", Enabled: true})
+	reply("channel_set local mail", true, api.CmdChannelSet{Channel: "local", Account: "mail", Enabled: true, Purpose: ptr(api.PurposeMail)})
 	require.Eventually(t, func() bool { return d.srv.Service.Channels.(*channels.Manager).Connected("local:owner") }, 10*time.Second, 10*time.Millisecond)
 	reply("status", true, api.CmdStatus{})
 	reply("confirm_ask", true, api.CmdConfirmAsk{Question: "ship it?"})
 	reply("confirm_list", false, api.CmdConfirmList{})
+	// channel_login's reply, and every reply after it, carries the
+	// extension field email, which the seed ignores.
+	reply("channel_login", false, api.CmdChannelLogin{Channel: "email", Account: "work", IMAP: "imaps://mail.example.com",
+		User: "me@example.com", Password: "hunter2", MailChat: ptr("local:mail")})
 
 	sent := strings.Split(strings.TrimSuffix(input.String(), "\n"), "\n")
 	for i, v := range seedDecode(t, bin, sent) {
@@ -80,5 +85,7 @@ func TestSeedParsesChannelAndQuestionReplies(t *testing.T) {
 	assert.Contains(t, input.String(), `"id":"local:owner"`)
 	assert.Contains(t, input.String(), `"state":"connected"`)
 	assert.Contains(t, input.String(), `"purpose":"mail"`)
+	assert.Contains(t, input.String(), `"email":{"imap":"imaps://mail.example.com","user":"me@example.com","mail_chat":"local:mail"}`)
+	assert.NotContains(t, input.String(), "hunter2")
 	assert.Contains(t, input.String(), `"questions":[{`)
 }

@@ -33,8 +33,9 @@ type Service struct {
 	// Delegations is the registry of delegated runs; nil answers the
 	// delegation actions unimplemented.
 	Delegations Delegations
-	// Channels runs the channel accounts; nil answers channel_set and
-	// channel_logout unimplemented (and reload as status).
+	// Channels runs the channel accounts; nil answers channel_set,
+	// channel_logout and channel_login unimplemented (and reload as
+	// status).
 	Channels Channels
 	// Questions asks the owner; nil answers the confirm actions
 	// unimplemented.
@@ -120,6 +121,9 @@ type Channels interface {
 	// refused (an *Error) and changes nothing.
 	Set(ctx context.Context, c api.CmdChannelSet) error
 	Logout(ctx context.Context, c api.CmdChannelLogout) error
+	// Login sets an email account's IMAP URL, user and password
+	// (channel_login), creating and enabling it.
+	Login(ctx context.Context, c api.CmdChannelLogin) error
 	// Reload rereads the settings file and reconciles the components.
 	Reload(ctx context.Context) error
 	// Components is every account's health, in ID order.
@@ -208,19 +212,11 @@ func (s *Service) handle(ctx context.Context, cmd api.Command) (*api.DaemonStatu
 			}
 		}
 		return s.status(nil), nil
-	case api.CmdChannelSet:
+	case api.CmdChannelSet, api.CmdChannelLogout, api.CmdChannelLogin:
 		if s.Channels == nil {
 			break
 		}
-		if err := s.Channels.Set(ctx, c); err != nil {
-			return nil, err
-		}
-		return s.status(nil), nil
-	case api.CmdChannelLogout:
-		if s.Channels == nil {
-			break
-		}
-		if err := s.Channels.Logout(ctx, c); err != nil {
+		if err := s.channel(ctx, c); err != nil {
 			return nil, err
 		}
 		return s.status(nil), nil
@@ -702,4 +698,17 @@ func (s *Service) tellBudget(res ledger.Result) {
 			slog.Warn("the owner was not told the budget was reached", "project", p.Name, "err", err)
 		}
 	}()
+}
+
+// channel runs a command that changes one channel account.
+func (s *Service) channel(ctx context.Context, cmd api.Command) error {
+	switch c := cmd.(type) {
+	case api.CmdChannelSet:
+		return s.Channels.Set(ctx, c)
+	case api.CmdChannelLogout:
+		return s.Channels.Logout(ctx, c)
+	case api.CmdChannelLogin:
+		return s.Channels.Login(ctx, c)
+	}
+	return fmt.Errorf("not a channel command: %s", cmd.Action())
 }

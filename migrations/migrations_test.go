@@ -121,11 +121,10 @@ func TestUpDownUp(t *testing.T) {
 	assertAppendOnly(t, db)
 
 	// Down one at a time: 00011 takes the mail journal and outbox away,
-	// 00009 the works, 00008 the live
-	// agents, 00007 the
-	// leases, 00006 the projects table, 00005 the channel settings and the
-	// question log, 00004 the delegation registry, 00003 the archive, 00002
-	// the hash column, 00001 the rest.
+	// 00010 the email accounts' settings, 00009 the works, 00008 the live
+	// agents, 00007 the leases, 00006 the projects table, 00005 the channel
+	// settings and the question log, 00004 the delegation registry, 00003
+	// the archive, 00002 the hash column, 00001 the rest.
 	assert.Contains(t, objects(t, db, "table"), "mail_journal")
 	assert.Contains(t, objects(t, db, "table"), "mail_outbox")
 	down, err := p.Down(ctx)
@@ -133,6 +132,13 @@ func TestUpDownUp(t *testing.T) {
 	assert.Equal(t, int64(11), down.Source.Version)
 	assert.NotContains(t, objects(t, db, "table"), "mail_journal")
 	assert.NotContains(t, objects(t, db, "table"), "mail_outbox")
+	assert.True(t, hasColumn(t, db, "channel_accounts", "email"))
+	assertEmailColumn(t, db)
+	down, err = p.Down(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, int64(10), down.Source.Version)
+	assert.False(t, hasColumn(t, db, "channel_accounts", "email"))
+	assert.True(t, hasColumn(t, db, "channel_accounts", "credentials"), "the rest of the table stays")
 	assert.Contains(t, objects(t, db, "table"), "works")
 	down, err = p.Down(ctx)
 	require.NoError(t, err)
@@ -195,12 +201,32 @@ func TestUpDownUp(t *testing.T) {
 	assertSchema(t, db, true)
 	assert.True(t, hasColumn(t, db, "events", "hash"))
 	assertAppendOnly(t, db)
+	assertEmailColumn(t, db)
 
 	// Up on an up-to-date database is a no-op.
 	res, err = p.Up(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, res)
 	assertVersion(t, p, latest)
+}
+
+// assertEmailColumn checks 00010's column: empty by default, JSON or
+// nothing. It leaves channel_accounts empty.
+func assertEmailColumn(t *testing.T, db *sqlx.DB) {
+	t.Helper()
+	ins := `INSERT INTO channel_accounts (channel, account, enabled, workspace, remote_tools, senders, purpose, owner_id, bot_id, source, updated_unix_ms)
+		VALUES ('email', 'work', 0, '', 'none', 'owner', 'chat', '', '', 'api', 1)`
+	_, err := db.Exec(ins)
+	require.NoError(t, err)
+	var email string
+	require.NoError(t, db.Get(&email, `SELECT email FROM channel_accounts`))
+	assert.Empty(t, email, "'' by default")
+	_, err = db.Exec(`UPDATE channel_accounts SET email = '{"imap":"imaps://h"}'`)
+	assert.NoError(t, err)
+	_, err = db.Exec(`UPDATE channel_accounts SET email = 'imaps://h'`)
+	assert.Error(t, err, "email must be JSON")
+	_, err = db.Exec(`DELETE FROM channel_accounts`)
+	require.NoError(t, err)
 }
 
 func hasColumn(t *testing.T, db *sqlx.DB, table, column string) bool {

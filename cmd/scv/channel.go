@@ -2,19 +2,32 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"scv/control/api"
+	"scv/control/channels"
 	"scv/control/render"
 )
 
-// newChannelsCmd is `scv channels`.
+// newChannelsCmd is `scv channels`, the same as `scv channel list`.
 func newChannelsCmd(c *client) *cobra.Command {
+	cmd := newChannelListCmd(c)
+	cmd.Use, cmd.Example = "channels", `  scv channels`
+	return cmd
+}
+
+// newChannelListCmd is `scv channel list`.
+func newChannelListCmd(c *client) *cobra.Command {
 	return &cobra.Command{
-		Use:     "channels",
-		Short:   "List the channel accounts and their health",
-		Example: `  scv channels`,
+		Use:   "list",
+		Short: "List the channel accounts and their health",
+		Long: `List every channel account with its health, and, for each email account, its
+IMAP URL, user and mail chat (never its password).`,
+		Example: `  scv channel list`,
 		Args:    exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			_, err := c.call(api.CmdStatus{}, printComponentsReply)
@@ -25,9 +38,11 @@ func newChannelsCmd(c *client) *cobra.Command {
 
 // newChannelCmd is `scv channel`.
 func newChannelCmd(c *client) *cobra.Command {
-	return withExample(`  scv channel set local:owner --enable
-  scv channel logout wechat:main`, group("channel", "Create, change or remove a channel account",
-		newChannelSetCmd(c), newChannelLogoutCmd(c)))
+	return withExample(`  scv channel list
+  scv channel set local:owner --enable
+  scv channel login email:work --imap imaps://mail.example.com --user me@example.com --password-file ~/.config/scv/work.pass
+  scv channel logout wechat:main`, group("channel", "List, create, change or remove channel accounts",
+		newChannelListCmd(c), newChannelSetCmd(c), newChannelLoginCmd(c), newChannelLogoutCmd(c)))
 }
 
 // ChannelSetOptions is `scv channel set`.
@@ -106,6 +121,100 @@ func (o *ChannelSetOptions) run() error {
 	return err
 }
 
+// ChannelLoginOptions is `scv channel login`.
+type ChannelLoginOptions struct {
+	c                                  *client
+	Channel, Account                   string
+	IMAP, User, PasswordFile, MailChat string
+	set                                func(string) bool
+}
+
+func newChannelLoginCmd(c *client) *cobra.Command {
+	o := &ChannelLoginOptions{c: c}
+	cmd := &cobra.Command{
+		Use:   "login email:NAME --imap URL --user U --password-file F",
+		Short: "Set an email account's IMAP server, user and password",
+		Long: `Set the IMAP URL, user and password of the email account email:NAME, and its
+mail chat with --mail-chat (a new account needs one: a chat account of
+purpose mail, such as local:mail), creating the account if need be; it is
+enabled, and its other settings are kept. The URL is imaps://host[:port]
+(TLS) or imap://host[:port] (STARTTLS; plain text only to a loopback
+address).
+
+The password is read from the file F (its content, one trailing newline
+trimmed), or with F - from standard input (on a terminal, without echo);
+never from an argument. The daemon keeps it in the account's stored
+credentials, shows it nowhere, and removes it at scv channel logout.`,
+		Example: `  scv channel set local:mail --enable --purpose mail
+  scv channel login email:work --imap imaps://mail.example.com --user me@example.com \
+      --password-file ~/.config/scv/work.pass --mail-chat local:mail
+  pass show mail/work | scv channel login email:work --imap imaps://mail.example.com --user me --password-file -`,
+		Args:              exactArgs("email:NAME"),
+		ValidArgsFunction: c.completeChats,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if o.Channel, o.Account, err = api.ParseChat(args[0]); err != nil {
+				return usageError{err.Error()}
+			}
+			if o.IMAP == "" || o.User == "" || o.PasswordFile == "" {
+				return usagef("give --imap URL, --user U and --password-file F (- for standard input)")
+			}
+			o.set = cmd.Flags().Changed
+			return o.run()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.IMAP, "imap", "", "the IMAP server, `URL` imaps://host[:port] or imap://host[:port]")
+	f.StringVar(&o.User, "user", "", "the IMAP user `U`")
+	f.StringVar(&o.PasswordFile, "password-file", "", "the `FILE` holding the password, - for standard input")
+	f.StringVar(&o.MailChat, "mail-chat", "", "the chat `C` of purpose mail that gets the digests (default: keep)")
+	return cmd
+}
+
+func (o *ChannelLoginOptions) run() error {
+	password, err := o.password()
+	if err != nil {
+		return err
+	}
+	c := api.CmdChannelLogin{Channel: o.Channel, Account: o.Account, IMAP: o.IMAP, User: o.User, Password: string(password)}
+	if o.set("mail-chat") {
+		c.MailChat = &o.MailChat
+	}
+	_, err = o.c.call(c, printComponentsReply)
+	return err
+}
+
+// password reads the password: from --password-file, or standard input
+// for -, without echo on a terminal.
+func (o *ChannelLoginOptions) password() (channels.Secret, error) {
+	if o.PasswordFile != "-" {
+		return channels.ReadPasswordFile("--password-file", o.PasswordFile)
+	}
+	if f, ok := o.c.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprintf(o.c.stderr, "password for %s: ", channels.ID(channels.Kind(o.Channel), o.Account))
+		b, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(o.c.stderr)
+		if err != nil {
+			return "", fmt.Errorf("read the password: %w", err)
+		}
+		return channels.Password(b)
+	}
+	r, err := o.c.openInput("-", "the password")
+	if err != nil {
+		return "", err
+	}
+	defer r.Close()
+	b, err := io.ReadAll(io.LimitReader(r, channels.MaxPasswordLen+3))
+	if err != nil {
+		return "", fmt.Errorf("read the password: %w", err)
+	}
+	p, err := channels.Password(b)
+	if err != nil {
+		return "", api.Errorf(api.ErrInvalidArgument, "standard input: %v", err)
+	}
+	return p, nil
+}
+
 func newChannelLogoutCmd(c *client) *cobra.Command {
 	return &cobra.Command{
 		Use:               "logout CHANNEL:ACCOUNT",
@@ -141,13 +250,14 @@ reconcile the accounts with it; an invalid file changes nothing.`,
 }
 
 // printComponentsReply is the reply to the channel commands: every
-// account's health.
+// account's health, then the email accounts' settings.
 func printComponentsReply(p *printer, st *api.DaemonStatus) error {
 	if len(st.Components) == 0 {
 		_, err := fmt.Fprintln(p.w, "no channel accounts")
 		return err
 	}
 	t := render.NewTable("ACCOUNT", "ENABLED", "!STATE", "TOOLS", "SENDERS", "RESTARTS", "LAST SUCCESS", "~ERROR")
+	email, emails := render.NewTable("EMAIL", "~IMAP", "USER", "MAIL CHAT"), 0
 	for _, c := range st.Components {
 		senders := "-"
 		if c.Senders != nil {
@@ -155,6 +265,16 @@ func printComponentsReply(p *printer, st *api.DaemonStatus) error {
 		}
 		t.Add(c.ID, fmt.Sprint(c.Enabled), string(c.State), string(c.RemoteTools), senders,
 			fmt.Sprint(c.Restarts), p.agoPtr(c.LastSuccessUnixSeconds), orDash(c.Error))
+		if e := c.Email; e != nil {
+			email.Add(c.ID, e.IMAP, e.User, e.MailChat)
+			emails++
+		}
 	}
-	return p.table(t)
+	if err := p.table(t); err != nil || emails == 0 {
+		return err
+	}
+	if _, err := fmt.Fprintln(p.w); err != nil {
+		return err
+	}
+	return p.table(email)
 }

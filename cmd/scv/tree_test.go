@@ -117,7 +117,8 @@ func TestCommandTreeJSON(t *testing.T) {
 	question := st.Confirm.ID
 	jsonOf("confirm", "ask", "and this one?")
 	other := st.Confirm.ID
-	planFile, beadsFile := filepath.Join(ws, "plan.yaml"), filepath.Join(ws, "issues.jsonl")
+	planFile, beadsFile, passFile := filepath.Join(ws, "plan.yaml"), filepath.Join(ws, "issues.jsonl"), filepath.Join(ws, "mail.pass")
+	require.NoError(t, os.WriteFile(passFile, []byte("hunter2\n"), 0o600))
 	require.NoError(t, os.WriteFile(planFile, []byte("version: 1\ntasks:\n  - {key: docs, title: docs, priority: 0}\n"), 0o644))
 	require.NoError(t, os.WriteFile(beadsFile, []byte(`{"id":"bd-1","title":"from beads","status":"open","priority":1,"issue_type":"task","assignee":"ana"}`+"\n"), 0o644))
 
@@ -131,6 +132,8 @@ func TestCommandTreeJSON(t *testing.T) {
 		{[]string{"version"}, 0},
 		{[]string{"reload"}, 0},
 		{[]string{"channels"}, 0},
+		{[]string{"channel", "list"}, 0},
+		{[]string{"channel", "login", "wechat:main", "--imap", "imaps://mail.example.com", "--user", "me", "--password-file", passFile}, 1}, // only email takes a login
 		{[]string{"channel", "set", "wechat:other", "--disable"}, 0},
 		{[]string{"channel", "logout", "wechat:other"}, 0},
 		{[]string{"project", "create", "other"}, 0},

@@ -382,6 +382,7 @@ var commands = []Command{
 	CmdProjectTaskEdit{}, CmdProjectTaskShow{}, CmdProjectReady{}, CmdProjectTaskNext{}, CmdProjectPlanApply{},
 	CmdProjectBudget{},
 	CmdProjectWork{}, CmdProjectWorkStatus{}, CmdProjectWorkStop{},
+	CmdChannelLogin{},
 }
 
 // EncodeCommand writes c as serde writes the seed's DaemonCommand: the

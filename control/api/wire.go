@@ -131,6 +131,9 @@ type ComponentHealth struct {
 	Senders                *Senders       `json:"senders,omitempty"`
 	Purpose                *Purpose       `json:"purpose,omitempty"`
 	Mail                   *MailCounts    `json:"mail,omitempty"`
+	// Email is an extension: an email account's IMAP URL, user and mail
+	// chat; absent for every other account.
+	Email *EmailAccount `json:"email,omitempty"`
 }
 
 // MailCounts is an email account's activity, as counts only.

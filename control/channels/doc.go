@@ -11,6 +11,18 @@
 // (ReadFile, DefaultPath). Invalid input is refused with a -32602
 // invalid_argument *api.Error and changes nothing.
 //
+// # Email accounts
+//
+// An account of channel email carries an Email (the settings file's
+// `email` object, or channel_login's IMAP URL, user and mail chat) and a
+// Password. They are stored in the account's channel_accounts row: the
+// Email as JSON in the row's own email column (migration 00010), the
+// password in the row's credentials ({"password": ...}), and nowhere
+// else; channel_logout deletes the row, both with it. The settings file
+// never holds the password: its password_file is read at each reload.
+// The password is a Secret, which prints as [secret] through fmt, JSON
+// and slog, and no error, reply or log line of this package holds it.
+//
 // # Components
 //
 // The Manager runs one component per enabled account: a goroutine that

@@ -45,6 +45,10 @@ type FileAccount struct {
 	Purpose     *api.Purpose     `json:"purpose,omitempty"`
 	OwnerID     string           `json:"owner_id,omitempty"`
 	BotID       string           `json:"bot_id,omitempty"`
+	// Email is an email account's settings; only channel email has one,
+	// and an enabled email account must. Its password_file is read when
+	// the file is.
+	Email *Email `json:"email,omitempty"`
 }
 
 // ReadFile reads and checks the settings file at path: every account
@@ -66,22 +70,27 @@ func ReadFile(path string) ([]Settings, error) {
 	return list, nil
 }
 
-// ParseFile parses and checks a settings file's bytes as ReadFile does.
-// Unknown fields are refused, so that a typo is not silently ignored.
+// ParseFile parses and checks a settings file's bytes as ReadFile does,
+// reading the password files it names. Unknown fields are refused, so
+// that a typo is not silently ignored. Whether an email account's mail
+// chat is an account of purpose mail is the Manager's to check (Reload),
+// which knows the accounts the file does not list.
 func ParseFile(b []byte) ([]Settings, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var f File
-	if err := dec.Decode(&f); err != nil {
-		return nil, invalid("%v", err)
+	var f struct {
+		Accounts []json.RawMessage `json:"accounts"`
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, invalid("unexpected data after the settings object")
+	if err := decodeStrict(b, &f); err != nil {
+		return nil, err
 	}
 	seen := map[string]bool{}
 	list := make([]Settings, 0, len(f.Accounts))
-	for i, a := range f.Accounts {
-		s, err := a.settings()
+	for i, raw := range f.Accounts {
+		var a FileAccount
+		err := decodeStrict(raw, &a)
+		var s Settings
+		if err == nil {
+			s, err = a.settings()
+		}
 		if err != nil {
 			return nil, fmt.Errorf("accounts[%d]: %w", i, err)
 		}
@@ -92,6 +101,20 @@ func ParseFile(b []byte) ([]Settings, error) {
 		list = append(list, s)
 	}
 	return list, nil
+}
+
+// decodeStrict decodes one JSON value into v, refusing unknown fields and
+// anything after the value.
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return invalid("%v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return invalid("unexpected data after the settings object")
+	}
+	return nil
 }
 
 func (a FileAccount) settings() (Settings, error) {
@@ -118,5 +141,16 @@ func (a FileAccount) settings() (Settings, error) {
 		s.Purpose = *a.Purpose
 	}
 	s.OwnerID, s.BotID = a.OwnerID, a.BotID
-	return s, s.Validate()
+	s.Email = a.Email.clone()
+	if err := s.Validate(); err != nil {
+		return Settings{}, err
+	}
+	if s.Email != nil && s.Email.PasswordFile != "" {
+		p, err := ReadPasswordFile("email.password_file", s.Email.PasswordFile)
+		if err != nil {
+			return Settings{}, err
+		}
+		s.Password = p
+	}
+	return s, nil
 }

@@ -246,6 +246,17 @@ func (h *harness) manager() *channels.Manager {
 	return m
 }
 
+// restart is a daemon's restart: the Manager closed, the ledger
+// reopened, a new Manager loaded from it.
+func (h *harness) restart() {
+	h.t.Helper()
+	h.m.Close()
+	require.NoError(h.t, h.l.Close())
+	h.l = openLedger(h.t, h.dbPath)
+	h.m = h.manager()
+	require.NoError(h.t, h.m.Load(ctx))
+}
+
 // plug replaces kind k's connector by a test connector, in every Manager
 // made afterwards and in h.m.
 func (h *harness) plug(k channels.Kind) *testConnector {

@@ -171,8 +171,12 @@ func (m *Manager) ready(ctx context.Context) error {
 	defer m.mu.Unlock()
 	m.accounts = map[string]*account{}
 	for _, r := range rows {
-		a := &account{s: fromRow(r), row: r, state: api.ComponentDisabled}
-		if err := a.s.check(false); err != nil {
+		s, err := fromRow(r)
+		a := &account{s: s, row: r, state: api.ComponentDisabled}
+		if err == nil {
+			err = a.s.check(false)
+		}
+		if err != nil {
 			a.bad = "stored settings are invalid: " + err.Error()
 			a.err = a.bad
 		}
@@ -234,19 +238,7 @@ func (m *Manager) Set(ctx context.Context, c api.CmdChannelSet) error {
 	if err != nil {
 		return err
 	}
-	row = toRow(s, row, m.clock().Now().UnixMilli())
-	if err := m.Store.ReplaceChannelAccounts(ctx, []local.ChannelAccount{row}, nil); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	if a == nil {
-		a = &account{state: api.ComponentDisabled}
-		m.accounts[id] = a
-	}
-	a.s, a.row, a.bad = s, row, ""
-	m.mu.Unlock()
-	m.reconcile(a)
-	return nil
+	return m.put(ctx, id, a, s, row)
 }
 
 // Logout removes one account's row (settings, credentials and state),
@@ -301,6 +293,9 @@ func (m *Manager) Reload(ctx context.Context) error {
 		current[id] = account{s: a.s, row: a.row, bad: a.bad}
 	}
 	m.mu.Unlock()
+	if list, err = fileEmail(list, current); err != nil {
+		return fmt.Errorf("settings file %s: %w", path, err)
+	}
 
 	now := m.clock().Now().UnixMilli()
 	listed := map[string]bool{}
@@ -310,7 +305,7 @@ func (m *Manager) Reload(ctx context.Context) error {
 		listed[s.ID()] = true
 		cur, ok := current[s.ID()]
 		row := cur.row
-		if !ok || cur.s != s || cur.bad != "" {
+		if !ok || !cur.s.equal(s) || cur.bad != "" {
 			row = toRow(s, cur.row, now)
 			put = append(put, row)
 		}
@@ -405,13 +400,14 @@ func (m *Manager) Connected(chat string) bool {
 }
 
 // ConnectedChats is the IDs of the connected accounts that carry chats
-// (purpose chat; a mail chat never carries questions), sorted.
+// (purpose chat; a mail chat never carries questions, nor does an email
+// account), sorted.
 func (m *Manager) ConnectedChats() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var ids []string
 	for id, a := range m.accounts {
-		if a.state == api.ComponentConnected && a.s.Purpose == api.PurposeChat {
+		if a.state == api.ComponentConnected && a.s.Purpose == api.PurposeChat && a.s.Channel != KindEmail {
 			ids = append(ids, id)
 		}
 	}
@@ -481,7 +477,7 @@ func (m *Manager) reconcile(a *account) {
 		m.stop(a, api.ComponentDisabled)
 		return
 	}
-	if r != nil && runnable(r.s) == runnable(s) {
+	if r != nil && runnable(r.s).equal(runnable(s)) {
 		return
 	}
 	if r != nil {

@@ -48,7 +48,8 @@ func isOwner(s Settings, senderID string) bool { return s.OwnerID != "" && sende
 
 // health is the policy part of an account's ComponentHealth: its identity
 // and authority. Senders is reported as set; purpose only when it is not
-// an ordinary chat; user_id and bot_id when known. An email account's
+// an ordinary chat; user_id and bot_id when known; an email account's
+// IMAP URL, user and mail chat (never its password). An email account's
 // mail counts are the Manager's (Components, MailCounts).
 func health(s Settings) api.ComponentHealth {
 	h := api.ComponentHealth{
@@ -64,6 +65,9 @@ func health(s Settings) api.ComponentHealth {
 	h.Senders = new(s.Senders)
 	if s.Purpose != api.PurposeChat {
 		h.Purpose = new(s.Purpose)
+	}
+	if s.Email != nil {
+		h.Email = &api.EmailAccount{IMAP: s.Email.IMAP, User: s.Email.User, MailChat: s.Email.MailChat}
 	}
 	return h
 }

@@ -52,7 +52,7 @@ func TestReloadAddsChangesRemoves(t *testing.T) {
 	assert.Len(t, h.rows(), 4)
 
 	// channel_set on a file account keeps its source.
-	h.set(api.CmdChannelSet{Channel: "email", Account: "inbox", Enabled: true})
+	h.set(api.CmdChannelSet{Channel: "email", Account: "inbox", Enabled: false, Senders: ptr(api.SendersAnyone)})
 	inbox, _ = h.m.Settings("email:inbox")
 	assert.Equal(t, channels.SourceFile, inbox.Source)
 

@@ -1,6 +1,9 @@
 package channels
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -140,7 +143,42 @@ func (s Settings) check(exists bool) error {
 	if !oneOf(s.Source, SourceAPI, SourceFile) {
 		return invalid("source %q: want api or file", s.Source)
 	}
+	return s.checkEmail()
+}
+
+// checkEmail checks an account's email settings and password: only an
+// email account has them, an enabled one must have its settings, and
+// those it has must be valid.
+func (s Settings) checkEmail() error {
+	if s.Channel != KindEmail {
+		switch {
+		case s.Email != nil:
+			return invalid("%s: only an email account has email settings", s.ID())
+		case s.Password != "":
+			return invalid("%s: only an email account has a password", s.ID())
+		}
+		return nil
+	}
+	if s.Email == nil {
+		if s.Enabled {
+			return invalid("%s: an enabled email account needs its email settings (the settings file's email object, or scv channel login)", s.ID())
+		}
+		return nil
+	}
+	if err := s.Email.check(); err != nil {
+		return err
+	}
+	if s.Password != "" {
+		return CheckPassword(s.Password)
+	}
 	return nil
+}
+
+// equal reports whether s and o are the same settings.
+func (s Settings) equal(o Settings) bool {
+	e, f := s.Email, o.Email
+	s.Email, o.Email = nil, nil
+	return s == o && e.equal(f)
 }
 
 // checkKey checks a channel and an account name.
@@ -211,22 +249,54 @@ func apply(s Settings, c api.CmdChannelSet) (Settings, error) {
 	return s, nil
 }
 
-// fromRow reads a stored account; it is not validated.
-func fromRow(r local.ChannelAccount) Settings {
-	return Settings{
+// fromRow reads a stored account; it is not validated. An email
+// account's settings come from the row's email column, its password from
+// its credentials ({"password": ...}); an error (which never holds
+// anything of the credentials) says that one of them cannot be read, and
+// the account is shown as invalid.
+func fromRow(r local.ChannelAccount) (Settings, error) {
+	s := Settings{
 		Channel: Kind(r.Channel), Account: r.Account, Enabled: r.Enabled, Workspace: r.Workspace,
 		RemoteTools: api.RemoteTools(r.RemoteTools), Senders: api.Senders(r.Senders),
 		Purpose: api.Purpose(r.Purpose), OwnerID: r.OwnerID, BotID: r.BotID, Source: Source(r.Source),
 	}
+	if r.Email != "" {
+		if err := json.Unmarshal([]byte(r.Email), &s.Email); err != nil {
+			return s, fmt.Errorf("the stored email settings cannot be read: %w", err)
+		}
+	}
+	if s.Channel == KindEmail && r.Credentials != "" {
+		var c emailCredentials
+		if json.Unmarshal([]byte(r.Credentials), &c) != nil {
+			return s, errors.New("the stored credentials cannot be read")
+		}
+		s.Password = Secret(c.Password)
+	}
+	return s, nil
+}
+
+// emailCredentials is an email account's stored credentials.
+type emailCredentials struct {
+	Password string `json:"password,omitempty"`
 }
 
 // toRow is the stored form of s, with the connector's credentials and
-// state of the stored row prev (empty for a new account).
+// state of the stored row prev (empty for a new account); an email
+// account's credentials are its password.
 func toRow(s Settings, prev local.ChannelAccount, updatedMS int64) local.ChannelAccount {
-	return local.ChannelAccount{
+	r := local.ChannelAccount{
 		Channel: string(s.Channel), Account: s.Account, Enabled: s.Enabled, Workspace: s.Workspace,
 		RemoteTools: string(s.RemoteTools), Senders: string(s.Senders), Purpose: string(s.Purpose),
 		OwnerID: s.OwnerID, BotID: s.BotID, Source: string(s.Source),
 		Credentials: prev.Credentials, State: prev.State, Updated: updatedMS,
 	}
+	if s.Email != nil {
+		b, _ := json.Marshal(s.Email) // plain strings, lists and numbers: it cannot fail
+		r.Email = string(b)
+	}
+	if s.Channel == KindEmail {
+		b, _ := json.Marshal(emailCredentials{Password: string(s.Password)})
+		r.Credentials = string(b)
+	}
+	return r
 }

@@ -62,12 +62,7 @@ func TestSettingsRoundTrip(t *testing.T) {
 	before := h.rows()
 	components := h.m.Components()
 	require.Len(t, before, 2)
-	h.m.Close()
-	require.NoError(t, h.l.Close())
-
-	h.l = openLedger(t, h.dbPath)
-	h.m = h.manager()
-	require.NoError(t, h.m.Load(ctx))
+	h.restart()
 	assert.Equal(t, before, h.rows(), "rows kept field for field")
 	h.waitState("local:owner", api.ComponentConnected)
 	assert.Equal(t, components, h.m.Components(), "the same settings and states after a restart")

@@ -66,8 +66,9 @@ type Channels interface {
 	// ReplaceChannelAccounts deletes the accounts del names ({channel,
 	// account}; one that is not there is no error) and puts every account
 	// of put (inserting it or replacing every column of the row with the
-	// same channel and account). Credentials or state that are not JSON
-	// are refused with reducer.ErrInvalidArgument.
+	// same channel and account). Credentials or state that are not JSON,
+	// and email settings that are neither "" nor JSON, are refused with
+	// reducer.ErrInvalidArgument.
 	ReplaceChannelAccounts(ctx context.Context, put []ChannelAccount, del [][2]string) error
 	// DeleteChannelAccount removes one account and reports whether it was
 	// there.
@@ -221,6 +222,9 @@ type ChannelAccount struct {
 	BotID       string `db:"bot_id"`
 	// Source is who last set the account: "api" or "file".
 	Source string `db:"source"`
+	// Email is an email account's own settings, a JSON object the
+	// channels package writes and reads; "" for every other account.
+	Email string `db:"email"`
 	// Credentials and State are the connector's own, opaque JSON; empty
 	// is stored as "{}".
 	Credentials string `db:"credentials"`

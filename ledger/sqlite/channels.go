@@ -12,14 +12,14 @@ import (
 	"scv/reducer"
 )
 
-const channelColumns = `channel, account, enabled, workspace, remote_tools, senders, purpose, owner_id, bot_id, source, credentials, state, updated_unix_ms`
+const channelColumns = `channel, account, enabled, workspace, remote_tools, senders, purpose, owner_id, bot_id, source, email, credentials, state, updated_unix_ms`
 
 const putChannelSQL = `INSERT INTO channel_accounts (` + channelColumns + `) VALUES (
-	:channel, :account, :enabled, :workspace, :remote_tools, :senders, :purpose, :owner_id, :bot_id, :source, :credentials, :state, :updated_unix_ms)
+	:channel, :account, :enabled, :workspace, :remote_tools, :senders, :purpose, :owner_id, :bot_id, :source, :email, :credentials, :state, :updated_unix_ms)
 	ON CONFLICT (channel, account) DO UPDATE SET
 	enabled = excluded.enabled, workspace = excluded.workspace, remote_tools = excluded.remote_tools,
 	senders = excluded.senders, purpose = excluded.purpose, owner_id = excluded.owner_id, bot_id = excluded.bot_id,
-	source = excluded.source, credentials = excluded.credentials, state = excluded.state,
+	source = excluded.source, email = excluded.email, credentials = excluded.credentials, state = excluded.state,
 	updated_unix_ms = excluded.updated_unix_ms`
 
 const deleteChannelSQL = `DELETE FROM channel_accounts WHERE channel = ? AND account = ?`
@@ -34,8 +34,9 @@ func (d *DB) DeleteChannelAccount(ctx context.Context, channel, account string) 
 // account}; one that is not there is no error) and puts every account of
 // put (inserting it, or replacing every column of the row with the same
 // channel and account), in one transaction: all of it is kept or none.
-// Credentials or state that are not JSON are refused with
-// reducer.ErrInvalidArgument and nothing changes.
+// Credentials or state that are not JSON, and email settings that are
+// neither empty nor JSON, are refused with reducer.ErrInvalidArgument and
+// nothing changes.
 func (d *DB) ReplaceChannelAccounts(ctx context.Context, put []local.ChannelAccount, del [][2]string) error {
 	rows := make([]local.ChannelAccount, len(put))
 	now := d.clock().UnixMilli()
@@ -47,6 +48,9 @@ func (d *DB) ReplaceChannelAccounts(ctx context.Context, put []local.ChannelAcco
 			if !json.Valid([]byte(*v)) {
 				return fmt.Errorf("%w: channel account %s:%s: credentials and state must be JSON", reducer.ErrInvalidArgument, a.Channel, a.Account)
 			}
+		}
+		if a.Email != "" && !json.Valid([]byte(a.Email)) {
+			return fmt.Errorf("%w: channel account %s:%s: email settings must be JSON", reducer.ErrInvalidArgument, a.Channel, a.Account)
 		}
 		if a.Updated == 0 {
 			a.Updated = now

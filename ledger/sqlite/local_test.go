@@ -127,6 +127,7 @@ func TestChannelAccountsRoundTrip(t *testing.T) {
 	store, err := sqlite.Open(ctx, path, sqlite.Options{Clock: func() time.Time { return time.UnixMilli(1_800_000_000_000) }})
 	require.NoError(t, err)
 	wechat := channelAccount("wechat", "main")
+	wechat.Email = `{"imap":"imaps://mail.example.com","user":"me"}` // kept as it is given
 	loc := channelAccount("local", "owner")
 	loc.Credentials, loc.State, loc.Updated = "", "", 0
 	loc.Enabled, loc.Source = false, "file"
@@ -160,8 +161,9 @@ func TestChannelAccountsRoundTrip(t *testing.T) {
 	assertNoEvents(t, path)
 }
 
-// TestChannelAccountsRefuseNonJSON: credentials or state that are not JSON
-// are refused and nothing is stored.
+// TestChannelAccountsRefuseNonJSON: credentials or state that are not
+// JSON, and email settings that are neither empty nor JSON, are refused
+// and nothing is stored.
 func TestChannelAccountsRefuseNonJSON(t *testing.T) {
 	ctx := context.Background()
 	store := openDB(t, dbPath(t))
@@ -171,6 +173,9 @@ func TestChannelAccountsRefuseNonJSON(t *testing.T) {
 	b := channelAccount("local", "other")
 	b.State = "{"
 	require.ErrorIs(t, store.ReplaceChannelAccounts(ctx, []local.ChannelAccount{channelAccount("slack", "x"), b}, nil), reducer.ErrInvalidArgument)
+	c := channelAccount("email", "work")
+	c.Email = "imaps://mail.example.com"
+	require.ErrorIs(t, store.ReplaceChannelAccounts(ctx, []local.ChannelAccount{c}, nil), reducer.ErrInvalidArgument)
 	got, err := store.ChannelAccounts(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, got)

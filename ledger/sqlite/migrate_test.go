@@ -141,7 +141,7 @@ func atSchema5(t *testing.T, h history) string {
 		`INSERT INTO events_archive SELECT * FROM src.events_archive`,
 		`INSERT INTO snapshots SELECT * FROM src.snapshots`,
 		`INSERT INTO delegations SELECT * FROM src.delegations`,
-		`INSERT INTO channel_accounts SELECT * FROM src.channel_accounts`,
+		`INSERT INTO channel_accounts SELECT channel, account, enabled, workspace, remote_tools, senders, purpose, owner_id, bot_id, source, credentials, state, updated_unix_ms FROM src.channel_accounts`,
 		`INSERT INTO confirm_log SELECT * FROM src.confirm_log`,
 		// The counter past the dropped newest events.
 		`UPDATE sqlite_sequence SET seq = (SELECT seq FROM src.sqlite_sequence s WHERE s.name = sqlite_sequence.name)`,
