@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"scv/control/agents/acpagenttest"
 	"scv/control/api"
 	"scv/control/mail/dovecottest"
 	"scv/control/mail/imap"
@@ -26,30 +26,6 @@ import (
 // Dovecot (dovecottest), triaged by the project's scripted ACP agent
 // (cmd/internal/acpagent --steps-only: the script hides in each mail's
 // text, and reports usage).
-
-var (
-	agentOnce sync.Once
-	agentBin  string
-	agentErr  error
-)
-
-// acpagent is the path of the scripted agent, built on first use.
-func acpagent(t *testing.T) string {
-	t.Helper()
-	agentOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "acpagent")
-		if err != nil {
-			agentErr = err
-			return
-		}
-		agentBin = filepath.Join(dir, "acpagent")
-		if out, err := exec.Command("go", "build", "-o", agentBin, "scv/cmd/internal/acpagent").CombinedOutput(); err != nil {
-			agentErr = fmt.Errorf("%v: %s", err, out)
-		}
-	})
-	require.NoError(t, agentErr, "build the scripted agent")
-	return agentBin
-}
 
 // lockedBuffer is a log to search.
 type lockedBuffer struct {
@@ -79,7 +55,7 @@ func mailSettings(t *testing.T, dir, url string, d *dovecottest.Server, password
 	require.NoError(t, os.WriteFile(pass, []byte(password+"\n"), 0o600))
 	email := map[string]any{"imap": url, "user": d.User(), "password_file": pass, "mail_chat": "local:mail",
 		"report_from": []string{"boss@example.com"}, "time_zone": "UTC",
-		"triage_agent": []string{acpagent(t), "--state", filepath.Join(dir, "acpagent"), "--steps-only"}}
+		"triage_agent": []string{acpagenttest.Binary(t), "--state", filepath.Join(dir, "acpagent"), "--steps-only"}}
 	for k, v := range fields {
 		email[k] = v
 	}

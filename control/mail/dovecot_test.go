@@ -4,16 +4,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"scv/control/agents/acpagenttest"
 	"scv/control/api"
 	"scv/control/channels"
 	"scv/control/mail"
@@ -27,30 +25,6 @@ import (
 // project's scripted ACP agent (cmd/internal/acpagent --steps-only), whose
 // script hides in each mail's text and which reports usage.
 
-var (
-	agentOnce sync.Once
-	agentBin  string
-	agentErr  error
-)
-
-// acpagent is the path of the scripted agent, built on first use.
-func acpagent(t *testing.T) string {
-	t.Helper()
-	agentOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "acpagent")
-		if err != nil {
-			agentErr = err
-			return
-		}
-		agentBin = filepath.Join(dir, "acpagent")
-		if out, err := exec.Command("go", "build", "-o", agentBin, "scv/cmd/internal/acpagent").CombinedOutput(); err != nil {
-			agentErr = fmt.Errorf("%v: %s", err, out)
-		}
-	})
-	require.NoError(t, agentErr, "build the scripted agent")
-	return agentBin
-}
-
 // withDovecot is env on a private Dovecot, its account the server's user
 // over STARTTLS, triaged by the scripted agent (a private live agent, as
 // the daemon starts one).
@@ -62,7 +36,7 @@ func withDovecot(t *testing.T) (*env, *dovecottest.Server) {
 	e.s.Triage = mail.AgentTriage(t.TempDir(), os.Environ(),
 		slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	e.set.Email.IMAP, e.set.Email.User, e.set.Password = d.URL(), d.User(), channels.Secret(d.Password())
-	e.set.Email.TriageAgent = []string{acpagent(t), "--state", t.TempDir(), "--steps-only"}
+	e.set.Email.TriageAgent = []string{acpagenttest.Binary(t), "--state", t.TempDir(), "--steps-only"}
 	e.set.Email.Poll = channels.Duration(time.Hour) // IDLE, or nothing
 	return e, d
 }
