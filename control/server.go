@@ -393,14 +393,16 @@ func (s *Server) waitsLocked() context.Context {
 }
 
 // isWait reports whether cmd only waits for news, so that ending it early
-// loses nothing: a confirm_list or agent_updates with wait_seconds (a long
-// poll).
+// loses nothing: a confirm_list, agent_updates or project_work_status with
+// wait_seconds (a long poll).
 func isWait(cmd api.Command) bool {
 	var w *uint64
 	switch c := cmd.(type) {
 	case api.CmdConfirmList:
 		w = c.WaitSeconds
 	case api.CmdAgentUpdates:
+		w = c.WaitSeconds
+	case api.CmdProjectWorkStatus:
 		w = c.WaitSeconds
 	}
 	return w != nil && *w > 0
@@ -413,6 +415,9 @@ func noWait(cmd api.Command) api.Command {
 		c.WaitSeconds = nil
 		return c
 	case api.CmdAgentUpdates:
+		c.WaitSeconds = nil
+		return c
+	case api.CmdProjectWorkStatus:
 		c.WaitSeconds = nil
 		return c
 	}

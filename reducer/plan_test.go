@@ -85,6 +85,8 @@ func TestNothingReadySaysWhy(t *testing.T) {
 	}{
 		{"no tasks", nil, nil, "nothing ready: project proj has no tasks"},
 		{"all done", cmds(add("a", 0), upd("a", reducer.TaskDone)), nil, "nothing ready: all 1 task of project proj are done"},
+		{"all done, an epic apart", cmds(addP("e", 0, ""), addP("c", 0, "e"), upd("c", reducer.TaskDone)), nil,
+			"nothing ready: all 1 task of project proj are done, and its 1 epic"},
 		{"all running", cmds(add("a", 0), add("b", 0, "a"), start("a", "r1")), nil,
 			"nothing ready: nothing is ready in project proj: all running (1 running, 1 pending)"},
 		{"approval", cmds(add("a", 0), reducer.AskApproval{Project: projID, TaskID: "a", QuestionID: "q", Question: "ok?", Deadline: 1 << 40}), nil,

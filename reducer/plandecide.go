@@ -352,7 +352,18 @@ func (p *Project) whyNothingReady(labels []string) string {
 		return fmt.Sprintf("no ready task of %s has the labels %s (%s ready without them)", where, strings.Join(labels, ", "), plural(p.ready.Len(), "task"))
 	}
 	if p.DoneCount() == n {
-		return fmt.Sprintf("all %s of %s are done", plural(n, "task"), where)
+		// Epics are counted apart, as the views count them (O(n), on
+		// this path only).
+		epics := 0
+		for _, t := range p.Tasks() {
+			if t.Epic() {
+				epics++
+			}
+		}
+		if epics == 0 {
+			return fmt.Sprintf("all %s of %s are done", plural(n, "task"), where)
+		}
+		return fmt.Sprintf("all %s of %s are done, and its %s", plural(n-epics, "task"), where, plural(epics, "epic"))
 	}
 	var why string
 	var running, stale, waiting, failed, blocked, pending int

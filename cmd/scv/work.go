@@ -57,7 +57,7 @@ The command follows the work, a line for each turn's start and end (under
 --json, each entry of the work's log as a JSON line, then the work), and
 prints a summary when it ends: when nothing is ready and nothing runs. It
 exits 0 when every task of the project is done, else 1. Ctrl-C stops
-following; the work goes on in the daemon. --stop makes the work take no
+following (exit 130); the work goes on in the daemon. --stop makes the work take no
 more tasks (--now cancels its running turns); --status shows it.`,
 		Example: `  scv project work acme --agents 2 -- gemini --experimental-acp
   scv project work acme --status
@@ -174,6 +174,7 @@ func (o *ProjectWorkOptions) follow(w api.WorkInfo) error {
 		return err
 	}
 	if w.State != api.WorkEnded {
+		pid := uint32(0) // the daemon that answered last
 		err := o.c.follow(ctx, &follow.Follower{
 			Answered: true,
 			Request: func() api.Command {
@@ -185,8 +186,11 @@ func (o *ProjectWorkOptions) follow(w api.WorkInfo) error {
 				if err != nil {
 					return follow.Stop, err
 				}
-				if w.Next < last.Next {
-					// A restarted daemon resumed the work: its log starts anew.
+				restarted := pid != 0 && st.PID != pid
+				pid = st.PID
+				if restarted || w.Next < last.Next {
+					// A restarted daemon resumed the work: its log starts
+					// anew (and may be longer already than the last one).
 					o.c.note("the daemon restarted; the work goes on, its log anew")
 					last.Next = 0
 					return follow.Now, nil

@@ -7,9 +7,12 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,6 +54,18 @@ func workLines(t *testing.T, out string) ([]api.WorkEntry, api.WorkInfo) {
 	var w api.WorkInfo
 	require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &w))
 	return entries, w
+}
+
+// gatedTemplate writes a prompt template whose turns say their task's
+// title, then wait until the gate opens: until open is called.
+func (e *liveEnv) gatedTemplate() (tmpl string, open func()) {
+	e.t.Helper()
+	gate := filepath.Join(e.dir, "open")
+	script := filepath.Join(e.dir, "gate.sh")
+	require.NoError(e.t, os.WriteFile(script, []byte("while [ ! -e "+gate+" ]; do sleep 0.02; done\n"), 0o600))
+	tmpl = filepath.Join(e.dir, "prompt.tmpl")
+	require.NoError(e.t, os.WriteFile(tmpl, []byte("say {{.Task.Title}}\nexec sh "+script+"\n"), 0o600))
+	return tmpl, func() { require.NoError(e.t, os.WriteFile(gate, nil, 0o600)) }
 }
 
 // TestWorkPlanOfEightTasks works a plan of 8 tasks with dependencies with
@@ -278,10 +293,54 @@ func TestWorkCrashingAgentAndApproval(t *testing.T) {
 	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
 }
 
+// claimedTwice counts the runs started, from the project's events, on a
+// task whose run was still running: a task claimed twice.
+func claimedTwice(t *testing.T, events []api.ProjectEvent) int {
+	t.Helper()
+	live := map[string]string{} // run → task
+	onTask := map[string]bool{}
+	twice := 0
+	for _, ev := range events {
+		var d struct {
+			RunID  string `json:"run_id"`
+			TaskID string `json:"task_id"`
+		}
+		require.NoError(t, json.Unmarshal(ev.Data, &d))
+		switch ev.Kind {
+		case "run_started":
+			if onTask[d.TaskID] {
+				twice++
+			}
+			onTask[d.TaskID], live[d.RunID] = true, d.TaskID
+		case "run_finished", "run_stale":
+			onTask[live[d.RunID]] = false
+			delete(live, d.RunID)
+		}
+	}
+	return twice
+}
+
+// TestClaimedTwice: a run started on a task whose run is still running
+// counts; one after its run finished or was marked stale does not.
+func TestClaimedTwice(t *testing.T) {
+	ev := func(kind, run, task string) api.ProjectEvent {
+		return api.ProjectEvent{Kind: kind, Data: json.RawMessage(`{"run_id":"` + run + `","task_id":"` + task + `"}`)}
+	}
+	assert.Zero(t, claimedTwice(t, []api.ProjectEvent{
+		ev("run_started", "r1", "a"), ev("run_started", "r2", "b"), ev("run_finished", "r1", ""),
+		ev("run_started", "r3", "a"), ev("run_stale", "r3", ""), ev("run_started", "r4", "a"),
+	}))
+	assert.Equal(t, 1, claimedTwice(t, []api.ProjectEvent{
+		ev("run_started", "r1", "a"), ev("run_finished", "r1", ""), ev("run_started", "r2", "a"), ev("run_started", "r3", "a"),
+	}))
+}
+
 // TestWorkResumesAfterSIGKILL: the daemon killed in the middle of the
 // work's turns and started again resumes the work (its settings in the
 // local store): every task done once, no run left running, the turns the
-// kill cut failed.
+// kill cut failed, no task claimed twice. It logs its figures (docs/work.md
+// quotes a run's): the runs before and after the kill, and how long after
+// the kill the next daemon answered and began its first turn.
 func TestWorkResumesAfterSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binaries")
@@ -304,9 +363,14 @@ func TestWorkResumesAfterSIGKILL(t *testing.T) {
 		return n == 2
 	}, 30*time.Second, 20*time.Millisecond, "two turns under way")
 
+	atKill := len(e.runs("acme"))
+	killed := time.Now()
 	require.True(t, e.d.p.Kill(), "SIGKILL the daemon")
 	<-e.d.p.Exited()
 	e.d = startTestDaemon(t, e.d.bin, e.d.db, e.d.sock, "", "--heartbeat-every", "100ms")
+	answered := time.Since(killed)
+	require.Eventually(t, func() bool { return len(e.runs("acme")) > atKill }, 30*time.Second, 10*time.Millisecond, "a turn after the restart")
+	resumed := time.Since(killed)
 
 	r := follower()
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s\ndaemon: %s", r.stdout, r.stderr, e.d.logs())
@@ -333,7 +397,145 @@ func TestWorkResumesAfterSIGKILL(t *testing.T) {
 		assert.Equal(t, 1, n, "task %s done once", task)
 	}
 	assert.Equal(t, 2, cut, "the two turns the kill cut failed")
+	twice := claimedTwice(t, e.events("acme"))
+	assert.Zero(t, twice, "no task claimed twice")
 	assert.Contains(t, e.d.logs(), `msg="work resumed"`)
+	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
+	runs := e.runs("acme")
+	t.Logf("kill and resume: %d tasks, %d runs (%d succeeded, %d cut by the kill and failed); %d turns begun before the kill, %d after; "+
+		"the next daemon answered %v after the kill and began its first turn %v after it; tasks claimed twice: %d",
+		len(succeeded), len(runs), len(runs)-cut, cut, atKill, len(runs)-atKill,
+		answered.Round(time.Millisecond), resumed.Round(time.Millisecond), twice)
+}
+
+// TestWorkThroughRestartWhenIdle: restart_when_idle with work running, on
+// the real binaries. The restart waits for the work's turns (as for any
+// live agent's turn), and no task is claimed while it waits; the next
+// daemon resumes the work (its agents taken back after session/load), the
+// follower rides through, and every task is done once: nothing claimed
+// twice, no run cut.
+func TestWorkThroughRestartWhenIdle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary twice")
+	}
+	oldBin, newBin := buildOldNew(t)
+	e := newLiveEnv(t, oldBin, "--heartbeat-every", "100ms")
+	e.ok("project", "create", "acme", "--workspace", e.ws)
+	tasks := []string{"a", "b", "c", "d", "e", "f"}
+	for _, k := range tasks {
+		e.ok("project", "task", "add", "acme", k)
+	}
+	// Each turn waits for the gate to open: the first two are under way
+	// when the restart is asked for, and end only after.
+	tmpl, gate := e.gatedTemplate()
+	follower := e.background("--json", "project", "work", "acme", "--agents", "2", "--prompt-template", tmpl, "--", "acpagent")
+	require.Eventually(t, func() bool { return len(e.runs("acme")) == 2 }, 30*time.Second, 20*time.Millisecond, "two turns under way")
+
+	install(t, newBin, e.d.bin)
+	st := e.d.must(t, api.CmdRestartWhenIdle{Version: ptr("2.0.0-new"), MaxWaitSeconds: ptr(uint64(120))})
+	require.NotNil(t, st.Restart)
+	require.NotNil(t, st.Restart.WaitingFor, "the restart waits for the work's turns")
+	assert.Regexp(t, `agent acme-\d \(turn 1\), agent acme-\d \(turn 1\)`, *st.Restart.WaitingFor)
+	gate()
+	require.NoError(t, e.d.waitExit(t), "the old daemon handed over once the turns ended")
+	// The old daemon ran its two turns to their end and claimed nothing
+	// while it waited.
+	before := e.runs("acme")
+	require.Len(t, before, 2, "no task claimed while the restart waited")
+	for _, r := range before {
+		assert.Equal(t, "succeeded", string(r.Status), "the turn ran to its end")
+	}
+	require.Eventually(t, func() bool {
+		st, err := e.d.call(api.CmdStatus{})
+		return err == nil && st.Version == "2.0.0-new"
+	}, 20*time.Second, 20*time.Millisecond, "the new daemon answers")
+
+	r := follower()
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s\ndaemon: %s", r.stdout, r.stderr, e.d.logs())
+	entries, w := workLines(t, r.stdout)
+	assert.Equal(t, api.WorkEnded, w.State)
+	assert.Equal(t, uint64(len(tasks)), w.Summary.TasksDone)
+	// The follower rode through: the old daemon's log, then the next
+	// one's from its start, where both agents were taken back.
+	resumed, anew := 0, 0
+	for _, en := range entries {
+		if en.Kind == "agent_started" && en.Text == "resumed after the daemon's restart" {
+			resumed++
+		}
+		if en.Seq == 1 {
+			anew++
+		}
+	}
+	assert.Equal(t, 2, resumed, "both agents taken back after the restart")
+	assert.Equal(t, 2, anew, "the log of each daemon, from its start")
+
+	done := map[string]int{}
+	for _, run := range e.runs("acme") {
+		assert.Equal(t, "succeeded", string(run.Status), "run %s", run.ID)
+		done[run.TaskID]++
+	}
+	assert.Len(t, done, len(tasks), "every task done")
+	for task, n := range done {
+		assert.Equal(t, 1, n, "task %s claimed once", task)
+	}
+	assert.Zero(t, claimedTwice(t, e.events("acme")), "no task claimed twice")
+	assert.Contains(t, e.d.logs(), `msg="work resumed"`)
+	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
+}
+
+// TestWorkCtrlCStopsFollowing: SIGINT to `scv project work` while it
+// follows stops the following only: it exits 130 with a note, and the
+// work goes on in the daemon to the plan's end.
+func TestWorkCtrlCStopsFollowing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binaries")
+	}
+	e := newLiveEnv(t, buildScv(t, shortDir(t), "work-test"), "--heartbeat-every", "100ms")
+	e.ok("project", "create", "acme", "--workspace", e.ws)
+	e.ok("project", "task", "add", "acme", "a")
+	e.ok("project", "task", "add", "acme", "b")
+	e.ok("project", "task", "add", "acme", "c", "--depends-on", "a")
+	// The turns wait for the gate to open: the work is under way when
+	// the follower is interrupted, and ends only after.
+	tmpl, gate := e.gatedTemplate()
+
+	c := e.cmd("project", "work", "acme", "--agents", "2", "--prompt-template", tmpl, "--", "acpagent")
+	var out, errb syncBuffer
+	c.Stdout, c.Stderr = &out, &errb
+	require.NoError(t, c.Start())
+	t.Cleanup(func() { c.Process.Kill() })
+	done := make(chan error, 1)
+	go func() { done <- c.Wait() }()
+	// It follows: the turns' starts are printed.
+	turns := regexp.MustCompile(`(?m)^acme-\d  started `)
+	require.Eventually(t, func() bool { return len(turns.FindAllString(out.String(), -1)) == 2 }, 30*time.Second, 20*time.Millisecond,
+		"stdout: %s", &out)
+
+	require.NoError(t, c.Process.Signal(syscall.SIGINT))
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the follower did not end: %s %s", &out, &errb)
+	}
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "stderr: %s", &errb)
+	assert.Equal(t, exitInterrupted, exit.ExitCode(), "stderr: %s", &errb)
+	assert.Equal(t, "scv: stopped following; the work goes on in the daemon (scv project work acme --status, --stop)\n", errb.String())
+	assert.NotContains(t, out.String(), "ended", "no turn ended yet, and no summary")
+
+	// The work goes on without its follower, to the plan's end.
+	st := e.jsonOf("project", "work", "acme", "--status").Work
+	require.NotNil(t, st)
+	assert.Equal(t, api.WorkRunning, st.State)
+	gate()
+	require.Eventually(t, func() bool {
+		st = e.jsonOf("project", "work", "acme", "--status").Work
+		return st != nil && st.State == api.WorkEnded
+	}, 30*time.Second, 20*time.Millisecond, "the work ends")
+	assert.Equal(t, uint64(3), st.Summary.TasksDone)
+	assert.Equal(t, uint64(3), st.Turns.Succeeded)
+	assert.Contains(t, e.ok("project", "work", "acme", "--status"), "3 done, 0 failed, 0 left")
 	assert.Empty(t, *e.jsonOf("agent", "list").Agents)
 }
 

@@ -312,6 +312,12 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 		Handoff: d.handoff,
 	}
 	svc.Restarter = d.restarter
+	d.work.Restarting = func() string {
+		if p := d.restarter.Pending(); p != nil {
+			return "the daemon restarts into " + p.ToVersion + " once the turns under way have ended"
+		}
+		return ""
+	}
 	d.sweeper = &sweeper.Sweeper{StaleAfter: d.cfg.StaleAfter, CompactAfter: d.cfg.CompactAfter, Retain: d.cfg.Retain,
 		Drop: d.cfg.CompactDrop, Logger: d.log.With("component", "sweeper"), Holder: holder(), LeaseTTL: d.cfg.LeaseTTL,
 		Clock: d.cfg.Clock, Shared: d.Shared()}

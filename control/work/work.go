@@ -76,6 +76,11 @@ type Manager struct {
 	Recheck time.Duration
 	// Metrics counts the turns (*metrics.Recorder; nil: nothing).
 	Metrics Metrics
+	// Restarting says why no task is taken now although turns may still
+	// begin: a restart is scheduled, and waits for the turns under way
+	// (restart_when_idle); "" or nil: none. The work claims nothing until
+	// the restart is done (the next daemon resumes it) or dropped.
+	Restarting func() string
 	// Scv is the scv binary and Socket the daemon's socket: each agent is
 	// handed `scv mcp --project P` as an MCP server in session/new, the
 	// ledger's tools (none when Scv is "").
@@ -462,11 +467,25 @@ func (w *work) fill() {
 	}
 }
 
+// held says why no task may be taken now, or "": the daemon holds turns
+// back for a restart, or a restart is scheduled and waits for the turns
+// under way.
+func (m *Manager) held() string {
+	if why := m.Agents.Held(); why != "" {
+		return why
+	}
+	if m.Restarting != nil {
+		return m.Restarting()
+	}
+	return ""
+}
+
 // claim gives s the next ready task as a turn; it reports whether one
-// was taken. While the daemon holds turns back for a restart, nothing is
-// claimed: the work waits, and the next daemon resumes it.
+// was taken. While a restart is scheduled or the daemon holds turns back
+// for one, nothing is claimed: the work waits, and the next daemon
+// resumes it.
 func (w *work) claim(s *slot) bool {
-	if why := w.m.Agents.Held(); why != "" {
+	if why := w.m.held(); why != "" {
 		w.mu.Lock()
 		w.waiting = "no turn may begin: " + why
 		w.mu.Unlock()
@@ -654,7 +673,7 @@ func (w *work) over() (string, bool) {
 	}
 	// Running, every agent idle: something is waited for, or nothing is
 	// left to take.
-	if w.m.Agents.Held() != "" {
+	if w.m.held() != "" {
 		return "", false // the daemon restarts: the next one resumes the work
 	}
 	p, err := w.m.Projects.Project(w.ctx, w.project)
