@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,24 +24,6 @@ import (
 // Dovecot (dovecottest), triaged by the project's scripted ACP agent
 // (cmd/internal/acpagent --steps-only: the script hides in each mail's
 // text, and reports usage).
-
-// lockedBuffer is a log to search.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // mailSettings writes a settings file with the mail chat local:mail and
 // the email account email:work on server d (its URL url), the password in
@@ -125,7 +105,7 @@ func waitComponent(t *testing.T, ask func() (*api.DaemonStatus, error), id, what
 func TestMailAccountInTheDaemon(t *testing.T) {
 	dc := dovecottest.Start(t)
 	dir := shortDir(t)
-	logs := &lockedBuffer{}
+	logs := &syncBuffer{}
 	cfgPath := mailSettings(t, dir, dc.URL(), dc, dc.Password(), map[string]any{"token_budget": 100000})
 	d, _ := serve(t, Config{ConfigPath: cfgPath, MailDial: imap.Options{RootCAs: dc.CAPool()}.Dial,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
