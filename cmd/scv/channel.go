@@ -270,8 +270,19 @@ func printComponentsReply(p *printer, st *api.DaemonStatus) error {
 			emails++
 		}
 	}
-	if err := p.table(t); err != nil || emails == 0 {
+	if err := p.table(t); err != nil {
 		return err
+	}
+	if m := mailTable(p, st.Components); m != nil {
+		if _, err := fmt.Fprintln(p.w); err != nil {
+			return err
+		}
+		if err := p.table(m); err != nil {
+			return err
+		}
+	}
+	if emails == 0 {
+		return nil
 	}
 	if _, err := fmt.Fprintln(p.w); err != nil {
 		return err

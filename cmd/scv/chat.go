@@ -184,7 +184,7 @@ func (v *chatView) show(n chatNews) {
 		case q.State == api.ConfirmNotice:
 			news = true
 			if !v.c.json {
-				fmt.Fprintf(out, "! %s  %s\n", q.ID, render.Clean(q.Question))
+				fmt.Fprintf(out, "! %s  %s\n", q.ID, lines(q.Question))
 			}
 		default:
 			news = true
@@ -229,4 +229,15 @@ func (v *chatView) answer(line string) {
 	if !v.c.json {
 		fmt.Fprintf(v.c.stdout, "answered %s %s\n", st.Confirm.ID, st.Confirm.State)
 	}
+}
+
+// lines is a notice's text for the terminal: each of its lines made safe
+// (render.Clean), the lines after the first indented, so that a digest of
+// an email account (docs/mail.md) reads as it was written.
+func lines(s string) string {
+	parts := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range parts {
+		parts[i] = render.Clean(l)
+	}
+	return strings.Join(parts, "\n  ")
 }

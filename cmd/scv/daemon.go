@@ -154,8 +154,8 @@ func newStatusCmd(c *client) *cobra.Command {
 		Short: "The daemon's version, pid, components and delegations",
 		Long: `Report the running daemon: its version and pid, how many channel components
 it runs, its delegations (active, and orphans reaped since it started),
-each live agent (its turn, idle since when, its background jobs), and a
-pending restart. --json prints the daemon's status reply as it came,
+each email account's counts (docs/mail.md), each live agent (its turn,
+idle since when, its background jobs), and a pending restart. --json prints the daemon's status reply as it came,
 which counts the delegations; scv delegations --json lists them.`,
 		Example: `  scv status
   scv status --json | jq .version`,
@@ -184,6 +184,11 @@ func printDaemonStatus(p *printer, st *api.DaemonStatus) error {
 	t.Add("pid", fmt.Sprint(st.PID))
 	t.Add("components", fmt.Sprint(len(st.Components)))
 	t.Add("delegations", delegationCounts(st.Delegations))
+	for _, c := range st.Components {
+		if c.Mail != nil {
+			t.Add("mail "+c.ID, mailLine(p, c.Mail))
+		}
+	}
 	for _, e := range st.Delegations.Entries {
 		if e.Conversation == nil || e.Turn == nil {
 			continue // not a live agent

@@ -124,6 +124,7 @@ type agent struct {
 	turnCtx      context.Context
 	endTurn      context.CancelFunc // ends the waits of the running turn (permission questions)
 	message      []byte             // the running turn's agent message since its last newline (its tail)
+	said         []byte             // the running turn's agent message from its start, up to maxSaid bytes
 	progress     string             // what a tool call or the plan said last
 	fromMessage  bool               // the turn's progress is its message's, not progress
 	exitHow      string             // how the process ended, once exited
@@ -181,12 +182,23 @@ func (a *agent) spawn() error {
 	stderr := &tail{max: stderrTail}
 	cl := &client{a: a}
 	g := newGuard(stdoutR, a.m.MaxMessage, func(err error) {
+		if a.m.private {
+			// The violation quotes the line, which may hold what the
+			// agent was told.
+			a.log.Warn("agent broke the protocol; stopping it")
+			go a.stop("it broke the protocol", false)
+			return
+		}
 		a.log.Warn("agent broke the protocol; stopping it", "err", err)
 		go a.stop("it "+err.Error(), false)
 	}, a.take)
 	in := &input{File: stdinW}
 	conn := acp.NewClientSideConnection(cl, in, g)
-	conn.SetLogger(a.log.With("component", "acp"))
+	if a.m.private {
+		conn.SetLogger(slog.New(slog.DiscardHandler))
+	} else {
+		conn.SetLogger(a.log.With("component", "acp"))
+	}
 	g.start() // the connection's settings are made: it may read
 	a.mu.Lock()
 	a.ident, a.stdin, a.exited, a.stderr, a.guard, a.conn = ident, in, make(chan struct{}), stderr, g, conn
@@ -337,7 +349,7 @@ func (a *agent) begin(text string, run *turnRun) <-chan api.AgentUpdate {
 	if run != nil {
 		a.runID, run.base = run.run, a.cost
 	}
-	a.message, a.progress, a.fromMessage, a.cutWhy = a.message[:0], "", false, ""
+	a.message, a.said, a.progress, a.fromMessage, a.cutWhy = a.message[:0], a.said[:0], "", false, ""
 	a.turnDone = make(chan struct{})
 	a.turnCtx, a.endTurn = context.WithCancel(context.Background())
 	a.promptSent = a.stdin.expectPrompt()

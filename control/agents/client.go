@@ -199,8 +199,13 @@ var known = map[string]bool{
 }
 
 // noteMessage adds a chunk of the agent's message to the turn's progress:
-// its last line, kept up to maxMessageTail bytes. a.mu is held.
+// its last line, kept up to maxMessageTail bytes; and to what the turn
+// said, kept up to maxSaid bytes from its start (a private agent's
+// answer). a.mu is held.
 func (a *agent) noteMessage(text string) {
+	if room := maxSaid - len(a.said); room > 0 {
+		a.said = append(a.said, text[:min(len(text), room)]...)
+	}
 	if i := strings.LastIndexByte(text, '\n'); i >= 0 {
 		a.message = a.message[:0]
 		text = text[i+1:]

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"scv/control"
 	"scv/control/agents"
+	"scv/control/agents/acpagenttest"
 	"scv/control/api"
 	"scv/control/delegations"
 	"scv/control/proc"
@@ -28,37 +28,11 @@ import (
 // The tests drive a real ACP agent process, cmd/internal/acpagent, built
 // once, against a Manager on a real ledger file.
 
-var (
-	agentOnce sync.Once
-	agentBin  string
-	agentErr  error
-)
-
 // acpagent is the path of the test agent, built on first use.
 func acpagent(t *testing.T) string {
 	t.Helper()
-	agentOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "acpagent")
-		if err != nil {
-			agentErr = err
-			return
-		}
-		agentBin = filepath.Join(dir, "acpagent")
-		out, err := exec.Command("go", "build", "-o", agentBin, "scv/cmd/internal/acpagent").CombinedOutput()
-		if err != nil {
-			agentErr = &buildError{string(out), err}
-		}
-	})
-	require.NoError(t, agentErr, "build the test agent")
-	return agentBin
+	return acpagenttest.Binary(t)
 }
-
-type buildError struct {
-	out string
-	err error
-}
-
-func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
 
 // env is a Manager on a fresh ledger, with a project "acme" whose
 // workspace is ws and whose tasks are named by title in tasks.
@@ -269,6 +243,13 @@ func (l *logBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
+}
+
+// String is the whole log.
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // lines is the log's lines that have msg="msg".

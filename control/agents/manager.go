@@ -84,6 +84,8 @@ type Manager struct {
 	// held, while a restart is about to go, says why no turn may begin
 	// (Hold).
 	held atomic.Pointer[string]
+	// private: the manager of one private agent (StartPrivate).
+	private bool
 
 	mu       sync.Mutex
 	agents   map[string]*agent // by handle

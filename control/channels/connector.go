@@ -66,9 +66,11 @@ type permanent struct{ err error }
 func (p permanent) Error() string { return p.err.Error() }
 func (p permanent) Unwrap() error { return p.err }
 
-// DefaultConnectors is the connectors of this build: local only. The other
-// kinds are kept and shown, but an enabled one fails with "no <kind>
-// connector in this build".
+// DefaultConnectors is the connectors this package builds alone: local.
+// The daemon adds email (control/mail's Service.Connector, which needs
+// the daemon's stores, agents and question log). The other kinds are kept
+// and shown, but an enabled one fails with "no <kind> connector in this
+// build".
 func DefaultConnectors() map[Kind]func() Connector {
 	uid := os.Getuid()
 	return map[Kind]func() Connector{

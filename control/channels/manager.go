@@ -51,6 +51,10 @@ type Manager struct {
 	BackoffBase time.Duration
 	BackoffCap  time.Duration
 	Logger      *slog.Logger
+	// MailCounts is an email account's counts for its component's `mail`
+	// (mail.Service.Counts), nil when it has none; nil: none. It is
+	// called with the manager's lock held, and must not call it.
+	MailCounts func(account string) *api.MailCounts
 
 	// ops makes changes one at a time (Load, Set, Logout, Reload, Close),
 	// so that the ledger's rows and accounts agree; mu guards accounts
@@ -355,6 +359,9 @@ func (m *Manager) Components() []api.ComponentHealth {
 		}
 		if !a.lastSuccess.IsZero() {
 			h.LastSuccessUnixSeconds = new(uint64(max(a.lastSuccess.Unix(), 0)))
+		}
+		if a.s.Channel == KindEmail && m.MailCounts != nil {
+			h.Mail = m.MailCounts(a.s.Account)
 		}
 		out = append(out, h)
 	}

@@ -49,8 +49,8 @@ func isOwner(s Settings, senderID string) bool { return s.OwnerID != "" && sende
 // health is the policy part of an account's ComponentHealth: its identity
 // and authority. Senders is reported as set; purpose only when it is not
 // an ordinary chat; user_id and bot_id when known; an email account's
-// IMAP URL, user and mail chat (never its password); mail counts never (no
-// mail connector in this build).
+// IMAP URL, user and mail chat (never its password). An email account's
+// mail counts are the Manager's (Components, MailCounts).
 func health(s Settings) api.ComponentHealth {
 	h := api.ComponentHealth{
 		ID: s.ID(), Channel: string(s.Channel), Account: s.Account, Enabled: s.Enabled,

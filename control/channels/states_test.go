@@ -236,3 +236,17 @@ func TestChangedSettingsRestart(t *testing.T) {
 	assert.Equal(t, api.ComponentStarting, c.State)
 	assert.Zero(t, c.Restarts)
 }
+
+// TestMailCounts: an email account's component carries its counts, as
+// MailCounts gives them, and no other account's does.
+func TestMailCounts(t *testing.T) {
+	h := newHarness(t)
+	counts := map[string]*api.MailCounts{"work": {SeenToday: 3, TokenBudget: 100}}
+	h.m.MailCounts = func(account string) *api.MailCounts { return counts[account] }
+	h.set(api.CmdChannelSet{Channel: "email", Account: "work", Enabled: false})
+	h.set(api.CmdChannelSet{Channel: "email", Account: "home", Enabled: false})
+	h.set(api.CmdChannelSet{Channel: "telegram", Account: "work", Enabled: false})
+	assert.Equal(t, counts["work"], h.component("email:work").Mail)
+	assert.Nil(t, h.component("email:home").Mail, "not run since the daemon started")
+	assert.Nil(t, h.component("telegram:work").Mail, "no email account")
+}

@@ -363,6 +363,41 @@ func (m *Manager) Tell(ctx context.Context, project, text string) error {
 	return nil
 }
 
+// TellMail tells text to chat, an account's mail chat (docs/mail.md), as
+// the notice id: recorded in the question log as a notice of that chat, so
+// that `scv chat` and the web UI show it, then handed to the chat's
+// connector. Unlike Tell it never logs the text, and it is idempotent: a
+// notice id that is in the log already is not told again, and told is
+// false. A chat that is not connected is an error, with nothing recorded:
+// the caller tells it again later.
+func (m *Manager) TellMail(ctx context.Context, chat, id, text string) (told bool, err error) {
+	if m.Chats == nil || !m.Chats.Connected(chat) {
+		return false, fmt.Errorf(reasonNotConnected, chat)
+	}
+	m.wmu.Lock()
+	if m.Told(id) {
+		m.wmu.Unlock()
+		return false, nil
+	}
+	_, err = m.record(ctx, record(id, KindNotice, m.now(), askedData{Question: text, Chat: chat}))
+	m.wmu.Unlock()
+	if err != nil {
+		return false, err
+	}
+	if err := m.Chats.Deliver(ctx, chat, id, text); err != nil {
+		m.logger().Warn("mail digest recorded, not delivered", keyQuestion, id, keyErr, err)
+	}
+	return true, nil
+}
+
+// Told reports whether the log holds a question or notice id.
+func (m *Manager) Told(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.qs[id]
+	return ok
+}
+
 // Status reports where question id stands (confirm_status) and keeps it
 // alive: a pending question's withdrawal clock starts again. A pending
 // question whose deadline has passed is expired first, even if Tick has

@@ -2,7 +2,8 @@
 // database, the machine's local store, the control server on its socket,
 // and the daemon's services (the sweeper, the delegation reaper, the
 // question deadlines, the channel accounts, restart_when_idle), started
-// and stopped together. The CLI runs it (cmd/scv), and tests start it
+// and stopped together; the email accounts (control/mail) run as channel
+// accounts of channel email. The CLI runs it (cmd/scv), and tests start it
 // in-process on a real socket and a real database file:
 //
 //	d := daemon.New(daemon.Config{DB: path, Socket: sock})
@@ -34,6 +35,7 @@ import (
 	"scv/control/channels"
 	"scv/control/confirm"
 	"scv/control/delegations"
+	"scv/control/mail"
 	"scv/control/metrics"
 	"scv/control/proc"
 	"scv/control/restart"
@@ -127,6 +129,9 @@ type Config struct {
 	// (127.0.0.1:PORT, [::1]:PORT or localhost:PORT; port 0 picks one);
 	// empty: none (http.go).
 	HTTP string
+	// MailDial connects the email accounts to their mailboxes (nil:
+	// control/mail/imap's). For tests.
+	MailDial mail.Dialer
 }
 
 // Check refuses settings that cannot work together, saying which.
@@ -177,6 +182,7 @@ type Daemon struct {
 	work      *work.Manager
 	channels  *channels.Manager
 	questions *confirm.Manager
+	mail      *mail.Service // the email accounts (mail.go)
 	restarter *restart.Restarter
 	sweeper   *sweeper.Sweeper
 	// services are the background services that follow the ledger: a
@@ -281,18 +287,23 @@ func (d *Daemon) Open(ctx context.Context) (err error) {
 	d.channels = channels.New(d.db)
 	d.channels.Path = d.cfg.ConfigPath
 	d.channels.Logger = d.log.With("component", "channels")
-	if err := d.channels.Load(ctx); err != nil {
-		return err
-	}
-	svc.Channels = d.channels
 	d.questions = &confirm.Manager{
 		Log: d.db, Ledger: d.ledger, Chats: d.channels, DelegationChat: dels.ChatOf, Clock: d.cfg.Clock,
 		Notify: d.cfg.Notify, Logger: d.log.With("component", "questions"),
 	}
-	// Questions still pending from before lose their answer here.
+	// Questions still pending from before lose their answer here. The
+	// log is loaded before the channel accounts start: an email account
+	// looks in it for the digest it told before a crash.
 	if err := d.questions.Load(ctx); err != nil {
 		return err
 	}
+	if err := d.openMail(); err != nil {
+		return err
+	}
+	if err := d.channels.Load(ctx); err != nil {
+		return err
+	}
+	svc.Channels = d.channels
 	svc.Questions = d.questions
 	d.agents.Questions = d.questions
 	d.restarter = &restart.Restarter{
@@ -461,6 +472,9 @@ func (d *Daemon) wire() {
 	if d.channels != nil {
 		d.channels.Store = d.db
 	}
+	if d.mail != nil {
+		d.mail.Store = d.db
+	}
 	if d.questions != nil {
 		d.questions.Log = d.db
 		d.questions.Ledger = d.ledger
@@ -590,6 +604,7 @@ func (d *Daemon) Close() error {
 	err := d.server.Shutdown(ctx)
 	d.services.Stop()
 	d.channels.Close()
+	d.closeMail()
 	os.Remove(d.cfg.Socket)
 	err = errors.Join(err, d.closeStores())
 	d.release()

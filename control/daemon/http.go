@@ -47,6 +47,9 @@ func (d *Daemon) httpServices() []startstop.Service {
 	if d.agents != nil { // never a typed nil: the UI tells nil apart
 		d.web.Agents = d.agents
 	}
+	if d.channels != nil {
+		d.web.Mail = mailAccounts{d.channels}
+	}
 	// MCP at /mcp: the tools through the daemon's own Service, in
 	// process, every request named mcp.HTTPCaller.
 	d.web.MCP = mcp.HTTPHandler(d.server.Service, mcp.Options{Version: d.cfg.Version})

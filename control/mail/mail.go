@@ -6,6 +6,35 @@
 //
 // The IMAP side is a Mailbox (package control/mail/imap dials one); the
 // rest of the package sees mail only through it.
+//
+// # The journal
+//
+// What an account does with each mail is an append-only record of the
+// machine's local store (local.Mail; not the project ledger: the mailbox,
+// its credentials and its chat are this machine's, mail is no project
+// history, and a ledger may be shared by a fleet), keyed by the mailbox's
+// UIDVALIDITY and the mail's UID: claimed, decided (skipped or reported;
+// by rule, bulk, triage or untriaged, with the triage's tokens), sent (in
+// a digest). No text of a mail is in it: at most a SHA-256 of its
+// Message-ID. The text a digest needs of a reported mail waits in the
+// outbox, written with its decision and deleted with its sending.
+//
+// # The fold
+//
+// Fold folds an account's records, one by one, into where each open mail
+// is and what each local day decided; Counts reads the seed's MailCounts
+// from it at any time. It is pure; Counts(records, …) is the whole of it.
+//
+// # The account
+//
+// Service is the daemon's side: Connector is the channel connector of
+// kind email (the channel manager runs one per enabled account), Counts
+// what `status` shows. One run of an account (account.serve) records a
+// digest told before a crash, decides what was claimed and not decided,
+// claims and decides the new mails in UID order (Rules first, then the
+// triage agent, a private live agent of package control/agents, within
+// the day's token budget), tells a digest to the mail chat when one is due
+// (confirm.Manager.TellMail, once per digest ID), and waits for new mail.
 package mail
 
 import (

@@ -83,6 +83,7 @@ type Recorder struct {
 	sourceErrors  *prometheus.CounterVec
 	turnsStarted  prometheus.Counter
 	turnsEnded    *prometheus.CounterVec
+	mailDecided   *prometheus.CounterVec
 }
 
 // New makes the metrics, and a registry that holds them, src's, and the
@@ -121,8 +122,10 @@ func New(src Sources) *Recorder {
 	r.sourceErrors = counterVec("metrics", "source_errors_total", "Scrape-time readings that failed, by source.", "source")
 	r.turnsStarted = counter("work", "turns_started_total", "Turns the projects' work started (docs/work.md).")
 	r.turnsEnded = counterVec("work", "turns_ended_total", "Turns of the projects' work that ended, by their run's outcome.", "status")
+	r.mailDecided = counterVec("mail", "decided_total", "Mails an email account decided (docs/mail.md), by account and decision.", "account", "decision")
 	r.reg.MustRegister(r.appendSeconds, r.batchCommands, r.events, r.requests, r.requestErrors, r.connsOpen,
 		r.connsTotal, r.staleMarked, r.coalesced, r.compactions, r.httpRequests, r.httpRefused, r.turnsStarted, r.turnsEnded,
+		r.mailDecided,
 		// The collector of the sources exports their error counts after
 		// it read them, so that a scrape counts its own failures.
 		&sourceCollector{src: src, errs: r.sourceErrors},
@@ -227,6 +230,16 @@ func (r *Recorder) TurnEnded(status string) {
 	r.turnsEnded.WithLabelValues(word(status)).Inc()
 }
 
+// MailDecided counts one mail an email account decided: its account's
+// name (not the mail's: no text of a mail is a label) and its decision,
+// skipped or reported.
+func (r *Recorder) MailDecided(account, decision string) {
+	if r == nil {
+		return
+	}
+	r.mailDecided.WithLabelValues(accountLabel(account), word(decision)).Inc()
+}
+
 // Compacted counts one compaction.
 func (r *Recorder) Compacted() {
 	if r == nil {
@@ -262,6 +275,21 @@ func word(s string) string {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return "other"
+		}
+	}
+	return s
+}
+
+// accountLabel is an account's name as a label value: 1 to 64 of the
+// characters of an account name (api.CheckChatName), else "other".
+func accountLabel(s string) string {
+	if s == "" || len(s) > 64 {
+		return "other"
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
 			return "other"
 		}
 	}

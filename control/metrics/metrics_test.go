@@ -116,6 +116,11 @@ func TestCountersMove(t *testing.T) {
 		r.HTTPRequest(200)
 		r.HTTPRequest(303)
 		r.HTTPRefused("token")
+		r.MailDecided("work", "reported")
+		r.MailDecided("work", "reported")
+		r.MailDecided("work", "skipped")
+		r.MailDecided("Home.2", "skipped")
+		r.MailDecided("boss@example.com", "reported")
 	}
 	check := func(fams map[string]*dto.MetricFamily, k float64) {
 		t.Helper()
@@ -140,6 +145,10 @@ func TestCountersMove(t *testing.T) {
 			{"scv_http_requests_total", []string{"code", "200"}, 2 * k},
 			{"scv_http_requests_total", []string{"code", "303"}, k},
 			{"scv_http_refused_total", []string{"reason", "token"}, k},
+			{"scv_mail_decided_total", []string{"account", "work", "decision", "reported"}, 2 * k},
+			{"scv_mail_decided_total", []string{"account", "work", "decision", "skipped"}, k},
+			{"scv_mail_decided_total", []string{"account", "Home.2", "decision", "skipped"}, k},
+			{"scv_mail_decided_total", []string{"account", "other", "decision", "reported"}, k},
 			{"scv_ledger_head_sequence", nil, 42},
 			{"scv_runs_running", nil, 3},
 			{"scv_ledger_cache_hits_total", nil, 10},
@@ -193,6 +202,7 @@ func TestNilRecorder(t *testing.T) {
 		r.Compacted()
 		r.HTTPRequest(200)
 		r.HTTPRefused("token")
+		r.MailDecided("work", "skipped")
 	})
 	rec := httptest.NewRecorder()
 	r.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))

@@ -35,6 +35,7 @@ type env struct {
 	q         *confirm.Manager
 	actions   *fakeActions
 	agents    *fakeAgents
+	mail      *fakeMail
 	rec       *metrics.Recorder
 	srv       *web.Server
 	base      string // http://127.0.0.1:PORT
@@ -145,6 +146,25 @@ func (a *fakeAgents) set(list ...api.AgentInfo) {
 	a.list = append([]api.AgentInfo(nil), list...)
 }
 
+// fakeMail is an email accounts' listing the test sets.
+type fakeMail struct {
+	mu   sync.Mutex
+	list []api.ComponentHealth
+}
+
+func (m *fakeMail) MailAccounts() []api.ComponentHealth {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]api.ComponentHealth{}, m.list...)
+}
+
+// set replaces the listing.
+func (m *fakeMail) set(list ...api.ComponentHealth) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.list = append([]api.ComponentHealth(nil), list...)
+}
+
 func ptr[T any](v T) *T { return &v }
 
 type envOption func(*web.Server)
@@ -152,6 +172,8 @@ type envOption func(*web.Server)
 func withoutActions(s *web.Server) { s.Handler = nil }
 
 func withoutAgents(s *web.Server) { s.Agents = nil }
+
+func withoutMail(s *web.Server) { s.Mail = nil }
 
 func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Helper()
@@ -165,12 +187,12 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	t.Cleanup(func() { l.Close() })
 	q := &confirm.Manager{Log: db, Chats: chats{}, Notify: "local:owner"}
 	require.NoError(t, q.Load(ctx))
-	e := &env{t: t, clock: clk, dir: dir, db: db, l: l, q: q, actions: &fakeActions{}, agents: &fakeAgents{}}
+	e := &env{t: t, clock: clk, dir: dir, db: db, l: l, q: q, actions: &fakeActions{}, agents: &fakeAgents{}, mail: &fakeMail{}}
 	e.rec = metrics.New(metrics.Sources{CacheStats: l.CacheStats})
 	e.tokenFile, e.urlFile = web.Files(filepath.Join(dir, "daemon.sock"))
 	e.srv = &web.Server{
 		Addr: "127.0.0.1:0", TokenFile: e.tokenFile, URLFile: e.urlFile,
-		Ledger: ledgerOf{l}, Questions: q, Handler: e.actions, Agents: e.agents, Metrics: e.rec,
+		Ledger: ledgerOf{l}, Questions: q, Handler: e.actions, Agents: e.agents, Mail: e.mail, Metrics: e.rec,
 		StaleAfter: 5 * time.Minute, DB: filepath.Join(dir, "ledger.db"), Version: "test", Clock: clk.now,
 	}
 	for _, o := range opts {

@@ -61,7 +61,7 @@ var pages = func() map[string]*template.Template {
 		funcs[k] = v
 	}
 	out := map[string]*template.Template{}
-	for _, name := range []string{"projects", "project", "questions", "agents", "error"} {
+	for _, name := range []string{"projects", "project", "questions", "agents", "mail", "error"} {
 		t := template.Must(template.New("layout.tmpl").Funcs(funcs).ParseFS(templateFS, "templates/layout.tmpl", "templates/questions_part.tmpl", "templates/"+name+".tmpl"))
 		out[name] = template.Must(t.Parse(view.TaskTemplate))
 	}
@@ -93,6 +93,7 @@ type layout struct {
 	Pending       int  // questions waiting for an answer
 	HasQuestions  bool // the daemon asks questions
 	HasAgents     bool // the daemon runs live agents
+	HasMail       bool // the daemon has email accounts
 	Body          any
 }
 
@@ -105,6 +106,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /questions", s.questionsPage)
 	mux.HandleFunc("POST /questions/{id}/answer", s.answer)
 	mux.HandleFunc("GET /agents", s.agentsPage)
+	mux.HandleFunc("GET /mail", s.mailPage)
 	mux.HandleFunc("GET /api/version", s.version)
 	mux.HandleFunc("GET /static/{file}", s.static)
 	mux.Handle("GET /metrics", s.Metrics.Handler())
@@ -119,6 +121,7 @@ func (s *Server) handler() http.Handler {
 func (s *Server) show(w http.ResponseWriter, r *http.Request, code int, name string, l layout) {
 	l.PollMs = PollEvery.Milliseconds()
 	l.HasAgents = s.Agents != nil
+	l.HasMail = s.Mail != nil
 	if s.Questions != nil {
 		l.HasQuestions = true
 		if l.Pending == 0 {
@@ -498,8 +501,16 @@ func (s *Server) version(w http.ResponseWriter, r *http.Request) {
 		var qv string
 		qv, err = s.questionsVersion(ctx)
 		ver = agentsVersion(s.Agents.ListAgents(), s.now()) + "." + qv
+	case "mail":
+		if s.Mail == nil {
+			http.Error(w, "404 not found: this daemon has no email accounts", http.StatusNotFound)
+			return
+		}
+		var qv string
+		qv, err = s.questionsVersion(ctx)
+		ver = mailVersion(s.Mail.MailAccounts(), s.now()) + "." + qv
 	default:
-		http.Error(w, "400 bad request: page must be projects, project, questions or agents", http.StatusBadRequest)
+		http.Error(w, "400 bad request: page must be projects, project, questions, agents or mail", http.StatusBadRequest)
 		return
 	}
 	if err != nil {

@@ -21,8 +21,8 @@ const wantCSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; scr
 
 // paths is every kind of page, with the IDs of a project and a question.
 func paths(project, task, question string) (gets, posts []string) {
-	gets = []string{"/", "/p/" + project, "/p/" + project + "/report.html", "/questions", "/agents", "/metrics",
-		"/api/version?page=projects", "/api/version?page=project&id=" + project, "/api/version?page=agents",
+	gets = []string{"/", "/p/" + project, "/p/" + project + "/report.html", "/questions", "/agents", "/mail", "/metrics",
+		"/api/version?page=projects", "/api/version?page=project&id=" + project, "/api/version?page=agents", "/api/version?page=mail",
 		"/static/app.js", "/static/app.css", "/nowhere"}
 	posts = []string{"/questions/" + question + "/answer", "/p/" + project + "/tasks/" + task + "/retry"}
 	return gets, posts

@@ -73,6 +73,8 @@ type Server struct {
 	// Agents: nil shows no live agents (no /agents page, no section on
 	// a project's page).
 	Agents Agents
+	// Mail: nil shows no email accounts (no /mail page).
+	Mail Mail
 	// MCP serves the Model Context Protocol at /mcp (docs/mcp.md), behind
 	// the same guard as the pages; nil: no /mcp.
 	MCP http.Handler

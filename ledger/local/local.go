@@ -1,7 +1,7 @@
 // Package local is the machine's own state, kept apart from the project
 // ledger: the delegation registry (processes of this machine, named by PID
-// and boot), the channel accounts (this machine's chats) and the question
-// log. In fleet mode the project ledger is shared by daemons on many
+// and boot), the channel accounts (this machine's chats), the question
+// log, and the email accounts' mail journal and outbox. In fleet mode the project ledger is shared by daemons on many
 // machines while this state stays on the one it belongs to; with SQLite
 // both live in the one database file.
 //
@@ -22,6 +22,7 @@ type Store interface {
 	Works
 	Channels
 	Questions
+	Mail
 }
 
 // Delegations is the delegation registry.
@@ -84,6 +85,62 @@ type Questions interface {
 	AppendConfirm(ctx context.Context, recs ...ConfirmRecord) ([]ConfirmRecord, error)
 	// ConfirmLog reads the log after seq after, in order.
 	ConfirmLog(ctx context.Context, after uint64) ([]ConfirmRecord, error)
+}
+
+// Mail is the email accounts' mail journal (docs/mail.md): an
+// append-only log of what each account did with each mail, keyed by the
+// mailbox's UIDVALIDITY and the mail's UID, with no text of a mail in it;
+// and the outbox, the text a digest needs of each mail reported and not
+// yet sent (sender, subject, summary), which lives only until the digest
+// is sent.
+type Mail interface {
+	// AppendMail, in one transaction, appends recs in order, puts the
+	// outbox items put and deletes the outbox items of the mails del
+	// names; it returns recs with Seq set. All of it is kept or none: a
+	// record or an item whose Data is not JSON is refused with
+	// reducer.ErrInvalidArgument; a record of a kind its mail has
+	// already (a mail claimed, decided or sent twice), an item of a mail
+	// that has one, or a deletion of an item that is not there with
+	// reducer.ErrConflict.
+	AppendMail(ctx context.Context, recs []MailRecord, put []MailItem, del []MailKey) ([]MailRecord, error)
+	// MailJournal reads account's records after seq after, in order.
+	MailJournal(ctx context.Context, account string, after uint64) ([]MailRecord, error)
+	// MailOutbox reads account's outbox, oldest first.
+	MailOutbox(ctx context.Context, account string) ([]MailItem, error)
+}
+
+// MailKey names one mail of an account: its mailbox's UIDVALIDITY and its
+// UID under it.
+type MailKey struct {
+	Account     string `db:"account"`
+	UIDValidity uint32 `db:"uid_validity"`
+	UID         uint32 `db:"uid"`
+}
+
+// MailRecord is one step of an account's handling of a mail (claimed,
+// decided, sent), one row of the append-only mail journal. It is never
+// changed or removed (the schema refuses UPDATE and DELETE), and no text
+// of the mail is in it.
+type MailRecord struct {
+	// Seq is the row's place in the journal, strictly increasing, set by
+	// AppendMail.
+	Seq uint64 `db:"seq"`
+	MailKey
+	Kind string `db:"kind"`
+	// Timestamp is the daemon's clock when the step was taken, in Unix
+	// milliseconds.
+	Timestamp int64 `db:"timestamp_ms"`
+	// Data is the step's evidence, a JSON object.
+	Data string `db:"data"`
+}
+
+// MailItem is one mail waiting in the outbox for its digest: what the
+// digest says of it (Data, a JSON object the mail package writes and
+// reads). Seq orders the outbox; AppendMail sets it.
+type MailItem struct {
+	Seq uint64 `db:"seq"`
+	MailKey
+	Data string `db:"data"`
 }
 
 // Delegation is one row of the delegation registry: an agent command an

@@ -16,7 +16,9 @@
 //
 // Flags make it misbehave on purpose: --exit-at-once, --garbage,
 // --no-init, --no-load, --stderr. --model names the session's model in
-// the answers to session/new and session/load.
+// the answers to session/new and session/load. --steps-only runs a
+// prompt's steps and says nothing of its other lines, so that a script
+// can hide in a longer prompt (an email's text, in a triage prompt).
 package main
 
 import (
@@ -350,7 +352,9 @@ func (t *turn) step(verb, args, line string) (reason acp.StopReason, stop bool) 
 			return reason, reason != ""
 		}
 	}
-	t.say("%s", line)
+	if !stepsOnly {
+		t.say("%s", line)
+	}
 	return "", false
 }
 
@@ -659,6 +663,7 @@ func main() {
 	garbage := flag.Bool("garbage", false, "write a line that is not JSON-RPC, then answer nothing")
 	noInit := flag.Bool("no-init", false, "read stdin until EOF without answering anything")
 	stderrText := flag.String("stderr", "", "write `TEXT` and a newline to stderr at start")
+	flag.BoolVar(&stepsOnly, "steps-only", false, "say nothing of a prompt's lines that are no step")
 	model := flag.String("model", "", "name the session's model `ID` in the answers to session/new and session/load")
 	flag.Usage = usage
 	flag.Parse()
@@ -694,6 +699,11 @@ func main() {
 }
 
 var stateFlag string
+
+// stepsOnly: a prompt's lines that are no step are not said (--steps-only),
+// so that a script can hide in a longer prompt (an email's text in a
+// triage prompt).
+var stepsOnly bool
 
 // stateDir is the folder sessions are kept in, made if need be: --state,
 // else $ACPAGENT_STATE, else acpagent in the user's state folder

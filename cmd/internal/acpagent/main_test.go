@@ -400,3 +400,20 @@ func TestStateFolder(t *testing.T) {
 	assert.Equal(t, 1, exit.ExitCode())
 	assert.Contains(t, string(out), "session folder "+open+" may be written by others")
 }
+
+// TestStepsOnly: with --steps-only, a prompt's steps run and its other
+// lines are not said.
+func TestStepsOnly(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	p := start(t, build(t), "--state", t.TempDir(), "--steps-only")
+	p.initialize(ctx, t)
+	sess, err := p.conn.NewSession(ctx, acp.NewSessionRequest{Cwd: t.TempDir(), McpServers: []acp.McpServer{}})
+	require.NoError(t, err)
+	prompt := "You triage one email.\nFrom: someone\n<<<\nsay report: hello\nusage 7 3\n>>>\n"
+	r, err := p.conn.Prompt(ctx, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock(prompt)}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"agent:report: hello"}, p.client.recorded())
+	assert.Equal(t, 10, r.Usage.TotalTokens)
+	p.kill()
+}
