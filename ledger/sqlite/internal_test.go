@@ -95,8 +95,8 @@ func titles(t *testing.T, l *ledger.Ledger, project string) []string {
 }
 
 // fillUntilRefused adds tasks until one is refused and returns the
-// refusal, the titles acknowledged and the last acknowledged sequence.
-func fillUntilRefused(t *testing.T, l *ledger.Ledger, project string) (error, []string, uint64) {
+// titles acknowledged, the last acknowledged sequence and the refusal.
+func fillUntilRefused(t *testing.T, l *ledger.Ledger, project string) ([]string, uint64, error) {
 	t.Helper()
 	var acked []string
 	var last uint64
@@ -104,13 +104,13 @@ func fillUntilRefused(t *testing.T, l *ledger.Ledger, project string) (error, []
 		title := fmt.Sprintf("task %d with a title that takes some room in a page", i)
 		seq, err := addTask(l, project, title)
 		if err != nil {
-			return err, acked, last
+			return acked, last, err
 		}
 		acked = append(acked, title)
 		last = seq
 	}
 	t.Fatal("100000 tasks and no refusal")
-	return nil, nil, 0
+	return nil, 0, nil
 }
 
 // assertRecovers checks the ledger after a refusal: the refused command
@@ -161,7 +161,7 @@ func TestStorageFullAtThePageLimit(t *testing.T) {
 	_, err := d.w.ExecContext(ctx, fmt.Sprintf(`PRAGMA max_page_count = %d`, pages+2))
 	require.NoError(t, err)
 
-	err, acked, last := fillUntilRefused(t, l, project)
+	acked, last, err := fillUntilRefused(t, l, project)
 	require.ErrorIs(t, err, ledger.ErrStorageFull)
 	assert.ErrorIs(t, err, ledger.ErrStorage, "a full disk is a storage failure")
 	assert.Contains(t, err.Error(), "nothing of the request was kept")
@@ -199,7 +199,7 @@ func TestStorageFullAtTheFileSizeLimit(t *testing.T) {
 	restore := func() { require.NoError(t, unix.Setrlimit(unix.RLIMIT_FSIZE, &old)) }
 	defer restore()
 
-	err, acked, last := fillUntilRefused(t, l, project)
+	acked, last, err := fillUntilRefused(t, l, project)
 	require.ErrorIs(t, err, ledger.ErrStorageFull, "EFBIG is reported as SQLITE_IOERR_WRITE; it still means no room")
 	assert.Contains(t, err.Error(), "RLIMIT_FSIZE")
 	for i := range 50 {
@@ -232,7 +232,7 @@ func TestStorageFullOnAFullDisk(t *testing.T) {
 	require.NoError(t, os.WriteFile(ballast, make([]byte, 256<<10), 0o600))
 	l, _, path, project := faultLedger(t, dir)
 
-	err, acked, last := fillUntilRefused(t, l, project)
+	acked, last, err := fillUntilRefused(t, l, project)
 	require.ErrorIs(t, err, ledger.ErrStorageFull)
 	assert.Contains(t, err.Error(), "bytes left on the file system")
 	acked = slices.Sorted(slices.Values(acked))
