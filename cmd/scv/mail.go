@@ -22,8 +22,12 @@ func mailLine(p *printer, m *api.MailCounts) string {
 	if m.LastCheckUnixSeconds != nil {
 		checked = "checked " + p.ago(*m.LastCheckUnixSeconds)
 	}
-	return fmt.Sprintf("seen %d today (%d triaged, %d reported), %d queued, %d claimed, %s, %d digests in 24h, %s",
-		m.SeenToday, m.TriagedToday, m.ReportedToday, m.Queued, m.Claimed, tokens, m.Messages24h, checked)
+	digests := "digests"
+	if m.Messages24h == 1 {
+		digests = "digest"
+	}
+	return fmt.Sprintf("seen %d today (%d triaged, %d reported), %d queued, %d claimed, %s, %d %s in 24h, %s",
+		m.SeenToday, m.TriagedToday, m.ReportedToday, m.Queued, m.Claimed, tokens, m.Messages24h, digests, checked)
 }
 
 // mailTable is the email accounts' counts, a row for each component that

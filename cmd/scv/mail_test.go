@@ -31,6 +31,9 @@ func TestMailCountsPrinted(t *testing.T) {
 	assert.Contains(t, b.String(), "mail email:work  seen 20 today (6 triaged, 11 reported), 2 queued, 1 claimed, "+
 		"720 of 500 tokens (budget reached), 3 digests in 24h, checked 2m ago\n")
 	assert.NotContains(t, b.String(), "email:home")
+	one := &api.MailCounts{SeenToday: 1, Messages24h: 1}
+	assert.Equal(t, "seen 1 today (0 triaged, 0 reported), 0 queued, 0 claimed, 0 tokens, 1 digest in 24h, not checked yet",
+		mailLine(&printer{w: &b, now: now}, one))
 
 	b.Reset()
 	require.NoError(t, printComponentsReply(&printer{w: &b, now: now}, st))
