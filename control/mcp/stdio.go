@@ -233,15 +233,17 @@ func (l *lineLimit) decode(line []byte) jsonrpc.Message {
 			"a JSON-RPC batch: MCP has none since 2025-06-18; send one message a line")
 		return nil
 	}
+	const notOne = "not a JSON-RPC message on one line of standard input"
+	// DecodeMessage reads the first value and leaves what follows it.
+	if !json.Valid(line) {
+		l.refuse(nil, api.CodeParseError, api.ReasonParseError, notOne+": not JSON")
+		return nil
+	}
 	// A copy: line is the reader's buffer, which its next line overwrites
 	// while the message may still be read.
 	msg, err := jsonrpc.DecodeMessage(bytes.Clone(line))
 	if err != nil {
-		code, reason := api.CodeInvalidRequest, api.ReasonInvalidRequest
-		if !json.Valid(line) {
-			code, reason = api.CodeParseError, api.ReasonParseError
-		}
-		l.refuse(nil, code, reason, "not a JSON-RPC message on one line of standard input: "+err.Error())
+		l.refuse(nil, api.CodeInvalidRequest, api.ReasonInvalidRequest, notOne+": "+err.Error())
 		return nil
 	}
 	return msg
