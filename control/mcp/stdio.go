@@ -128,8 +128,12 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
-// Write writes msg as one line; an answer is counted off c.calls.
+// Write writes msg as one line; an answer is counted off c.calls, written
+// or not (it will not be written again).
 func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
+		defer c.calls.add(-1)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -138,9 +142,6 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return fmt.Errorf("encode a JSON-RPC message: %w", err)
 	}
 	_, err = c.w.Write(append(b, '\n'))
-	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
-		c.calls.add(-1)
-	}
 	return err
 }
 
