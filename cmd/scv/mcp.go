@@ -21,11 +21,12 @@ type MCPOptions struct {
 }
 
 // mcpGCPercent is scv mcp's GOGC when the environment sets none. The MCP
-// SDK allocates a 32 KiB buffer for each JSON value it decodes, some
-// eight for a tool call, on a live heap of about 2 MiB: at Go's default
+// SDK allocates a 32 KiB buffer for each JSON value it decodes, about
+// four for a tool call, on a live heap of about 2 MiB: at Go's default
 // of 100 the collector ran every few calls and cost more CPU than the
-// call (docs/performance.md, MCP). At 400 it runs a quarter as often,
-// for about 10 MiB more of peak memory.
+// call (docs/performance.md, MCP: a third more, measured again with
+// scv mcp's own transport). At 400 it runs a quarter as often, for about
+// 11 MiB more of peak memory.
 const mcpGCPercent = 400
 
 func newMCPCmd(c *client) *cobra.Command {

@@ -363,6 +363,88 @@ func TestMCPStdioEndOfInput(t *testing.T) {
 	}
 }
 
+// TestMCPStdioRefusals: on standard input, a JSON-RPC batch (which MCP
+// has not had since 2025-06-18) is answered with a JSON-RPC error
+// (invalid_request), a line that is not JSON (a message spread over
+// several lines is not, nor two messages on one line) with another
+// (parse_error), and one that is JSON
+// but not a JSON-RPC message with an invalid_request, each with a null
+// ID and said on the log; a blank line is passed over; and the session
+// lives on: the requests around them are answered.
+func TestMCPStdioRefusals(t *testing.T) {
+	e := newEnv(t, daemon.Config{})
+	e.must(api.CmdProjectCreate{Name: "acme", Workspace: e.ws})
+	input := strings.Join([]string{initialize,
+		"[" + listCall + "]",
+		"{\"jsonrpc\":\"2.0\",\n\"id\":3,\"method\":\"ping\"}",
+		"",
+		`{"jsonrpc":"2.0","id":5,"method":"ping"} {"jsonrpc":"2.0","id":6,"method":"ping"}`,
+		`{"jsonrpc":"1.0","id":4,"method":"ping"}`,
+		listCall}, "\n") + "\n"
+	var out, log syncBuffer
+	require.NoError(t, mcp.Run(context.Background(), e.h, mcp.Options{}, strings.NewReader(input), &out, &log))
+
+	type answer struct {
+		ID     *int            `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *api.Error      `json:"error"`
+	}
+	var answers []answer
+	for line := range strings.SplitSeq(strings.TrimSpace(out.String()), "\n") {
+		var a answer
+		require.NoError(t, json.Unmarshal([]byte(line), &a), line)
+		answers = append(answers, a)
+	}
+	require.Len(t, answers, 7, out.String())
+	var refused []api.Error
+	ids := map[int]bool{}
+	for _, a := range answers {
+		if a.ID == nil {
+			require.NotNil(t, a.Error)
+			refused = append(refused, *a.Error)
+			continue
+		}
+		require.Nil(t, a.Error, "request %d", *a.ID)
+		ids[*a.ID] = true
+	}
+	assert.Equal(t, map[int]bool{1: true, 2: true}, ids, "the session lives on")
+	require.Len(t, refused, 5)
+	assert.Equal(t, api.CodeInvalidRequest, refused[0].Code)
+	assert.Equal(t, api.ReasonInvalidRequest, refused[0].Data.Reason)
+	assert.Contains(t, refused[0].Message, "a JSON-RPC batch: MCP has none since 2025-06-18")
+	for _, r := range refused[1:4] {
+		assert.Equal(t, api.CodeParseError, r.Code, r.Message)
+		assert.Equal(t, api.ReasonParseError, r.Data.Reason)
+		assert.Contains(t, r.Message, "not a JSON-RPC message on one line of standard input: not JSON")
+	}
+	assert.Equal(t, api.CodeInvalidRequest, refused[4].Code, refused[4].Message)
+	assert.Contains(t, refused[4].Message, "not a JSON-RPC message on one line of standard input")
+	assert.Equal(t, 5, strings.Count(log.String(), "answered with an error"), log.String())
+}
+
+// TestMCPStdioCancel: when its context ends, Run returns, though its
+// input, which cannot be closed, neither ends nor has a line to read.
+func TestMCPStdioCancel(t *testing.T) {
+	e := newEnv(t, daemon.Config{})
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	var out, log syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() {
+		ran <- mcp.Run(ctx, e.h, mcp.Options{}, struct{ io.Reader }{inR}, &out, &log)
+	}()
+	_, err := io.WriteString(inW, initialize+"\n")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), `"id":1`) }, 30*time.Second, 10*time.Millisecond)
+	cancel()
+	select {
+	case <-ran:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return when its context ended")
+	}
+}
+
 // TestMCPOversizedMessage: a message on standard input over 1 MiB is
 // answered with a JSON-RPC error (too_large) that says the limit, said on
 // the log too, and the session lives on; when its input ends, Run returns

@@ -8,7 +8,9 @@
 // The same server serves two ways:
 //
 //   - `scv mcp` serves one session on standard input and output (Run),
-//     its Handler a rpc.Remote that reaches the daemon on its socket;
+//     through a transport of its own, one message a line, each decoded
+//     once (stdio.go), its Handler a rpc.Remote that reaches the daemon
+//     on its socket;
 //   - the daemon serves sessions over streamable HTTP at /mcp of its web
 //     listener (HTTPHandler), its Handler the daemon's own control.Service,
 //     in process, each request named HTTPCaller (api.WithCaller).

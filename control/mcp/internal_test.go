@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -44,34 +43,4 @@ func TestCheckable(t *testing.T) {
 			N float64 `json:"n"`
 		}]("t")
 	})
-}
-
-// TestCount: the requests and responses count finds in a message, or a
-// batch, scanned or decoded, are what a decoder finds.
-func TestCount(t *testing.T) {
-	for _, c := range []struct {
-		msg              string
-		calls, responses int
-	}{
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"id":2,"method":"y"}}}`, 1, 0},
-		{` {"jsonrpc":"2.0","method":"tools/call","id":"a"}` + "\n", 1, 0},
-		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, 0, 0},
-		{`{"jsonrpc":"2.0","id":null,"method":"x"}`, 0, 0},
-		{`{"jsonrpc":"2.0","id":1,"method":null}`, 1, 0},
-		{`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"{\"id\":1,\"method\":\"x\"}"}],"structuredContent":{"method":1}}}`, 0, 1},
-		{`{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"\\"}}`, 0, 1},
-		{`{"jsonrpc":"2.0","id":1,"m\u0065thod":"x"}`, 1, 0},
-		{`{"jsonrpc":"2.0","\u0069d":1,"result":{}}`, 0, 1},
-		{`{"jsonrpc":"2.0","identity":1,"methods":"x"}`, 0, 0},
-		{`[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b"},{"jsonrpc":"2.0","id":2,"result":{}}]`, 1, 1},
-		{`{"jsonrpc":"2.0","id":1,"method":"a"`, 0, 0},
-		{`{"jsonrpc":"2.0","id":1,"method":"a"}}`, 0, 0},
-		{``, 0, 0},
-		{`null`, 0, 0},
-	} {
-		assert.Equal(t, c.calls, count([]byte(c.msg), true), "requests in %s", c.msg)
-		assert.Equal(t, c.responses, count([]byte(c.msg), false), "responses in %s", c.msg)
-		assert.Equal(t, countDecoded([]byte(strings.TrimSpace(c.msg)), true), count([]byte(c.msg), true), "as decoded: %s", c.msg)
-		assert.Equal(t, countDecoded([]byte(strings.TrimSpace(c.msg)), false), count([]byte(c.msg), false), "as decoded: %s", c.msg)
-	}
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"scv/control/api"
@@ -30,24 +31,133 @@ func Run(ctx context.Context, h api.Handler, opts Options, in io.Reader, out, lo
 	return NewServer(h, opts).Run(ctx, stdio(in, out, log))
 }
 
-// stdio is the MCP transport of in and out. A message on in, one line as
-// MCP's stdio transport has it, is at most maxMessage bytes (its newline
-// not counted): a longer line is read to its end without being kept, and
-// a request is answered here with a JSON-RPC error (reason too_large),
-// said on log too, so that the session lives on. A message spread over
-// several lines is bounded by the SDK's frame limit only, twice as much,
-// past which the session ends.
+// stdio is the MCP transport of in and out: one JSON-RPC message a line,
+// as MCP's stdio transport has it, each line decoded once
+// (jsonrpc.DecodeMessage) and each answer written as one line.
+//
+// A line is at most maxMessage bytes (its newline not counted): a longer
+// line is read to its end without being kept, and a request is answered
+// here with a JSON-RPC error (reason too_large), said on log too, so that
+// the session lives on. A line that is not a JSON-RPC message (a message
+// spread over several lines is not one either) is answered with a
+// JSON-RPC error (parse_error, or invalid_request: a batch, which MCP
+// dropped in 2025-06-18), said on log, and the session lives on too.
 //
 // The SDK ends a session at the end of its input, and leaves unanswered
 // the requests it was still answering: so the end of in is handed on
 // only once every request read before it is answered (inFlight).
 func stdio(in io.Reader, out, log io.Writer) sdk.Transport {
-	w := &lockedWriter{w: out}
-	calls := newInFlight()
-	r := &lineLimit{r: bufio.NewReaderSize(in, 64<<10), max: maxMessage, w: w, log: log, calls: calls}
-	r.c, _ = in.(io.Closer)
-	return &sdk.IOTransport{Reader: r, Writer: &answers{w: w, calls: calls}, MaxLineLength: 2 * maxMessage}
+	return &lineTransport{in: in, out: out, log: log}
 }
+
+// lineTransport is stdio's transport, for one session.
+type lineTransport struct {
+	in       io.Reader
+	out, log io.Writer
+}
+
+func (t *lineTransport) Connect(context.Context) (sdk.Connection, error) {
+	w := &lockedWriter{w: t.out}
+	c := &lineConn{
+		r:        &lineLimit{r: bufio.NewReaderSize(t.in, 64<<10), max: maxMessage, w: w, log: t.log},
+		w:        w,
+		calls:    newInFlight(),
+		incoming: make(chan read),
+		closed:   make(chan struct{}),
+	}
+	c.src, _ = t.in.(io.Closer)
+	go c.readLines()
+	return c, nil
+}
+
+// lineConn is a session's connection on lineTransport. Its lines are read
+// by a goroutine of their own (readLines), so that Close ends a Read
+// even when standard input's read does not end when it is closed.
+type lineConn struct {
+	r        *lineLimit
+	src      io.Closer // r's source, if it closes
+	w        *lockedWriter
+	calls    *inFlight // the requests handed on, not answered yet
+	incoming chan read
+	closed   chan struct{}
+	once     sync.Once
+}
+
+// read is a message read, or the error that ends the reading.
+type read struct {
+	msg jsonrpc.Message
+	err error
+}
+
+// readLines hands on each message of c's lines to Read, until the end of
+// the input (once every request handed on is answered) or an error.
+func (c *lineConn) readLines() {
+	for {
+		line, err := c.r.next()
+		var msg jsonrpc.Message
+		switch {
+		case err == io.EOF:
+			c.calls.drained()
+		case err == nil:
+			if msg = c.r.decode(line); msg == nil {
+				continue
+			}
+			if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
+				c.calls.add(1)
+			}
+		}
+		select {
+		case c.incoming <- read{msg, err}:
+		case <-c.closed:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case r := <-c.incoming:
+		return r.msg, r.err
+	case <-c.closed:
+		return nil, io.EOF
+	}
+}
+
+// Write writes msg as one line; an answer is counted off c.calls, written
+// or not (it will not be written again).
+func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID.IsValid() {
+		defer c.calls.add(-1)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("encode a JSON-RPC message: %w", err)
+	}
+	_, err = c.w.Write(append(b, '\n'))
+	return err
+}
+
+func (c *lineConn) Close() error {
+	var err error
+	c.once.Do(func() {
+		c.calls.close()
+		close(c.closed)
+		if c.src != nil {
+			err = c.src.Close()
+		}
+	})
+	return err
+}
+
+func (c *lineConn) SessionID() string { return "" }
 
 // inFlight counts the requests handed on to the SDK that it has not
 // answered yet.
@@ -65,9 +175,6 @@ func newInFlight() *inFlight {
 }
 
 func (f *inFlight) add(n int) {
-	if n == 0 {
-		return
-	}
 	f.mu.Lock()
 	f.n += n
 	f.mu.Unlock()
@@ -92,76 +199,8 @@ func (f *inFlight) drained() {
 	}
 }
 
-// envelope is what tells JSON-RPC messages apart: a request has a method
-// and an ID, a response an ID and no method.
-type envelope struct {
-	ID     json.RawMessage `json:"id"`
-	Method json.RawMessage `json:"method"`
-}
-
-// count is how many of the messages in b, one message or a batch of
-// them, are requests (calls) or responses (!calls). It is counted on
-// every message in and out: a message alone, the usual, is scanned once
-// by msgScanner (a response is as long as the tool's result, which the
-// decoder below took several times as long to read); a batch, a message
-// not valid JSON (on the way in: the SDK's own are) and one whose keys
-// have escapes are decoded.
-func count(b []byte, calls bool) int {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '{' && (!calls || json.Valid(b)) {
-		var s msgScanner
-		s.feed(b)
-		if !s.escKey {
-			id := bytes.TrimSpace(s.id)
-			if s.gotID && len(id) > 0 && !bytes.Equal(id, []byte("null")) && s.method == calls {
-				return 1
-			}
-			return 0
-		}
-	}
-	return countDecoded(b, calls)
-}
-
-// countDecoded is count, decoding b.
-func countDecoded(b []byte, calls bool) int {
-	var msgs []envelope
-	if len(b) > 0 && b[0] == '[' {
-		if json.Unmarshal(b, &msgs) != nil {
-			return 0
-		}
-	} else {
-		var e envelope
-		if json.Unmarshal(b, &e) != nil {
-			return 0
-		}
-		msgs = []envelope{e}
-	}
-	n := 0
-	for _, e := range msgs {
-		if len(e.ID) > 0 && !bytes.Equal(e.ID, []byte("null")) && (len(e.Method) > 0) == calls {
-			n++
-		}
-	}
-	return n
-}
-
-// answers is the SDK's writer: each Write is one message, or a batch, and
-// the responses among them are counted off calls.
-type answers struct {
-	w     io.Writer
-	calls *inFlight
-}
-
-func (a *answers) Write(p []byte) (int, error) {
-	n, err := a.w.Write(p)
-	a.calls.add(-count(p, false))
-	return n, err
-}
-
-func (a *answers) Close() error { return nil }
-
-// lockedWriter is w, written by the SDK and by lineLimit's answers, a
-// message at a time.
+// lockedWriter is w, written by the session's answers and by lineLimit's,
+// a message at a time.
 type lockedWriter struct {
 	mu sync.Mutex
 	w  io.Writer
@@ -173,41 +212,65 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// lineLimit hands on r's lines of at most max bytes as they are, and
-// answers the longer ones itself.
+// lineLimit reads r's lines of at most max bytes, and answers the longer
+// ones itself, and those that are not a JSON-RPC message.
 type lineLimit struct {
-	r     *bufio.Reader
-	c     io.Closer // r's source, if it closes
-	max   int
-	w     io.Writer // where an answer goes
-	log   io.Writer
-	calls *inFlight // the requests handed on
-	line  []byte    // what is left to hand on of the current line
+	r   *bufio.Reader
+	max int
+	w   io.Writer // where an answer goes
+	log io.Writer
 }
 
-func (l *lineLimit) Read(p []byte) (int, error) {
-	for len(l.line) == 0 {
-		line, err := l.next()
-		if err == io.EOF {
-			l.calls.drained()
-		}
-		if err != nil {
-			return 0, err
-		}
-		l.calls.add(count(line, true))
-		l.line = line
-	}
-	n := copy(p, l.line)
-	l.line = l.line[n:]
-	return n, nil
-}
-
-func (l *lineLimit) Close() error {
-	l.calls.close()
-	if l.c == nil {
+// decode is the message of line, or nil if there is none: a blank line,
+// or one answered here with a JSON-RPC error (a batch, or a line that is
+// not a JSON-RPC message), which is said on log too.
+func (l *lineLimit) decode(line []byte) jsonrpc.Message {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
 		return nil
 	}
-	return l.c.Close()
+	if line[0] == '[' {
+		l.refuse(nil, api.CodeInvalidRequest, api.ReasonInvalidRequest,
+			"a JSON-RPC batch: MCP has none since 2025-06-18; send one message a line")
+		return nil
+	}
+	const notOne = "not a JSON-RPC message on one line of standard input"
+	// DecodeMessage reads the first value and leaves what follows it.
+	if !json.Valid(line) {
+		l.refuse(nil, api.CodeParseError, api.ReasonParseError, notOne+": not JSON")
+		return nil
+	}
+	// A copy: line is the reader's buffer, which its next line overwrites
+	// while the message may still be read.
+	msg, err := jsonrpc.DecodeMessage(bytes.Clone(line))
+	if err != nil {
+		l.refuse(nil, api.CodeInvalidRequest, api.ReasonInvalidRequest, notOne+": "+err.Error())
+		return nil
+	}
+	return msg
+}
+
+// refuse answers a message with a JSON-RPC error of code and reason, with
+// id for its ID (nil: null, the ID of a message whose own is not known),
+// and says so on log.
+func (l *lineLimit) refuse(id json.RawMessage, code int, reason, msg string) {
+	fmt.Fprintf(l.log, "scv mcp: %s: answered with an error\n", msg)
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	type rpcError struct {
+		Code    int           `json:"code"`
+		Message string        `json:"message"`
+		Data    api.ErrorData `json:"data"`
+	}
+	b, err := json.Marshal(struct {
+		Version string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   rpcError        `json:"error"`
+	}{"2.0", id, rpcError{code, msg + " [" + reason + "]", api.ErrorData{Reason: reason}}})
+	if err == nil {
+		l.w.Write(append(b, '\n'))
+	}
 }
 
 // next is the next line of at most max bytes, with its newline (the last
@@ -261,20 +324,7 @@ func (l *lineLimit) tooLarge(n int, m *msgScanner) {
 		fmt.Fprintf(l.log, "scv mcp: %s: passed over (no request ID found, so no answer)\n", msg)
 		return
 	}
-	fmt.Fprintf(l.log, "scv mcp: %s: answered with an error\n", msg)
-	type rpcError struct {
-		Code    int           `json:"code"`
-		Message string        `json:"message"`
-		Data    api.ErrorData `json:"data"`
-	}
-	b, err := json.Marshal(struct {
-		Version string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   rpcError        `json:"error"`
-	}{"2.0", id, rpcError{api.CodeInvalidRequest, msg + " [" + api.ReasonTooLarge + "]", api.ErrorData{Reason: api.ReasonTooLarge}}})
-	if err == nil {
-		l.w.Write(append(b, '\n'))
-	}
+	l.refuse(id, api.CodeInvalidRequest, api.ReasonTooLarge, msg)
 }
 
 // msgScanner reads a JSON-RPC message a piece at a time, keeping only
@@ -285,7 +335,6 @@ type msgScanner struct {
 	wantKey    bool   // at depth 1, the next string is a key
 	inKey      bool   // reading a key of depth 1
 	key        []byte // that key, up to 8 bytes
-	escKey     bool   // a key of depth 1 had an escape: keys are not known
 	lastKey    string
 	method     bool // the message has a method: a request or a notification
 	inID       bool // reading the ID's value
@@ -308,7 +357,6 @@ func (s *msgScanner) feed(p []byte) {
 				s.esc = false
 			case b == '\\':
 				s.esc = true
-				s.escKey = s.escKey || s.inKey
 			case b == '"':
 				s.inStr = false
 				if s.inKey {
