@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"scv/control/channels/channelstest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,65 +36,7 @@ func openLedger(t *testing.T, path string) *sqlite.DB {
 	return db
 }
 
-// fakeClock is a Clock that moves only when told to.
-type fakeClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters []*waiter
-}
-
-type waiter struct {
-	at time.Time
-	d  time.Duration
-	ch chan time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_700_000_000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if d <= 0 {
-		ch <- c.now
-		return ch
-	}
-	c.waiters = append(c.waiters, &waiter{at: c.now.Add(d), d: d, ch: ch})
-	return ch
-}
-
-// Advance moves the clock by d and fires every timer that is due.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	keep := c.waiters[:0]
-	for _, w := range c.waiters {
-		if w.at.After(c.now) {
-			keep = append(keep, w)
-			continue
-		}
-		w.ch <- c.now
-	}
-	c.waiters = keep
-}
-
-// Pending is the durations of the timers that have not fired.
-func (c *fakeClock) Pending() []time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var ds []time.Duration
-	for _, w := range c.waiters {
-		ds = append(ds, w.d)
-	}
-	return ds
-}
+func newFakeClock() *channelstest.Clock { return channelstest.NewClock(time.Unix(1_700_000_000, 0)) }
 
 // testConnector is a connector the test drives: each Run announces itself
 // on runs as a testRun, and then does what the test tells it.
@@ -209,7 +152,7 @@ type harness struct {
 	dbPath string
 	l      *sqlite.DB
 	m      *channels.Manager
-	clock  *fakeClock
+	clock  *channelstest.Clock
 	tc     map[channels.Kind]*testConnector
 	file   string
 	dir    string

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/textproto"
 	"path/filepath"
+	"scv/control/channels/channelstest"
 	"slices"
 	"strings"
 	"sync"
@@ -145,50 +146,6 @@ func (c *conn) Wait(ctx context.Context, _ time.Duration) error {
 
 func (c *conn) Close() error { return nil }
 
-// fakeClock is a channels.Clock whose time moves only by Advance, which
-// fires the timers it passes.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []fakeTimer
-}
-
-type fakeTimer struct {
-	at time.Time
-	ch chan time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if d <= 0 {
-		ch <- c.now
-		return ch
-	}
-	c.timers = append(c.timers, fakeTimer{c.now.Add(d), ch})
-	return ch
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	c.timers = slices.DeleteFunc(c.timers, func(t fakeTimer) bool {
-		if t.at.After(c.now) {
-			return false
-		}
-		t.ch <- c.now
-		return true
-	})
-}
-
 // triage is a scripted Triager: a mail's text says what it answers.
 // "answer: TEXT" answers TEXT (its \n new lines), "block" waits for its
 // context the first time and reports the next, "fail" fails; every answer
@@ -315,7 +272,7 @@ type env struct {
 	db     *sqlite.DB
 	box    *box
 	tr     *triage
-	clock  *fakeClock
+	clock  *channelstest.Clock
 	chats  *chats
 	q      *confirm.Manager
 	s      *mail.Service
@@ -334,7 +291,7 @@ func newEnv(t *testing.T) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, path: filepath.Join(t.TempDir(), "ledger.db"), box: newBox(),
-		tr: &triage{tokens: 100}, clock: &fakeClock{now: start}, chats: &chats{connected: true}, logs: &logBuffer{}}
+		tr: &triage{tokens: 100}, clock: channelstest.NewClock(start), chats: &chats{connected: true}, logs: &logBuffer{}}
 	e.set = channels.Settings{Channel: channels.KindEmail, Account: "work", Enabled: true, Password: "hunter2",
 		Email: &channels.Email{
 			IMAP: "imaps://mail.example.com", User: "me@example.com", MailChat: "local:mail",
